@@ -1,0 +1,1435 @@
+// The vramgym compiler: source text -> tokens -> stack bytecode, in one header that compiles
+// for the host (g++) and for CUDA (nvcc / NVRTC). No dynamic allocation: every table has a
+// fixed bound, and the caller provides the token and code buffers. See docs/language.md.
+//
+// Two passes over the token array: pass 1 reads every function signature (so calls may go
+// forward), pass 2 is a clox-style single-pass parser that type-checks and emits code.
+#pragma once
+#include "core_types.h"
+#include "opcodes.h"
+
+namespace vg {
+
+struct Token {
+  int32_t kind;   // Tok
+  int32_t value;  // NAME: name id; INT: the value; RESERVED: keyword index
+  int32_t line;   // 1-based
+  int32_t col;    // 1-based
+};
+
+struct CompileError {
+  int32_t code, line, col, arg;
+};
+
+// Per-function metadata returned to the host.
+// [pc, name_off, name_len, nparams, ret_kind, nlocals, kinds[MAX_PARAMS]]
+// (name_off = -1 and name_len = name id when compiling from tokens without source).
+constexpr int FUNC_META = 6 + MAX_PARAMS;
+
+// ---------------------------------------------------------------------------------------------
+// Lexer
+
+struct NameEntry {
+  const char* ptr;
+  int32_t len;
+};
+
+struct Lexer {
+  const char* src;
+  int64_t len, pos, line_start;
+  int32_t line;
+  Token* toks;
+  int32_t cap, n;
+  int32_t indents[MAX_BLOCK_DEPTH + 2];
+  int32_t nindent;
+  int32_t depth;  // open brackets: newlines inside them are ignored
+  NameEntry names[MAX_NAMES];
+  int32_t nnames;
+  CompileError err;
+  bool failed;
+};
+
+VG_HD inline bool vg_streq(const char* a, int32_t alen, const char* b) {
+  int32_t i = 0;
+  for (; i < alen; i++)
+    if (b[i] == 0 || b[i] != a[i]) return false;
+  return b[i] == 0;
+}
+
+VG_HD inline bool lx_fail(Lexer& L, int32_t code, int64_t at, int32_t arg = 0) {
+  if (!L.failed) {
+    L.failed = true;
+    L.err.code = code;
+    L.err.line = L.line;
+    L.err.col = (int32_t)(at - L.line_start) + 1;
+    L.err.arg = arg;
+  }
+  return false;
+}
+
+VG_HD inline bool lx_emit(Lexer& L, int32_t kind, int32_t value, int64_t at) {
+  if (L.n >= L.cap - 1) return lx_fail(L, ERR_TOO_MANY_TOKENS, at, L.cap - 1);  // keep room for EOF
+  Token& t = L.toks[L.n++];
+  t.kind = kind;
+  t.value = value;
+  t.line = L.line;
+  t.col = (int32_t)(at - L.line_start) + 1;
+  return true;
+}
+
+VG_HD inline bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+VG_HD inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Keywords of the language map to their own tokens; other Python keywords to RESERVED.
+VG_HD inline int32_t keyword(const char* s, int32_t n, int32_t* reserved_index) {
+  const char* kw[] = {"def", "return", "if", "elif", "else", "while", "for", "in", "break",
+                      "continue", "pass", "and", "or", "not", "True", "False"};
+  const int32_t kind[] = {TOK_DEF, TOK_RETURN, TOK_IF, TOK_ELIF, TOK_ELSE, TOK_WHILE, TOK_FOR,
+                          TOK_IN, TOK_BREAK, TOK_CONTINUE, TOK_PASS, TOK_AND, TOK_OR, TOK_NOT,
+                          TOK_TRUE, TOK_FALSE};
+  if (n < 2 || n > 8) return -1;
+  for (int i = 0; i < 16; i++)
+    if (kw[i][0] == s[0] && vg_streq(s, n, kw[i])) return kind[i];
+  const char* rk[] = {VG_RESERVED_KEYWORDS};
+  for (int i = 0; i < NUM_RESERVED_KEYWORDS; i++)
+    if (rk[i][0] == s[0] && vg_streq(s, n, rk[i])) {
+      *reserved_index = i;
+      return TOK_RESERVED;
+    }
+  return -1;
+}
+
+VG_HD inline void lx_init_names(Lexer& L) {
+  const char* b[] = {VG_BUILTIN_NAMES};
+  for (int i = 0; i < NUM_BUILTIN_NAMES; i++) {
+    int32_t n = 0;
+    while (b[i][n]) n++;
+    L.names[i].ptr = b[i];
+    L.names[i].len = n;
+  }
+  L.nnames = NUM_BUILTIN_NAMES;
+}
+
+VG_HD inline int32_t lx_intern(Lexer& L, const char* s, int32_t n, int64_t at) {
+  for (int32_t i = 0; i < L.nnames; i++) {
+    if (L.names[i].len != n) continue;
+    int32_t k = 0;
+    while (k < n && L.names[i].ptr[k] == s[k]) k++;
+    if (k == n) return i;
+  }
+  if (L.nnames >= MAX_NAMES) {
+    lx_fail(L, ERR_TOO_MANY_NAMES, at, MAX_NAMES);
+    return -1;
+  }
+  L.names[L.nnames].ptr = s;
+  L.names[L.nnames].len = n;
+  return L.nnames++;
+}
+
+// Consume one line break at L.pos (\n, \r\n or \r).
+VG_HD inline void lx_newline(Lexer& L) {
+  if (L.src[L.pos] == '\r' && L.pos + 1 < L.len && L.src[L.pos + 1] == '\n') L.pos++;
+  L.pos++;
+  L.line++;
+  L.line_start = L.pos;
+}
+
+// Tokenize the whole source into L.toks (terminated by EOF). Returns false on error (L.err).
+VG_HD inline bool lex(Lexer& L) {
+  const char* s = L.src;
+  bool line_start = true;  // at the start of a logical line (outside brackets)
+  while (!L.failed) {
+    if (line_start && L.depth == 0) {
+      int64_t p = L.pos;
+      int64_t tab_at = -1;
+      while (p < L.len && (s[p] == ' ' || s[p] == '\t' || s[p] == '\f')) {
+        if (s[p] != ' ' && tab_at < 0) tab_at = p;
+        p++;
+      }
+      if (p >= L.len) {
+        L.pos = p;
+        break;
+      }
+      if (s[p] == '#') {  // comment-only line: no tokens, no indentation
+        while (p < L.len && s[p] != '\n' && s[p] != '\r') p++;
+        L.pos = p;
+        if (p < L.len) lx_newline(L);
+        continue;
+      }
+      if (s[p] == '\n' || s[p] == '\r') {  // blank line
+        L.pos = p;
+        lx_newline(L);
+        continue;
+      }
+      if (tab_at >= 0) return lx_fail(L, ERR_TAB_INDENT, tab_at);
+      int32_t ind = (int32_t)(p - L.pos);
+      if (ind > L.indents[L.nindent - 1]) {
+        if (L.nindent >= MAX_BLOCK_DEPTH + 1) return lx_fail(L, ERR_TOO_DEEP, p, MAX_BLOCK_DEPTH);
+        L.indents[L.nindent++] = ind;
+        if (!lx_emit(L, TOK_INDENT, 0, p)) return false;
+      } else {
+        while (ind < L.indents[L.nindent - 1]) {
+          L.nindent--;
+          if (!lx_emit(L, TOK_DEDENT, 0, p)) return false;
+        }
+        if (ind != L.indents[L.nindent - 1]) return lx_fail(L, ERR_BAD_DEDENT, p);
+      }
+      L.pos = p;
+      line_start = false;
+    }
+    while (L.pos < L.len && (s[L.pos] == ' ' || s[L.pos] == '\t' || s[L.pos] == '\f')) L.pos++;
+    if (L.pos >= L.len) break;
+    int64_t at = L.pos;
+    char c = s[at];
+    char d = at + 1 < L.len ? s[at + 1] : 0;
+    char e = at + 2 < L.len ? s[at + 2] : 0;
+    if (c == '#') {
+      while (L.pos < L.len && s[L.pos] != '\n' && s[L.pos] != '\r') L.pos++;
+      continue;
+    }
+    if (c == '\n' || c == '\r') {
+      if (L.depth == 0) {
+        if (!lx_emit(L, TOK_NEWLINE, 0, at)) return false;
+        line_start = true;
+      }
+      lx_newline(L);
+      continue;
+    }
+    if (is_alpha(c)) {
+      int64_t p = at;
+      while (p < L.len && (is_alpha(s[p]) || is_digit(s[p]))) p++;
+      int32_t n = (int32_t)(p - at);
+      if (p < L.len && (s[p] == '\'' || s[p] == '"')) return lx_fail(L, ERR_STRING, at);  // b"..", f"..".
+      if (n > MAX_NAME_LEN) return lx_fail(L, ERR_NAME_TOO_LONG, at, MAX_NAME_LEN);
+      int32_t ri = 0;
+      int32_t kw = keyword(s + at, n, &ri);
+      bool ok;
+      if (kw == TOK_RESERVED) ok = lx_emit(L, TOK_RESERVED, ri, at);
+      else if (kw >= 0) ok = lx_emit(L, kw, 0, at);
+      else {
+        int32_t id = lx_intern(L, s + at, n, at);
+        ok = id >= 0 && lx_emit(L, TOK_NAME, id, at);
+      }
+      if (!ok) return false;
+      L.pos = p;
+      continue;
+    }
+    if (is_digit(c) || (c == '.' && is_digit(d))) {
+      if (c == '.') return lx_fail(L, ERR_FLOAT, at);
+      int64_t p = at;
+      int64_t v = 0;
+      bool nonzero = false;
+      while (p < L.len && is_digit(s[p])) {
+        if (s[p] != '0') nonzero = true;
+        if (v <= VG_INT32_MAX) v = v * 10 + (s[p] - '0');
+        p++;
+      }
+      char nx = p < L.len ? s[p] : 0;
+      if (nx == '.' || nx == 'e' || nx == 'E' || nx == 'j' || nx == 'J') return lx_fail(L, ERR_FLOAT, at);
+      if (is_alpha(nx) || is_digit(nx)) return lx_fail(L, ERR_BAD_NUMBER, at);
+      if (s[at] == '0' && p - at > 1 && nonzero) return lx_fail(L, ERR_BAD_NUMBER, at);  // 007
+      if (v > VG_INT32_MAX) return lx_fail(L, ERR_INT_TOO_LARGE, at);
+      if (!lx_emit(L, TOK_INT, (int32_t)v, at)) return false;
+      L.pos = p;
+      continue;
+    }
+    int32_t tok = -1, width = 1;
+    switch (c) {
+      case '(': case '[':
+        if (++L.depth > MAX_EXPR_DEPTH) return lx_fail(L, ERR_TOO_DEEP, at, MAX_EXPR_DEPTH);
+        tok = c == '(' ? TOK_LPAREN : TOK_LBRACKET;
+        break;
+      case ')': case ']':
+        if (L.depth > 0) L.depth--;
+        tok = c == ')' ? TOK_RPAREN : TOK_RBRACKET;
+        break;
+      case ',': tok = TOK_COMMA; break;
+      case ':':
+        if (d == '=') return lx_fail(L, ERR_UNSUPPORTED_OPERATOR, at);
+        tok = TOK_COLON;
+        break;
+      case '.':
+        if (d == '.') return lx_fail(L, ERR_UNSUPPORTED, at);
+        tok = TOK_DOT;
+        break;
+      case '=': if (d == '=') { tok = TOK_EQ; width = 2; } else tok = TOK_ASSIGN; break;
+      case '!':
+        if (d != '=') return lx_fail(L, ERR_UNEXPECTED_CHAR, at);
+        tok = TOK_NE; width = 2;
+        break;
+      case '<':
+        if (d == '<') return lx_fail(L, ERR_UNSUPPORTED_OPERATOR, at);
+        if (d == '=') { tok = TOK_LE; width = 2; } else tok = TOK_LT;
+        break;
+      case '>':
+        if (d == '>') return lx_fail(L, ERR_UNSUPPORTED_OPERATOR, at);
+        if (d == '=') { tok = TOK_GE; width = 2; } else tok = TOK_GT;
+        break;
+      case '+': if (d == '=') { tok = TOK_PLUS_ASSIGN; width = 2; } else tok = TOK_PLUS; break;
+      case '-':
+        if (d == '=') { tok = TOK_MINUS_ASSIGN; width = 2; }
+        else if (d == '>') { tok = TOK_ARROW; width = 2; }
+        else tok = TOK_MINUS;
+        break;
+      case '*':
+        if (d == '*') return lx_fail(L, ERR_UNSUPPORTED_OPERATOR, at);
+        if (d == '=') { tok = TOK_STAR_ASSIGN; width = 2; } else tok = TOK_STAR;
+        break;
+      case '/':
+        if (d != '/') return lx_fail(L, ERR_TRUE_DIVISION, at);
+        if (e == '=') { tok = TOK_SLASHSLASH_ASSIGN; width = 3; } else { tok = TOK_SLASHSLASH; width = 2; }
+        break;
+      case '%': if (d == '=') { tok = TOK_PERCENT_ASSIGN; width = 2; } else tok = TOK_PERCENT; break;
+      case '\'': case '"': return lx_fail(L, ERR_STRING, at);
+      case '&': case '|': case '^': case '~': case '@': return lx_fail(L, ERR_UNSUPPORTED_OPERATOR, at);
+      case ';': case '{': case '}': case '\\': return lx_fail(L, ERR_UNSUPPORTED, at);
+      case 0: return lx_fail(L, ERR_NUL_BYTE, at);
+      default:
+        if ((unsigned char)c >= 0x80) return lx_fail(L, ERR_NON_ASCII, at);
+        return lx_fail(L, ERR_UNEXPECTED_CHAR, at);
+    }
+    if (!lx_emit(L, tok, 0, at)) return false;
+    L.pos = at + width;
+  }
+  if (L.failed) return false;
+  int64_t at = L.pos;
+  if (!line_start && !lx_emit(L, TOK_NEWLINE, 0, at)) return false;
+  while (L.nindent > 1) {
+    L.nindent--;
+    if (!lx_emit(L, TOK_DEDENT, 0, at)) return false;
+  }
+  Token& t = L.toks[L.n++];  // lx_emit always leaves room for EOF
+  t.kind = TOK_EOF;
+  t.value = 0;
+  t.line = L.line;
+  t.col = (int32_t)(at - L.line_start) + 1;
+  return true;
+}
+
+// Scan a source for NUL and non-ASCII bytes up front: CPython rejects NUL anywhere, and a
+// comment may otherwise hide them from the lexer.
+VG_HD inline bool lx_check_bytes(Lexer& L) {
+  for (int64_t i = 0; i < L.len; i++) {
+    unsigned char c = (unsigned char)L.src[i];
+    if (c == 0 || c >= 0x80) {
+      int32_t line = 1;
+      int64_t ls = 0;
+      for (int64_t k = 0; k < i; k++) {
+        if (L.src[k] == '\n' || (L.src[k] == '\r' && !(k + 1 < L.len && L.src[k + 1] == '\n'))) {
+          line++;
+          ls = k + 1;
+        }
+      }
+      L.line = line;
+      L.line_start = ls;
+      return lx_fail(L, c == 0 ? ERR_NUL_BYTE : ERR_NON_ASCII, i);
+    }
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parser and code generator
+
+constexpr int32_t NO_CHAIN = (int32_t)ARG_MASK;  // end of a patch chain threaded through code
+
+struct Local {
+  int32_t name;  // name id; -1 for hidden loop slots
+  int8_t kind;
+  int8_t depth;
+};
+
+struct FuncSig {
+  int32_t name, def_tok, body_tok, pc, chain;
+  int32_t nparams, ret, nlocals;
+  int32_t params[MAX_PARAMS];
+  int32_t param_names[MAX_PARAMS];
+};
+
+struct LoopCtx {
+  int32_t cont, brk_chain;
+  bool has_break;
+};
+
+struct Compiler {
+  const Token* t;
+  int32_t nt, p;
+  uint32_t* code;
+  int32_t cap, n;
+  FuncSig funcs[MAX_FUNCS];
+  int32_t nfuncs;
+  Local locals[MAX_LOCALS];
+  int32_t nlive, max_slots, scope;
+  LoopCtx loops[MAX_BLOCK_DEPTH + 1];
+  int32_t nloops;
+  int32_t depth, blocks;
+  int32_t cur;  // function being compiled
+  CompileError err;
+  bool failed;
+};
+
+VG_HD inline const Token& tk(Compiler& c) { return c.t[c.p]; }
+VG_HD inline int32_t kind_at(Compiler& c, int32_t i) { return i < c.nt ? c.t[i].kind : TOK_EOF; }
+VG_HD inline bool check(Compiler& c, int32_t k) { return c.t[c.p].kind == k; }
+VG_HD inline void advance(Compiler& c) {
+  if (c.p < c.nt - 1) c.p++;
+}
+VG_HD inline bool fail_at(Compiler& c, int32_t code, const Token& at, int32_t arg = 0) {
+  if (!c.failed) {
+    c.failed = true;
+    c.err.code = code;
+    c.err.line = at.line;
+    c.err.col = at.col;
+    c.err.arg = arg;
+  }
+  return false;
+}
+VG_HD inline bool fail(Compiler& c, int32_t code, int32_t arg = 0) { return fail_at(c, code, tk(c), arg); }
+VG_HD inline bool match(Compiler& c, int32_t k) {
+  if (!check(c, k)) return false;
+  advance(c);
+  return true;
+}
+VG_HD inline bool expect(Compiler& c, int32_t k) {
+  if (match(c, k)) return true;
+  if (k == TOK_NEWLINE) return fail(c, ERR_EXPECTED_NEWLINE);
+  if (check(c, TOK_RESERVED)) return fail(c, ERR_RESERVED_KEYWORD);
+  return fail(c, ERR_EXPECTED, k);
+}
+
+VG_HD inline int32_t emit(Compiler& c, int32_t op, int32_t arg = 0) {
+  if (c.failed) return 0;
+  if (c.n >= c.cap) {
+    fail(c, ERR_CODE_TOO_LONG, c.cap);
+    return 0;
+  }
+  c.code[c.n] = (uint32_t)op | (((uint32_t)arg & ARG_MASK) << 8);
+  return c.n++;
+}
+VG_HD inline int32_t arg_of(Compiler& c, int32_t at) { return (int32_t)(c.code[at] >> 8); }
+VG_HD inline void set_arg(Compiler& c, int32_t at, int32_t arg) {
+  c.code[at] = (c.code[at] & 0xFFu) | (((uint32_t)arg & ARG_MASK) << 8);
+}
+// Emit a forward jump linked into `chain`; patch_chain later points every link at a target.
+VG_HD inline void emit_chained(Compiler& c, int32_t op, int32_t* chain) {
+  int32_t at = emit(c, op, *chain);
+  if (!c.failed) *chain = at;
+}
+VG_HD inline void patch_chain(Compiler& c, int32_t chain, int32_t target) {
+  if (c.failed) return;
+  while (chain != NO_CHAIN) {
+    int32_t next = arg_of(c, chain);
+    set_arg(c, chain, target);
+    chain = next;
+  }
+}
+VG_HD inline void emit_const(Compiler& c, int32_t v) {
+  if (v >= -(1 << 23) && v < (1 << 23)) {
+    emit(c, OP_LOAD_CONST, v);
+  } else {
+    emit(c, OP_LOAD_CONST, v >> 8);  // arithmetic shift: the high 24 bits, signed
+    emit(c, OP_CONST_EXT, v & 0xFF);
+  }
+}
+
+VG_HD inline int32_t find_func(Compiler& c, int32_t name) {
+  for (int32_t i = 0; i < c.nfuncs; i++)
+    if (c.funcs[i].name == name) return i;
+  return -1;
+}
+VG_HD inline int32_t resolve(Compiler& c, int32_t name) {
+  for (int32_t i = c.nlive - 1; i >= 0; i--)
+    if (c.locals[i].name == name) return i;
+  return -1;
+}
+// A new local in the current scope; its slot is its index (locals form a stack).
+VG_HD inline int32_t declare(Compiler& c, int32_t name, int32_t kind) {
+  if (c.nlive >= MAX_LOCALS) {
+    fail(c, ERR_TOO_MANY_LOCALS, MAX_LOCALS);
+    return 0;
+  }
+  c.locals[c.nlive].name = name;
+  c.locals[c.nlive].kind = (int8_t)kind;
+  c.locals[c.nlive].depth = (int8_t)c.scope;
+  c.nlive++;
+  if (c.nlive > c.max_slots) c.max_slots = c.nlive;
+  return c.nlive - 1;
+}
+VG_HD inline void begin_scope(Compiler& c) { c.scope++; }
+VG_HD inline void end_scope(Compiler& c) {
+  c.scope--;
+  while (c.nlive > 0 && c.locals[c.nlive - 1].depth > c.scope) c.nlive--;
+}
+
+// Convert the value on top of the stack to a truth value the jumps can test.
+VG_HD inline void truth(Compiler& c, int32_t k) {
+  if (k == KIND_LIST) emit(c, OP_LEN);
+}
+
+VG_HD inline bool is_compare(int32_t k) { return k >= TOK_LT && k <= TOK_NE; }
+VG_HD inline bool is_aug(int32_t k) { return k >= TOK_PLUS_ASSIGN && k <= TOK_PERCENT_ASSIGN; }
+
+VG_HD int32_t expr(Compiler& c);
+VG_HD bool block(Compiler& c);
+
+VG_HD inline bool enter(Compiler& c) {
+  if (++c.depth > MAX_EXPR_DEPTH) return fail(c, ERR_TOO_DEEP, MAX_EXPR_DEPTH);
+  return true;
+}
+
+// '(' args ')' with types checked against `want` (nargs entries). Returns false on error.
+VG_HD inline bool call_args(Compiler& c, const int32_t* want, int32_t nwant) {
+  const Token& open = tk(c);
+  if (!expect(c, TOK_LPAREN)) return false;
+  int32_t n = 0;
+  while (!check(c, TOK_RPAREN)) {
+    if (check(c, TOK_NAME) && kind_at(c, c.p + 1) == TOK_ASSIGN) return fail(c, ERR_KEYWORD_ARGUMENT);
+    const Token& at = tk(c);
+    int32_t k = expr(c);
+    if (c.failed) return false;
+    if (n >= nwant) return fail_at(c, ERR_WRONG_ARG_COUNT, at, nwant);
+    if (k != want[n]) return fail_at(c, ERR_TYPE_MISMATCH, at, want[n]);
+    n++;
+    if (!match(c, TOK_COMMA)) break;
+  }
+  if (!expect(c, TOK_RPAREN)) return false;
+  if (n != nwant) return fail_at(c, ERR_WRONG_ARG_COUNT, open, nwant);
+  return true;
+}
+
+VG_HD inline int32_t call(Compiler& c) {
+  const Token& name = tk(c);
+  int32_t id = name.value;
+  advance(c);
+  int32_t ints[2] = {KIND_INT, KIND_INT};
+  int32_t list1[1] = {KIND_LIST};
+  switch (id) {
+    case NAME_LEN: return call_args(c, list1, 1) ? (emit(c, OP_LEN), KIND_INT) : -1;
+    case NAME_ABS: return call_args(c, ints, 1) ? (emit(c, OP_ABS), KIND_INT) : -1;
+    case NAME_MIN: return call_args(c, ints, 2) ? (emit(c, OP_MIN), KIND_INT) : -1;
+    case NAME_MAX: return call_args(c, ints, 2) ? (emit(c, OP_MAX), KIND_INT) : -1;
+    case NAME_RANGE: fail_at(c, ERR_RANGE_OUTSIDE_FOR, name); return -1;
+    case NAME_INT: case NAME_BOOL: case NAME_LIST: fail_at(c, ERR_UNSUPPORTED, name); return -1;
+    default: break;
+  }
+  int32_t f = find_func(c, id);
+  if (f < 0) {
+    fail_at(c, resolve(c, id) >= 0 ? ERR_NOT_CALLABLE : ERR_UNKNOWN_FUNCTION, name);
+    return -1;
+  }
+  FuncSig& fs = c.funcs[f];
+  if (!call_args(c, fs.params, fs.nparams)) return -1;
+  if (fs.pc >= 0) emit(c, OP_CALL, fs.pc);
+  else emit_chained(c, OP_CALL, &fs.chain);  // patched when the callee is compiled
+  return fs.ret;
+}
+
+VG_HD inline int32_t atom(Compiler& c) {
+  const Token& t = tk(c);
+  switch (t.kind) {
+    case TOK_INT: advance(c); emit_const(c, t.value); return KIND_INT;
+    case TOK_TRUE: advance(c); emit(c, OP_LOAD_CONST, 1); return KIND_BOOL;
+    case TOK_FALSE: advance(c); emit(c, OP_LOAD_CONST, 0); return KIND_BOOL;
+    case TOK_NAME: {
+      if (kind_at(c, c.p + 1) == TOK_LPAREN) return call(c);
+      int32_t l = resolve(c, t.value);
+      if (l < 0) {
+        fail_at(c, t.value < NUM_RESERVED_NAMES || find_func(c, t.value) >= 0 ? ERR_UNSUPPORTED : ERR_UNDEFINED_NAME, t);
+        return -1;
+      }
+      advance(c);
+      emit(c, OP_LOAD_VAR, l);
+      return c.locals[l].kind;
+    }
+    case TOK_LPAREN: {
+      advance(c);
+      if (check(c, TOK_RPAREN)) { fail_at(c, ERR_TUPLE_VALUE, t); return -1; }
+      int32_t k = expr(c);
+      if (c.failed) return -1;
+      if (check(c, TOK_COMMA)) { fail_at(c, ERR_TUPLE_VALUE, t); return -1; }
+      if (!expect(c, TOK_RPAREN)) return -1;
+      return k;
+    }
+    case TOK_LBRACKET: {
+      advance(c);
+      int32_t n = 0;
+      while (!check(c, TOK_RBRACKET)) {
+        const Token& at = tk(c);
+        int32_t k = expr(c);
+        if (c.failed) return -1;
+        if (k != KIND_INT) { fail_at(c, ERR_TYPE_MISMATCH, at, KIND_INT); return -1; }
+        if (++n > MAX_LIST_LITERAL) { fail_at(c, ERR_TOO_MANY_ELEMENTS, at, MAX_LIST_LITERAL); return -1; }
+        if (!match(c, TOK_COMMA)) break;
+      }
+      if (!expect(c, TOK_RBRACKET)) return -1;
+      emit(c, OP_BUILD_LIST, n);
+      return KIND_LIST;
+    }
+    case TOK_RESERVED: fail(c, ERR_RESERVED_KEYWORD); return -1;
+    default: fail(c, ERR_EXPECTED_EXPRESSION); return -1;
+  }
+}
+
+// atom followed by subscripts and method calls, up to token index `stop` (for targets).
+VG_HD inline int32_t primary(Compiler& c, int32_t stop = 0x7fffffff) {
+  int32_t k = atom(c);
+  while (!c.failed && c.p < stop) {
+    const Token& at = tk(c);
+    if (check(c, TOK_LBRACKET)) {
+      if (k != KIND_LIST) { fail_at(c, ERR_BAD_OPERAND, at, k); return -1; }
+      advance(c);
+      const Token& it = tk(c);
+      int32_t ki = expr(c);
+      if (c.failed) return -1;
+      if (ki != KIND_INT) { fail_at(c, ERR_TYPE_MISMATCH, it, KIND_INT); return -1; }
+      if (!expect(c, TOK_RBRACKET)) return -1;
+      emit(c, OP_INDEX);
+      k = KIND_INT;
+    } else if (check(c, TOK_DOT)) {
+      advance(c);
+      const Token& m = tk(c);
+      if (!check(c, TOK_NAME)) { fail(c, ERR_EXPECTED, TOK_NAME); return -1; }
+      if (k != KIND_LIST) { fail_at(c, ERR_BAD_OPERAND, at, k); return -1; }
+      advance(c);
+      if (m.value == NAME_APPEND) {
+        int32_t want[1] = {KIND_INT};
+        if (!call_args(c, want, 1)) return -1;
+        emit(c, OP_APPEND);
+        k = KIND_NONE;
+      } else if (m.value == NAME_POP) {
+        int32_t none[1] = {KIND_INT};
+        if (!call_args(c, none, 0)) return -1;
+        emit(c, OP_LIST_POP);
+        k = KIND_INT;
+      } else {
+        fail_at(c, ERR_UNKNOWN_METHOD, m);
+        return -1;
+      }
+    } else if (check(c, TOK_LPAREN)) {
+      fail(c, ERR_UNSUPPORTED);
+      return -1;
+    } else {
+      break;
+    }
+  }
+  return c.failed ? -1 : k;
+}
+
+VG_HD inline int32_t unary(Compiler& c) {
+  if (!enter(c)) return -1;
+  const Token& op = tk(c);
+  int32_t k;
+  if (op.kind == TOK_MINUS || op.kind == TOK_PLUS) {
+    advance(c);
+    int32_t nx = kind_at(c, c.p + 1);
+    if (op.kind == TOK_MINUS && check(c, TOK_INT) && nx != TOK_LBRACKET && nx != TOK_LPAREN && nx != TOK_DOT) {
+      emit_const(c, -tk(c).value);  // fold -literal, as CPython does
+      advance(c);
+      k = KIND_INT;
+    } else {
+      k = unary(c);
+      if (k >= 0 && k != KIND_INT) { fail_at(c, ERR_BAD_OPERAND, op, k); k = -1; }
+      if (k >= 0 && op.kind == TOK_MINUS) emit(c, OP_UNARY_NEG);
+    }
+  } else {
+    k = primary(c);
+  }
+  c.depth--;
+  return c.failed ? -1 : k;
+}
+
+VG_HD inline int32_t term(Compiler& c) {
+  int32_t k = unary(c);
+  while (!c.failed && (check(c, TOK_STAR) || check(c, TOK_SLASHSLASH) || check(c, TOK_PERCENT))) {
+    const Token& op = tk(c);
+    advance(c);
+    int32_t k2 = unary(c);
+    if (c.failed) return -1;
+    if (op.kind == TOK_STAR && k == KIND_LIST && k2 == KIND_INT) {
+      emit(c, OP_LIST_REPEAT);
+      k = KIND_LIST;
+    } else if (op.kind == TOK_STAR && k == KIND_INT && k2 == KIND_LIST) {
+      emit(c, OP_SWAP);
+      emit(c, OP_LIST_REPEAT);
+      k = KIND_LIST;
+    } else if (k == KIND_INT && k2 == KIND_INT) {
+      emit(c, op.kind == TOK_STAR ? OP_BINARY_MUL : op.kind == TOK_SLASHSLASH ? OP_BINARY_DIV : OP_BINARY_MOD);
+    } else {
+      fail_at(c, ERR_BAD_OPERAND, op, k != KIND_INT ? k : k2);
+      return -1;
+    }
+  }
+  return c.failed ? -1 : k;
+}
+
+VG_HD inline int32_t sum(Compiler& c) {
+  int32_t k = term(c);
+  while (!c.failed && (check(c, TOK_PLUS) || check(c, TOK_MINUS))) {
+    const Token& op = tk(c);
+    advance(c);
+    int32_t k2 = term(c);
+    if (c.failed) return -1;
+    if (op.kind == TOK_PLUS && k == KIND_LIST && k2 == KIND_LIST) {
+      emit(c, OP_LIST_CONCAT);
+    } else if (k == KIND_INT && k2 == KIND_INT) {
+      emit(c, op.kind == TOK_PLUS ? OP_BINARY_ADD : OP_BINARY_SUB);
+    } else {
+      fail_at(c, ERR_BAD_OPERAND, op, k != KIND_INT ? k : k2);
+      return -1;
+    }
+  }
+  return c.failed ? -1 : k;
+}
+
+VG_HD inline int32_t compare_op(int32_t tok) {
+  switch (tok) {
+    case TOK_LT: return OP_COMPARE_LT;
+    case TOK_LE: return OP_COMPARE_LE;
+    case TOK_GT: return OP_COMPARE_GT;
+    case TOK_GE: return OP_COMPARE_GE;
+    case TOK_EQ: return OP_COMPARE_EQ;
+    default: return OP_COMPARE_NE;
+  }
+}
+
+// a < b < c: each operand once, short-circuit (CPython's DUP/ROT3 scheme).
+VG_HD inline int32_t comparison(Compiler& c) {
+  int32_t k = sum(c);
+  if (c.failed || !is_compare(tk(c).kind)) return c.failed ? -1 : k;
+  int32_t cleanup = NO_CHAIN;
+  while (!c.failed && is_compare(tk(c).kind)) {
+    const Token& op = tk(c);
+    advance(c);
+    int32_t k2 = sum(c);
+    if (c.failed) return -1;
+    bool eq = op.kind == TOK_EQ || op.kind == TOK_NE;
+    bool ok = k == k2 && (k == KIND_INT || (eq && k == KIND_BOOL));
+    if (!ok) { fail_at(c, ERR_BAD_OPERAND, op, k == k2 ? k : (k == KIND_INT || (eq && k == KIND_BOOL) ? k2 : k)); return -1; }
+    if (is_compare(tk(c).kind)) {
+      emit(c, OP_DUP);
+      emit(c, OP_ROT3);
+      emit(c, compare_op(op.kind));
+      emit_chained(c, OP_JUMP_IF_FALSE_OR_POP, &cleanup);
+    } else {
+      emit(c, compare_op(op.kind));
+    }
+    k = k2;
+  }
+  if (cleanup != NO_CHAIN) {
+    int32_t j = emit(c, OP_JUMP, 0);
+    patch_chain(c, cleanup, c.n);
+    emit(c, OP_SWAP);
+    emit(c, OP_POP);
+    set_arg(c, j, c.n);
+  }
+  return c.failed ? -1 : KIND_BOOL;
+}
+
+VG_HD inline int32_t negation(Compiler& c) {
+  if (!check(c, TOK_NOT)) return comparison(c);
+  if (!enter(c)) return -1;
+  const Token& op = tk(c);
+  advance(c);
+  int32_t k = negation(c);
+  c.depth--;
+  if (c.failed) return -1;
+  if (k == KIND_NONE) { fail_at(c, ERR_BAD_OPERAND, op, k); return -1; }
+  truth(c, k);
+  emit(c, OP_UNARY_NOT);
+  return KIND_BOOL;
+}
+
+// `a and b` / `a or b`: Python's short-circuit returning an operand (same type both sides).
+VG_HD inline int32_t logic(Compiler& c, bool is_or) {
+  int32_t k = is_or ? logic(c, false) : negation(c);
+  int32_t tok = is_or ? TOK_OR : TOK_AND;
+  if (c.failed || !check(c, tok)) return c.failed ? -1 : k;
+  int32_t done = NO_CHAIN;
+  while (!c.failed && check(c, tok)) {
+    const Token& op = tk(c);
+    advance(c);
+    if (k == KIND_NONE) { fail_at(c, ERR_BAD_OPERAND, op, k); return -1; }
+    if (k == KIND_LIST) {
+      emit(c, OP_DUP);
+      emit(c, OP_LEN);
+      emit_chained(c, is_or ? OP_JUMP_IF_TRUE : OP_JUMP_IF_FALSE, &done);
+      emit(c, OP_POP);
+    } else {
+      emit_chained(c, is_or ? OP_JUMP_IF_TRUE_OR_POP : OP_JUMP_IF_FALSE_OR_POP, &done);
+    }
+    int32_t k2 = is_or ? logic(c, false) : negation(c);
+    if (c.failed) return -1;
+    if (k2 != k) { fail_at(c, ERR_BAD_OPERAND, op, k2); return -1; }
+  }
+  patch_chain(c, done, c.n);
+  return c.failed ? -1 : k;
+}
+
+// Where a conditional expression `x if c else y` starting at token i has its `if`, or -1.
+VG_HD inline int32_t find_ternary(Compiler& c, int32_t i) {
+  int32_t d = 0;
+  for (; i < c.nt; i++) {
+    int32_t k = c.t[i].kind;
+    if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
+    else if (k == TOK_RPAREN || k == TOK_RBRACKET) { if (d-- == 0) return -1; }
+    else if (k == TOK_EOF || k == TOK_NEWLINE || k == TOK_INDENT || k == TOK_DEDENT) return -1;
+    else if (d == 0 && (k == TOK_COMMA || k == TOK_COLON || k == TOK_ASSIGN || is_aug(k) || k == TOK_ELSE)) return -1;
+    else if (d == 0 && k == TOK_IF) return i;
+  }
+  return -1;
+}
+
+// CPython evaluates the condition of `x if c else y` first, so compile c, then go back for x.
+VG_HD int32_t expr(Compiler& c) {
+  if (!enter(c)) return -1;
+  int32_t start = c.p;
+  int32_t at_if = find_ternary(c, start);
+  int32_t k;
+  if (at_if < 0) {
+    k = logic(c, true);
+  } else {
+    c.p = at_if + 1;
+    const Token& ct = tk(c);
+    int32_t kc = logic(c, true);
+    if (kc == KIND_NONE) fail_at(c, ERR_BAD_OPERAND, ct, kc);
+    truth(c, kc);
+    int32_t jf = emit(c, OP_JUMP_IF_FALSE, 0);
+    if (!c.failed) expect(c, TOK_ELSE);
+    int32_t after_else = c.p;
+    c.p = start;
+    k = c.failed ? -1 : logic(c, true);
+    if (!c.failed && c.p != at_if) fail(c, ERR_INVALID_SYNTAX);
+    int32_t jend = emit(c, OP_JUMP, 0);
+    if (!c.failed) set_arg(c, jf, c.n);
+    c.p = after_else;
+    const Token& yt = tk(c);
+    int32_t ky = c.failed ? -1 : expr(c);
+    if (!c.failed) set_arg(c, jend, c.n);
+    if (!c.failed && (k == KIND_NONE || ky != k)) fail_at(c, ERR_TYPE_MISMATCH, yt, k);
+  }
+  c.depth--;
+  return c.failed ? -1 : k;
+}
+
+VG_HD inline int32_t parse_type(Compiler& c) {
+  const Token& t = tk(c);
+  if (t.kind == TOK_NAME && t.value == NAME_INT) { advance(c); return KIND_INT; }
+  if (t.kind == TOK_NAME && t.value == NAME_BOOL) { advance(c); return KIND_BOOL; }
+  if (t.kind == TOK_NAME && t.value == NAME_LIST && kind_at(c, c.p + 1) == TOK_LBRACKET) {
+    advance(c);
+    advance(c);
+    if (!(check(c, TOK_NAME) && tk(c).value == NAME_INT)) { fail(c, ERR_EXPECTED_TYPE); return -1; }
+    advance(c);
+    if (!expect(c, TOK_RBRACKET)) return -1;
+    return KIND_LIST;
+  }
+  fail(c, ERR_EXPECTED_TYPE);
+  return -1;
+}
+
+// Store the value on top of the stack (of kind k) into the name at token `name`.
+VG_HD inline void store_name(Compiler& c, const Token& name, int32_t k) {
+  if (c.failed) return;
+  if (name.value < NUM_RESERVED_NAMES) { fail_at(c, ERR_BUILTIN_NAME, name); return; }
+  if (find_func(c, name.value) >= 0) { fail_at(c, ERR_FUNCTION_NAME, name); return; }
+  int32_t l = resolve(c, name.value);
+  if (l < 0) l = declare(c, name.value, k);
+  else if (c.locals[l].kind != k) { fail_at(c, ERR_TYPE_MISMATCH, name, c.locals[l].kind); return; }
+  emit(c, OP_STORE_VAR, l);
+}
+
+// Token index of the first top-level token of kind k (or of any assignment operator if k < 0)
+// between i and the end of the logical line, or -1.
+VG_HD inline int32_t find_top(Compiler& c, int32_t i, int32_t k) {
+  int32_t d = 0;
+  for (; i < c.nt; i++) {
+    int32_t kk = c.t[i].kind;
+    if (kk == TOK_LPAREN || kk == TOK_LBRACKET) d++;
+    else if (kk == TOK_RPAREN || kk == TOK_RBRACKET) { if (--d < 0) return -1; }
+    else if (kk == TOK_NEWLINE || kk == TOK_EOF || kk == TOK_INDENT || kk == TOK_DEDENT) return -1;
+    else if (d == 0 && (k >= 0 ? kk == k : (kk == TOK_ASSIGN || is_aug(kk) || kk == TOK_COLON))) return i;
+  }
+  return -1;
+}
+
+// A subscript target `primary[index]` spanning tokens [c.p, end): emits the list and the index.
+VG_HD inline bool subscript_target(Compiler& c, int32_t end) {
+  const Token& start = tk(c);
+  if (kind_at(c, end - 1) != TOK_RBRACKET) return fail_at(c, ERR_NOT_ASSIGNABLE, start);
+  int32_t d = 0, lb = end - 1;
+  for (; lb > c.p; lb--) {
+    int32_t k = c.t[lb].kind;
+    if (k == TOK_RBRACKET || k == TOK_RPAREN) d++;
+    else if ((k == TOK_LBRACKET || k == TOK_LPAREN) && --d == 0) break;
+  }
+  if (lb <= c.p || c.t[lb].kind != TOK_LBRACKET) return fail_at(c, ERR_NOT_ASSIGNABLE, start);
+  int32_t k = primary(c, lb);
+  if (c.failed) return false;
+  if (c.p != lb) return fail_at(c, ERR_NOT_ASSIGNABLE, start);
+  if (k != KIND_LIST) return fail_at(c, ERR_BAD_OPERAND, c.t[lb], k);
+  advance(c);
+  const Token& it = tk(c);
+  int32_t ki = expr(c);
+  if (c.failed) return false;
+  if (ki != KIND_INT) return fail_at(c, ERR_TYPE_MISMATCH, it, KIND_INT);
+  if (!expect(c, TOK_RBRACKET)) return false;
+  if (c.p != end) return fail_at(c, ERR_NOT_ASSIGNABLE, start);
+  return true;
+}
+
+// Store the value on top of the stack (kind k) into the target spanning [c.p, end).
+VG_HD inline void store_target(Compiler& c, int32_t end, int32_t k) {
+  const Token& t = tk(c);
+  if (t.kind == TOK_NAME && c.p + 1 == end) {
+    store_name(c, t, k);
+    advance(c);
+    return;
+  }
+  if (!subscript_target(c, end)) return;
+  if (k != KIND_INT) { fail_at(c, ERR_TYPE_MISMATCH, t, KIND_INT); return; }
+  emit(c, OP_STORE_INDEX);
+}
+
+// If tokens [i, end) are one parenthesised group, the index of its ')' else -1.
+VG_HD inline int32_t paren_group(Compiler& c, int32_t i, int32_t end) {
+  if (kind_at(c, i) != TOK_LPAREN) return -1;
+  int32_t d = 0;
+  for (int32_t j = i; j < end; j++) {
+    int32_t k = c.t[j].kind;
+    if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
+    else if ((k == TOK_RPAREN || k == TOK_RBRACKET) && --d == 0) return j == end - 1 ? j : -1;
+  }
+  return -1;
+}
+
+// Split tokens [i, end) at top-level commas: starts[] of up to MAX_TUPLE + 1 items. Returns count.
+VG_HD inline int32_t split_commas(Compiler& c, int32_t i, int32_t end, int32_t* starts, int32_t* ends) {
+  int32_t n = 0, d = 0, s = i;
+  for (int32_t j = i; j <= end; j++) {
+    int32_t k = j < end ? c.t[j].kind : TOK_COMMA;
+    if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
+    else if (k == TOK_RPAREN || k == TOK_RBRACKET) d--;
+    else if (d == 0 && k == TOK_COMMA) {
+      if (j == end && s == end && n > 0) break;  // trailing comma
+      if (n > MAX_TUPLE) return n;
+      starts[n] = s;
+      ends[n] = j;
+      n++;
+      s = j + 1;
+    }
+  }
+  return n;
+}
+
+VG_HD inline int32_t line_end(Compiler& c, int32_t i) {
+  int32_t d = 0;
+  for (; i < c.nt; i++) {
+    int32_t k = c.t[i].kind;
+    if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
+    else if (k == TOK_RPAREN || k == TOK_RBRACKET) d--;
+    else if (k == TOK_NEWLINE || k == TOK_EOF || k == TOK_INDENT || k == TOK_DEDENT) return i;
+  }
+  return c.nt - 1;
+}
+
+// `t1, t2 = e1, e2`: values left to right, then targets left to right (CPython's order).
+VG_HD inline void tuple_assign(Compiler& c, int32_t lhs, int32_t lend, int32_t rhs, int32_t rend) {
+  int32_t ls[MAX_TUPLE + 2], le[MAX_TUPLE + 2], rs[MAX_TUPLE + 2], re[MAX_TUPLE + 2];
+  int32_t kinds[MAX_TUPLE + 1];
+  int32_t pl = paren_group(c, lhs, lend);
+  if (pl >= 0) { lhs++; lend--; }
+  int32_t pr = paren_group(c, rhs, rend);
+  if (pr >= 0 && find_top(c, rhs + 1, TOK_COMMA) >= 0 && find_top(c, rhs + 1, TOK_COMMA) < pr) { rhs++; rend--; }
+  int32_t nl = split_commas(c, lhs, lend, ls, le);
+  int32_t nr = split_commas(c, rhs, rend, rs, re);
+  if (nl > MAX_TUPLE || nr > MAX_TUPLE) { fail_at(c, ERR_TOO_MANY_ELEMENTS, c.t[lhs], MAX_TUPLE); return; }
+  if (nr == 1 && nl > 1) { fail_at(c, ERR_TUPLE_MISMATCH, c.t[rhs]); return; }
+  if (nl == 1 && nr > 1) { fail_at(c, ERR_TUPLE_VALUE, c.t[rhs]); return; }
+  if (nl != nr) { fail_at(c, ERR_TUPLE_MISMATCH, c.t[lhs]); return; }
+  for (int32_t i = 0; i < nr && !c.failed; i++) {
+    c.p = rs[i];
+    if (rs[i] == re[i]) { fail(c, ERR_EXPECTED_EXPRESSION); return; }
+    const Token& at = tk(c);
+    kinds[i] = expr(c);
+    if (!c.failed && c.p != re[i]) fail(c, ERR_INVALID_SYNTAX);
+    if (!c.failed && kinds[i] == KIND_NONE) fail_at(c, ERR_NONE_VALUE, at);
+  }
+  if (c.failed) return;
+  if (nr == 2) emit(c, OP_SWAP);
+  else if (nr > 2) emit(c, OP_REVERSE, nr);
+  for (int32_t i = 0; i < nl && !c.failed; i++) {
+    c.p = ls[i];
+    if (ls[i] == le[i]) { fail(c, ERR_NOT_ASSIGNABLE); return; }
+    store_target(c, le[i], kinds[i]);
+  }
+}
+
+VG_HD inline bool simple_statement(Compiler& c) {
+  const Token& t = tk(c);
+  switch (t.kind) {
+    case TOK_RETURN: {
+      advance(c);
+      const Token& at = tk(c);
+      if (check(c, TOK_NEWLINE)) { fail(c, ERR_EXPECTED_EXPRESSION); return false; }
+      int32_t k = expr(c);
+      if (c.failed) return false;
+      if (check(c, TOK_COMMA)) { fail(c, ERR_TUPLE_VALUE); return false; }
+      if (k != c.funcs[c.cur].ret) { fail_at(c, ERR_TYPE_MISMATCH, at, c.funcs[c.cur].ret); return false; }
+      emit(c, OP_RETURN);
+      return true;
+    }
+    case TOK_PASS: advance(c); return false;
+    case TOK_BREAK:
+      if (c.nloops == 0) return fail(c, ERR_BREAK_OUTSIDE_LOOP);
+      advance(c);
+      emit_chained(c, OP_JUMP, &c.loops[c.nloops - 1].brk_chain);
+      c.loops[c.nloops - 1].has_break = true;
+      return false;
+    case TOK_CONTINUE:
+      if (c.nloops == 0) return fail(c, ERR_CONTINUE_OUTSIDE_LOOP);
+      advance(c);
+      emit(c, OP_JUMP, c.loops[c.nloops - 1].cont);
+      return false;
+    case TOK_DEF: return fail(c, ERR_NESTED_DEF);
+    case TOK_IF: case TOK_WHILE: case TOK_FOR: case TOK_ELSE: case TOK_ELIF: return fail(c, ERR_INVALID_SYNTAX);
+    default: break;
+  }
+  int32_t start = c.p;
+  int32_t eq = find_top(c, start, -1);
+  int32_t end = line_end(c, start);
+  if (eq < 0) {  // expression statement
+    int32_t k = expr(c);
+    if (c.failed) return false;
+    if (check(c, TOK_COMMA)) return fail(c, ERR_TUPLE_VALUE);
+    if (k != KIND_NONE) emit(c, OP_POP);
+    return false;
+  }
+  if (eq == start) return fail(c, ERR_EXPECTED_EXPRESSION);
+  const Token& op = c.t[eq];
+  if (op.kind == TOK_COLON) {  // x: T = e
+    if (!(t.kind == TOK_NAME && eq == start + 1)) return fail_at(c, ERR_UNSUPPORTED, op);
+    c.p = eq + 1;
+    int32_t want = parse_type(c);
+    if (c.failed || !expect(c, TOK_ASSIGN)) return false;
+    const Token& at = tk(c);
+    int32_t k = expr(c);
+    if (c.failed) return false;
+    if (k != want) return fail_at(c, ERR_TYPE_MISMATCH, at, want);
+    int32_t after = c.p;
+    store_name(c, t, k);
+    c.p = after;
+    return false;
+  }
+  if (find_top(c, start, TOK_COMMA) >= 0 && find_top(c, start, TOK_COMMA) < eq && op.kind != TOK_ASSIGN)
+    return fail_at(c, ERR_NOT_ASSIGNABLE, t);
+  if (is_aug(op.kind)) {
+    int32_t ops[5] = {OP_BINARY_ADD, OP_BINARY_SUB, OP_BINARY_MUL, OP_BINARY_DIV, OP_BINARY_MOD};
+    int32_t arith = ops[op.kind - TOK_PLUS_ASSIGN];
+    if (t.kind == TOK_NAME && eq == start + 1) {
+      int32_t l = resolve(c, t.value);
+      if (l < 0) return fail_at(c, t.value < NUM_RESERVED_NAMES || find_func(c, t.value) >= 0 ? ERR_UNSUPPORTED : ERR_UNDEFINED_NAME, t);
+      int32_t kt = c.locals[l].kind;
+      emit(c, OP_LOAD_VAR, l);
+      c.p = eq + 1;
+      const Token& at = tk(c);
+      int32_t k = expr(c);
+      if (c.failed) return false;
+      if (kt == KIND_LIST && op.kind == TOK_PLUS_ASSIGN && k == KIND_LIST) emit(c, OP_LIST_EXTEND);
+      else if (kt == KIND_INT && k == KIND_INT) emit(c, arith);
+      else return fail_at(c, ERR_BAD_OPERAND, kt != KIND_INT && kt != KIND_LIST ? t : at, kt != KIND_INT && kt != KIND_LIST ? kt : k);
+      emit(c, OP_STORE_VAR, l);
+      return false;
+    }
+    if (!subscript_target(c, eq)) return false;
+    emit(c, OP_DUP2);
+    emit(c, OP_INDEX);
+    c.p = eq + 1;
+    const Token& at = tk(c);
+    int32_t k = expr(c);
+    if (c.failed) return false;
+    if (k != KIND_INT) return fail_at(c, ERR_BAD_OPERAND, at, k);
+    emit(c, arith);
+    emit(c, OP_ROT3);
+    emit(c, OP_STORE_INDEX);
+    return false;
+  }
+  // plain or tuple assignment
+  if (find_top(c, eq + 1, TOK_ASSIGN) >= 0) return fail_at(c, ERR_UNSUPPORTED, c.t[find_top(c, eq + 1, TOK_ASSIGN)]);
+  int32_t lc = find_top(c, start, TOK_COMMA);
+  int32_t rc = find_top(c, eq + 1, TOK_COMMA);
+  bool ltuple = (lc >= 0 && lc < eq) || (paren_group(c, start, eq) >= 0 && find_top(c, start + 1, TOK_COMMA) >= 0 &&
+                                          find_top(c, start + 1, TOK_COMMA) < eq);
+  int32_t pr = paren_group(c, eq + 1, end);
+  bool rtuple = rc >= 0 || (pr >= 0 && find_top(c, eq + 2, TOK_COMMA) >= 0 && find_top(c, eq + 2, TOK_COMMA) < pr);
+  if (ltuple || rtuple) {
+    tuple_assign(c, start, eq, eq + 1, end);
+    if (!c.failed) c.p = end;
+    return false;
+  }
+  c.p = eq + 1;
+  const Token& at = tk(c);
+  int32_t k = expr(c);
+  if (c.failed) return false;
+  if (k == KIND_NONE) return fail_at(c, ERR_NONE_VALUE, at);
+  int32_t after = c.p;
+  c.p = start;
+  store_target(c, eq, k);
+  if (!c.failed && c.p != eq) fail(c, ERR_NOT_ASSIGNABLE);
+  c.p = after;
+  return false;
+}
+
+VG_HD bool statement(Compiler& c);
+
+VG_HD inline bool if_statement(Compiler& c) {
+  advance(c);  // if
+  const Token& at = tk(c);
+  int32_t k = expr(c);
+  if (k == KIND_NONE) fail_at(c, ERR_BAD_OPERAND, at, k);
+  truth(c, k);
+  int32_t jf = emit(c, OP_JUMP_IF_FALSE, 0);
+  expect(c, TOK_COLON);
+  bool all = block(c);
+  bool has_else = false;
+  int32_t done = NO_CHAIN;
+  while (!c.failed && (check(c, TOK_ELIF) || check(c, TOK_ELSE))) {
+    emit_chained(c, OP_JUMP, &done);
+    if (!c.failed) set_arg(c, jf, c.n);
+    jf = -1;
+    if (match(c, TOK_ELIF)) {
+      const Token& at2 = tk(c);
+      int32_t k2 = expr(c);
+      if (k2 == KIND_NONE) fail_at(c, ERR_BAD_OPERAND, at2, k2);
+      truth(c, k2);
+      jf = emit(c, OP_JUMP_IF_FALSE, 0);
+      expect(c, TOK_COLON);
+      all = block(c) && all;
+    } else {
+      advance(c);
+      expect(c, TOK_COLON);
+      all = block(c) && all;
+      has_else = true;
+      break;
+    }
+  }
+  if (jf >= 0 && !c.failed) set_arg(c, jf, c.n);
+  patch_chain(c, done, c.n);
+  return has_else && all;
+}
+
+VG_HD inline bool push_loop(Compiler& c, int32_t cont) {
+  if (c.nloops > MAX_BLOCK_DEPTH) return fail(c, ERR_TOO_DEEP, MAX_BLOCK_DEPTH);
+  c.loops[c.nloops].cont = cont;
+  c.loops[c.nloops].brk_chain = NO_CHAIN;
+  c.loops[c.nloops].has_break = false;
+  c.nloops++;
+  return true;
+}
+
+VG_HD inline bool while_statement(Compiler& c) {
+  advance(c);  // while
+  int32_t top = c.n;
+  bool forever = check(c, TOK_TRUE) && kind_at(c, c.p + 1) == TOK_COLON;
+  int32_t jf = -1;
+  if (forever) {
+    advance(c);
+  } else {
+    const Token& at = tk(c);
+    int32_t k = expr(c);
+    if (k == KIND_NONE) fail_at(c, ERR_BAD_OPERAND, at, k);
+    truth(c, k);
+    jf = emit(c, OP_JUMP_IF_FALSE, 0);
+  }
+  if (!expect(c, TOK_COLON) || !push_loop(c, top)) return false;
+  block(c);
+  emit(c, OP_JUMP, top);
+  LoopCtx& l = c.loops[--c.nloops];
+  if (jf >= 0 && !c.failed) set_arg(c, jf, c.n);
+  patch_chain(c, l.brk_chain, c.n);
+  return forever && !l.has_break;
+}
+
+VG_HD inline bool for_statement(Compiler& c) {
+  advance(c);  // for
+  const Token& var = tk(c);
+  if (!check(c, TOK_NAME)) return fail(c, ERR_EXPECTED, TOK_NAME);
+  advance(c);
+  if (!check(c, TOK_IN)) return check(c, TOK_COMMA) ? fail(c, ERR_UNSUPPORTED) : fail(c, ERR_EXPECTED, TOK_IN);
+  advance(c);
+  begin_scope(c);
+  int32_t op, base;
+  if (check(c, TOK_NAME) && tk(c).value == NAME_RANGE && kind_at(c, c.p + 1) == TOK_LPAREN) {
+    const Token& open = c.t[c.p + 1];
+    advance(c);
+    advance(c);
+    int32_t n = 0;
+    while (!check(c, TOK_RPAREN) && !c.failed) {
+      if (check(c, TOK_NAME) && kind_at(c, c.p + 1) == TOK_ASSIGN) return fail(c, ERR_KEYWORD_ARGUMENT);
+      const Token& at = tk(c);
+      int32_t k = expr(c);
+      if (c.failed) return false;
+      if (++n > 3) return fail_at(c, ERR_WRONG_ARG_COUNT, at, 3);
+      if (k != KIND_INT) return fail_at(c, ERR_TYPE_MISMATCH, at, KIND_INT);
+      if (!match(c, TOK_COMMA)) break;
+    }
+    if (!expect(c, TOK_RPAREN)) return false;
+    if (n == 0) return fail_at(c, ERR_WRONG_ARG_COUNT, open, 1);
+    base = declare(c, -1, KIND_INT);  // counter, stop, step
+    declare(c, -1, KIND_INT);
+    declare(c, -1, KIND_INT);
+    if (n == 1) {
+      emit(c, OP_STORE_VAR, base + 1);
+      emit(c, OP_LOAD_CONST, 0);
+      emit(c, OP_STORE_VAR, base);
+    } else {
+      if (n == 3) emit(c, OP_STORE_VAR, base + 2);
+      emit(c, OP_STORE_VAR, base + 1);
+      emit(c, OP_STORE_VAR, base);
+    }
+    if (n < 3) {
+      emit(c, OP_LOAD_CONST, 1);
+      emit(c, OP_STORE_VAR, base + 2);
+    }
+    op = OP_FOR_RANGE;
+  } else {
+    const Token& at = tk(c);
+    int32_t k = expr(c);
+    if (c.failed) return false;
+    if (k != KIND_LIST) return fail_at(c, ERR_TYPE_MISMATCH, at, KIND_LIST);
+    base = declare(c, -1, KIND_LIST);  // list, index
+    declare(c, -1, KIND_INT);
+    emit(c, OP_STORE_VAR, base);
+    emit(c, OP_LOAD_CONST, 0);
+    emit(c, OP_STORE_VAR, base + 1);
+    op = OP_FOR_LIST;
+  }
+  if (!expect(c, TOK_COLON)) return false;
+  int32_t top = emit(c, op, base);
+  int32_t exit = emit(c, OP_JUMP, 0);
+  store_name(c, var, KIND_INT);
+  if (!push_loop(c, top)) return false;
+  block(c);
+  emit(c, OP_JUMP, top);
+  LoopCtx& l = c.loops[--c.nloops];
+  if (!c.failed) set_arg(c, exit, c.n);
+  patch_chain(c, l.brk_chain, c.n);
+  end_scope(c);
+  return false;
+}
+
+VG_HD bool statement(Compiler& c) {
+  switch (tk(c).kind) {
+    case TOK_IF: return if_statement(c);
+    case TOK_WHILE: return while_statement(c);
+    case TOK_FOR: return for_statement(c);
+    case TOK_INDENT: return fail(c, ERR_UNEXPECTED_INDENT);
+    default: {
+      bool r = simple_statement(c);
+      if (!c.failed) expect(c, TOK_NEWLINE);
+      return r;
+    }
+  }
+}
+
+// A block; true when control can never reach its end (some statement always returns).
+VG_HD bool block(Compiler& c) {
+  if (c.failed) return false;
+  bool ends = false;
+  if (match(c, TOK_NEWLINE)) {
+    if (!check(c, TOK_INDENT)) return fail(c, ERR_EXPECTED_INDENT);
+    advance(c);
+    if (++c.blocks > MAX_BLOCK_DEPTH) return fail(c, ERR_TOO_DEEP, MAX_BLOCK_DEPTH);
+    begin_scope(c);
+    while (!c.failed && !check(c, TOK_DEDENT) && !check(c, TOK_EOF))
+      if (statement(c)) ends = true;
+    end_scope(c);
+    c.blocks--;
+    if (!c.failed) expect(c, TOK_DEDENT);
+  } else {
+    begin_scope(c);
+    ends = simple_statement(c);
+    end_scope(c);
+    if (!c.failed) expect(c, TOK_NEWLINE);
+  }
+  return ends && !c.failed;
+}
+
+// Pass 1: every `def` signature; bodies are skipped by INDENT/DEDENT counting.
+VG_HD inline bool signatures(Compiler& c) {
+  while (!c.failed && !check(c, TOK_EOF)) {
+    if (match(c, TOK_NEWLINE)) continue;
+    if (check(c, TOK_INDENT)) return fail(c, ERR_UNEXPECTED_INDENT);
+    if (check(c, TOK_RESERVED)) return fail(c, ERR_RESERVED_KEYWORD);
+    if (!check(c, TOK_DEF)) return fail(c, ERR_EXPECTED_DEF);
+    if (c.nfuncs >= MAX_FUNCS) return fail(c, ERR_TOO_MANY_FUNCTIONS, MAX_FUNCS);
+    FuncSig& f = c.funcs[c.nfuncs];
+    f.def_tok = c.p;
+    advance(c);
+    const Token& name = tk(c);
+    if (!expect(c, TOK_NAME)) return false;
+    if (name.value < NUM_RESERVED_NAMES) return fail_at(c, ERR_BUILTIN_NAME, name);
+    if (find_func(c, name.value) >= 0) return fail_at(c, ERR_DUPLICATE_FUNCTION, name);
+    f.name = name.value;
+    f.pc = -1;
+    f.chain = NO_CHAIN;
+    f.nparams = 0;
+    if (!expect(c, TOK_LPAREN)) return false;
+    while (!check(c, TOK_RPAREN)) {
+      const Token& pn = tk(c);
+      if (!expect(c, TOK_NAME)) return false;
+      if (pn.value < NUM_RESERVED_NAMES) return fail_at(c, ERR_BUILTIN_NAME, pn);
+      for (int32_t i = 0; i < f.nparams; i++)
+        if (f.param_names[i] == pn.value) return fail_at(c, ERR_DUPLICATE_PARAM, pn);
+      if (f.nparams >= MAX_PARAMS) return fail_at(c, ERR_TOO_MANY_PARAMS, pn, MAX_PARAMS);
+      if (!expect(c, TOK_COLON)) return false;
+      int32_t k = parse_type(c);
+      if (k < 0) return false;
+      f.param_names[f.nparams] = pn.value;
+      f.params[f.nparams++] = k;
+      if (!match(c, TOK_COMMA)) break;
+    }
+    if (!expect(c, TOK_RPAREN) || !expect(c, TOK_ARROW)) return false;
+    f.ret = parse_type(c);
+    if (f.ret < 0 || !expect(c, TOK_COLON)) return false;
+    f.body_tok = c.p;
+    c.nfuncs++;
+    if (match(c, TOK_NEWLINE)) {
+      if (!check(c, TOK_INDENT)) return fail(c, ERR_EXPECTED_INDENT);
+      int32_t d = 0;
+      do {
+        if (check(c, TOK_INDENT)) d++;
+        else if (check(c, TOK_DEDENT)) d--;
+        advance(c);
+      } while (d > 0 && !check(c, TOK_EOF));
+    } else {
+      while (!check(c, TOK_NEWLINE) && !check(c, TOK_EOF)) advance(c);
+      match(c, TOK_NEWLINE);
+    }
+  }
+  if (!c.failed && c.nfuncs == 0) return fail_at(c, ERR_EMPTY_PROGRAM, c.t[0]);
+  return !c.failed;
+}
+
+// Pass 2: one function's code: FUNC header, parameters as locals 0..n-1, then the body.
+VG_HD inline bool function(Compiler& c, int32_t fi) {
+  FuncSig& f = c.funcs[fi];
+  c.cur = fi;
+  c.p = f.body_tok;
+  c.nlive = 0;
+  c.scope = 0;
+  c.nloops = 0;
+  c.blocks = 0;
+  c.depth = 0;
+  f.pc = emit(c, OP_FUNC, 0);
+  if (c.failed) return false;
+  patch_chain(c, f.chain, f.pc);
+  f.chain = NO_CHAIN;
+  for (int32_t i = 0; i < f.nparams; i++) {
+    if (find_func(c, f.param_names[i]) >= 0) {
+      // point at the parameter: walk the signature tokens for the name
+      for (int32_t j = f.def_tok; j < f.body_tok; j++)
+        if (c.t[j].kind == TOK_NAME && c.t[j].value == f.param_names[i] && kind_at(c, j + 1) == TOK_COLON)
+          return fail_at(c, ERR_FUNCTION_NAME, c.t[j]);
+    }
+    declare(c, f.param_names[i], f.params[i]);
+  }
+  c.max_slots = f.nparams;
+  bool ends = block(c);
+  if (c.failed) return false;
+  if (!ends) return fail_at(c, ERR_MISSING_RETURN, c.t[f.def_tok + 1]);
+  f.nlocals = c.max_slots;
+  set_arg(c, f.pc, f.nparams | (f.nlocals << 8));
+  return true;
+}
+
+// Compile a token array (ending with EOF) into `code`. Returns the number of words, or -1 with
+// c.err set. `meta` (nullable) receives FUNC_META ints per function; *nfuncs their count.
+VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntoks, uint32_t* code, int32_t cap) {
+  c.t = toks;
+  c.nt = ntoks;
+  c.p = 0;
+  c.code = code;
+  c.cap = cap < MAX_CODE ? cap : MAX_CODE;
+  c.n = 0;
+  c.nfuncs = 0;
+  c.failed = false;
+  c.err.code = ERR_OK;
+  c.err.line = c.err.col = c.err.arg = 0;
+  if (ntoks <= 0 || toks[ntoks - 1].kind != TOK_EOF) {
+    c.failed = true;
+    c.err.code = ERR_INVALID_SYNTAX;
+    c.err.line = c.err.col = 1;
+    return -1;
+  }
+  for (int32_t i = 0; i < ntoks; i++) {  // tokens may come from outside: check them first
+    const Token& t = toks[i];
+    bool bad = t.kind < 0 || t.kind >= NUM_TOKENS || (t.kind == TOK_EOF && i != ntoks - 1) ||
+               (t.kind == TOK_NAME && (t.value < 0 || t.value >= MAX_NAMES)) ||
+               (t.kind == TOK_INT && t.value < 0) ||
+               (t.kind == TOK_RESERVED && (t.value < 0 || t.value >= NUM_RESERVED_KEYWORDS));
+    if (bad) {
+      fail_at(c, ERR_INVALID_SYNTAX, t);
+      return -1;
+    }
+  }
+  if (!signatures(c)) return -1;
+  for (int32_t i = 0; i < c.nfuncs; i++)
+    if (!function(c, i)) return -1;
+  return c.n;
+}
+
+VG_HD inline void write_meta(const Compiler& c, const Lexer* L, int32_t* meta) {
+  for (int32_t i = 0; i < c.nfuncs; i++) {
+    const FuncSig& f = c.funcs[i];
+    int32_t* m = meta + i * FUNC_META;
+    m[0] = f.pc;
+    if (L) {
+      m[1] = (int32_t)(L->names[f.name].ptr - L->src);
+      m[2] = L->names[f.name].len;
+    } else {
+      m[1] = -1;
+      m[2] = f.name;
+    }
+    m[3] = f.nparams;
+    m[4] = f.ret;
+    m[5] = f.nlocals;
+    for (int32_t k = 0; k < MAX_PARAMS; k++) m[6 + k] = k < f.nparams ? f.params[k] : -1;
+  }
+}
+
+// Source text -> bytecode. Needs a Lexer, a Compiler and a token buffer of tok_cap tokens.
+// Returns the number of code words, or -1 with *err set.
+VG_HD inline int32_t compile_source(Lexer& L, Compiler& c, const char* src, int64_t len, Token* toks,
+                                    int32_t tok_cap, uint32_t* code, int32_t code_cap, CompileError* err) {
+  L.src = src;
+  L.len = len;
+  L.pos = 0;
+  L.line_start = 0;
+  L.line = 1;
+  L.toks = toks;
+  L.cap = tok_cap < MAX_TOKENS ? tok_cap : MAX_TOKENS;
+  L.n = 0;
+  L.indents[0] = 0;
+  L.nindent = 1;
+  L.depth = 0;
+  L.failed = false;
+  L.err.code = ERR_OK;
+  L.err.line = L.err.col = L.err.arg = 0;
+  lx_init_names(L);
+  c.nfuncs = 0;
+  if (len > MAX_SOURCE) {
+    L.failed = true;
+    L.err.code = ERR_TOO_MANY_TOKENS;
+    L.err.line = L.err.col = 1;
+    L.err.arg = MAX_TOKENS;
+  }
+  if (L.failed || !lx_check_bytes(L) || !lex(L)) {
+    *err = L.err;
+    return -1;
+  }
+  int32_t n = compile_tokens(c, toks, L.n, code, code_cap);
+  *err = c.err;
+  return n;
+}
+
+}  // namespace vg

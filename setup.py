@@ -1,0 +1,17 @@
+"""Builds the C++ core (compiler + VM) for the CPU during `pip install`.
+
+The extension is a plain shared library loaded with ctypes (vramgym/vm/cpu.py); the same
+headers are compiled for the GPU at run time by NVRTC.
+"""
+from setuptools import Extension, setup
+
+core = Extension(
+    "vramgym.vm._core",
+    sources=["vm/csrc/cpu_backend.cpp"],
+    include_dirs=["vm/csrc", "compiler/csrc"],
+    extra_compile_args=["-std=c++17", "-O3", "-pthread", "-fno-strict-aliasing"],
+    extra_link_args=["-pthread"],
+    language="c++",
+)
+
+setup(ext_modules=[core])

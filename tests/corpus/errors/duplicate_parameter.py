@@ -1,0 +1,3 @@
+def f(a: int, a: int) -> int:
+    return a
+# error: 1:15 duplicate parameter

@@ -1,0 +1,5 @@
+import os
+
+def f() -> int:
+    return 0
+# error: 1:1 this keyword is not supported

@@ -1,0 +1,7 @@
+def f(n: int) -> int:
+    for i in range(n):
+        pass
+    else:
+        return 1
+    return 0
+# error: 4:5 not supported

@@ -1,0 +1,3 @@
+def f(a: int):
+    return a
+# error: 1:14 expected

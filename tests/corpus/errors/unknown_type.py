@@ -1,0 +1,3 @@
+def f(a: str) -> int:
+    return 0
+# error: 1:10 expected a type

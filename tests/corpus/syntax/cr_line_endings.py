@@ -1,0 +1,1 @@
+# Classic Mac line endings.def f(x: int) -> int:    y = [x,         x]    return len(y) + x# call: f(5) -> 7

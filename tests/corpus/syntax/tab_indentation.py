@@ -1,0 +1,3 @@
+def f() -> int:
+	return 1
+# error: 2:1 tabs in indentation

@@ -1,0 +1,3 @@
+def f(x: int, xs: list[int]) -> int:
+    return x and xs
+# error: 2:18 type mismatch

@@ -1,0 +1,3 @@
+def f(xs: list[int], ys: list[int]) -> bool:
+    return xs == ys
+# error: 2:18 unsupported operand type

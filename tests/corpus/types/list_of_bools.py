@@ -1,0 +1,3 @@
+def f() -> list[int]:
+    return [1, True]
+# error: 2:16 type mismatch

@@ -1,0 +1,5 @@
+def f() -> int:
+    x = 1
+    x = True
+    return x
+# error: 3:9 type mismatch

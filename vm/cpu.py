@@ -1,0 +1,124 @@
+"""The CPU backend: ctypes bindings to the C++ core built by `pip install` (vramgym.vm._core)."""
+from __future__ import annotations
+
+import ctypes
+import importlib.machinery
+import importlib.util
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from . import opcodes as oc
+
+_i32p = ctypes.POINTER(ctypes.c_int32)
+_i64p = ctypes.POINTER(ctypes.c_int64)
+_u32p = ctypes.POINTER(ctypes.c_uint32)
+_u8p = ctypes.POINTER(ctypes.c_uint8)
+
+
+def _library_path() -> Path:
+    here = Path(__file__).resolve().parent
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        p = here / f"_core{suffix}"
+        if p.exists():
+            return p
+    spec = importlib.util.find_spec("vramgym.vm._core")  # editable installs keep it elsewhere
+    if spec is not None and spec.origin:
+        return Path(spec.origin)
+    raise ImportError("the vramgym C++ core is not built: install the package with `pip install .` "
+                      "(or `pip install -e .`), which compiles it")
+
+
+@lru_cache(maxsize=1)
+def lib() -> ctypes.CDLL:
+    so = ctypes.CDLL(str(_library_path()))
+    so.vg_compile.restype = ctypes.c_int32
+    so.vg_compile.argtypes = [ctypes.c_char_p, ctypes.c_int64, _u32p, ctypes.c_int32, _i32p, _i32p, _i32p]
+    so.vg_compile_batch.restype = None
+    so.vg_compile_batch.argtypes = [ctypes.c_char_p, _i64p, ctypes.c_int32, _u32p, ctypes.c_int32, _i32p, _i32p,
+                                    ctypes.c_int32]
+    so.vg_compile_tokens_batch.restype = None
+    so.vg_compile_tokens_batch.argtypes = [_i32p, _i64p, ctypes.c_int32, _u32p, ctypes.c_int32, _i32p, _i32p,
+                                           ctypes.c_int32]
+    so.vg_validate.restype = ctypes.c_int32
+    so.vg_validate.argtypes = [_u32p, ctypes.c_int32, ctypes.c_int32, _i32p]
+    so.vg_run_batch.restype = None
+    so.vg_run_batch.argtypes = [_u32p, _i64p, ctypes.c_int32, _i32p, _i32p, _i32p, _i64p, ctypes.c_int32, _i32p,
+                                _i32p, ctypes.c_int64, _i32p, _i64p, _i32p, _i32p, _i32p, _i32p, _u8p, _i32p,
+                                ctypes.c_int32, ctypes.c_int32]
+    so.vg_func_meta.restype = ctypes.c_int32
+    if so.vg_func_meta() != 6 + oc.LIMITS["MAX_PARAMS"]:
+        raise ImportError("the C++ core is out of date with vm/opcodes.py: reinstall vramgym")
+    return so
+
+
+def ptr(a: np.ndarray | None, t):
+    if a is None:
+        return None
+    assert a.flags.c_contiguous
+    return a.ctypes.data_as(t)
+
+
+def default_threads() -> int:
+    env = os.environ.get("VRAMGYM_THREADS")
+    return int(env) if env else 0  # 0: one per core
+
+
+def compile_one(source: bytes, code_cap: int = oc.LIMITS["MAX_CODE"]):
+    """(code uint32 array or None, err int32[4], meta int32[nfuncs, FUNC_META])."""
+    fm = 6 + oc.LIMITS["MAX_PARAMS"]
+    code = np.zeros(code_cap, dtype=np.uint32)
+    err = np.zeros(4, dtype=np.int32)
+    meta = np.zeros(oc.LIMITS["MAX_FUNCS"] * fm, dtype=np.int32)
+    nf = np.zeros(1, dtype=np.int32)
+    n = lib().vg_compile(source, len(source), ptr(code, _u32p), code_cap, ptr(err, _i32p), ptr(meta, _i32p),
+                         ptr(nf, _i32p))
+    if n < 0:
+        return None, err, None
+    return code[:n].copy(), err, meta[: nf[0] * fm].reshape(nf[0], fm)
+
+
+def compile_batch(src: bytes, offsets: np.ndarray, code_cap: int, nthreads: int):
+    n = len(offsets) - 1
+    code = np.zeros((n, code_cap), dtype=np.uint32)
+    lengths = np.zeros(n, dtype=np.int32)
+    err = np.zeros((n, 4), dtype=np.int32)
+    lib().vg_compile_batch(src, ptr(offsets, _i64p), n, ptr(code, _u32p), code_cap, ptr(lengths, _i32p),
+                           ptr(err, _i32p), nthreads)
+    return code, lengths, err
+
+
+def compile_tokens_batch(tokens: np.ndarray, offsets: np.ndarray, code_cap: int, nthreads: int):
+    n = len(offsets) - 1
+    code = np.zeros((n, code_cap), dtype=np.uint32)
+    lengths = np.zeros(n, dtype=np.int32)
+    err = np.zeros((n, 4), dtype=np.int32)
+    lib().vg_compile_tokens_batch(ptr(tokens, _i32p), ptr(offsets, _i64p), n, ptr(code, _u32p), code_cap,
+                                  ptr(lengths, _i32p), ptr(err, _i32p), nthreads)
+    return code, lengths, err
+
+
+def validate(code: np.ndarray, entry: int = 0) -> tuple[int, int]:
+    """(index of the first invalid word or -1, pc of function `entry` or -1)."""
+    code = np.ascontiguousarray(code, dtype=np.uint32)
+    pc = np.zeros(1, dtype=np.int32)
+    bad = lib().vg_validate(ptr(code, _u32p), len(code), entry, ptr(pc, _i32p))
+    return bad, int(pc[0])
+
+
+def run_batch(code, code_off, entry, ret_kind, in_words, in_off, run_prog, run_in, exp_words, exp_off, config,
+              out_cap: int, nthreads: int):
+    n_runs = len(run_prog)
+    status = np.zeros(n_runs, dtype=np.int32)
+    value = np.zeros(n_runs, dtype=np.int32)
+    steps = np.zeros(n_runs, dtype=np.int32)
+    passed = np.zeros(n_runs, dtype=np.uint8) if exp_words is not None else None
+    out_list = np.zeros((n_runs, out_cap), dtype=np.int32) if out_cap > 0 else None
+    lib().vg_run_batch(ptr(code, _u32p), ptr(code_off, _i64p), len(code_off) - 1, ptr(entry, _i32p),
+                       ptr(ret_kind, _i32p), ptr(in_words, _i32p), ptr(in_off, _i64p), len(in_off) - 1,
+                       ptr(run_prog, _i32p), ptr(run_in, _i32p), n_runs, ptr(exp_words, _i32p), ptr(exp_off, _i64p),
+                       ptr(config, _i32p), ptr(status, _i32p), ptr(value, _i32p), ptr(steps, _i32p),
+                       ptr(passed, _u8p), ptr(out_list, _i32p), out_cap, nthreads)
+    return status, value, steps, passed, out_list

@@ -1,0 +1,25 @@
+"""The CPU implementation of the batch interface (see vramgym.vm.batch)."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import cpu
+
+
+def run_batch(programs, inputs, run_prog, run_in, expected, config, out_cap, nthreads):
+    from .batch import BatchResult
+    exp_words = expected.words if expected is not None else None
+    exp_off = expected.offsets if expected is not None else None
+    status, value, steps, passed, out_list = cpu.run_batch(
+        programs.code, programs.offsets, programs.entry, programs.ret_kind, inputs.words, inputs.offsets,
+        run_prog, run_in, exp_words, exp_off, config.as_array(), out_cap,
+        cpu.default_threads() if nthreads is None else nthreads)
+    return BatchResult(status, value, steps, passed.astype(bool) if passed is not None else None, out_list)
+
+
+def available() -> bool:
+    try:
+        cpu.lib()
+        return True
+    except ImportError:
+        return False

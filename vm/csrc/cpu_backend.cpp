@@ -1,0 +1,198 @@
+// CPU backend: the C ABI over the shared compiler and VM headers, parallel across cores.
+// Loaded with ctypes by vramgym/vm/cpu.py; every array is caller-owned (numpy), nothing here
+// allocates per program. Threads pull chunks of work from an atomic counter.
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "compiler.h"
+#include "vm.h"
+
+using namespace vg;
+
+namespace {
+
+template <class F>
+void parallel_for(int64_t n, int32_t nthreads, int64_t chunk, F body) {
+  if (nthreads <= 0) nthreads = (int32_t)std::max(1u, std::thread::hardware_concurrency());
+  int64_t max_threads = (n + chunk - 1) / chunk;
+  if (nthreads > max_threads) nthreads = (int32_t)std::max<int64_t>(1, max_threads);
+  std::atomic<int64_t> next(0);
+  auto worker = [&](int32_t tid) {
+    for (;;) {
+      int64_t lo = next.fetch_add(chunk);
+      if (lo >= n) break;
+      int64_t hi = std::min(n, lo + chunk);
+      for (int64_t i = lo; i < hi; i++) body(tid, i);
+    }
+  };
+  if (nthreads == 1) {
+    worker(0);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int32_t t = 1; t < nthreads; t++) pool.emplace_back(worker, t);
+  worker(0);
+  for (auto& th : pool) th.join();
+}
+
+struct CompileScratch {
+  Lexer lexer;
+  Compiler compiler;
+  std::vector<Token> tokens;
+  CompileScratch() : tokens(MAX_TOKENS) {}
+};
+
+struct RunScratch {
+  std::vector<int32_t> stack, heap;
+  std::vector<Frame> frames;
+  std::vector<ListHdr> lists;
+  Workspace ws;
+  explicit RunScratch(const VMConfig& cfg)
+      : stack(cfg.stack_size), heap(std::max(cfg.heap_size, 1)), frames(std::max(cfg.max_depth, 1)),
+        lists(std::max(cfg.max_lists, 1)) {
+    ws.stack = stack.data();
+    ws.heap = heap.data();
+    ws.frames = frames.data();
+    ws.lists = lists.data();
+    ws.nlists = ws.hp = 0;
+  }
+};
+
+VMConfig make_config(const int32_t* c) {
+  VMConfig cfg;
+  cfg.fuel = c[0];
+  cfg.max_depth = c[1];
+  cfg.heap_size = c[2];
+  cfg.max_lists = c[3];
+  cfg.stack_size = c[4];
+  return cfg;
+}
+
+}  // namespace
+
+extern "C" {
+
+int32_t vg_abi_version() { return 1; }
+int32_t vg_func_meta() { return FUNC_META; }
+
+// Compile one source. Returns the number of code words, or -1 with err = {code, line, col, arg}.
+// meta receives FUNC_META ints per function (room for MAX_FUNCS), *nfuncs their count.
+int32_t vg_compile(const char* src, int64_t len, uint32_t* code, int32_t code_cap, int32_t* err, int32_t* meta,
+                   int32_t* nfuncs) {
+  static thread_local CompileScratch s;
+  CompileError e;
+  int32_t n = compile_source(s.lexer, s.compiler, src, len, s.tokens.data(), (int32_t)s.tokens.size(), code,
+                             code_cap, &e);
+  err[0] = e.code;
+  err[1] = e.line;
+  err[2] = e.col;
+  err[3] = e.arg;
+  *nfuncs = n >= 0 ? s.compiler.nfuncs : 0;
+  if (n >= 0 && meta) write_meta(s.compiler, &s.lexer, meta);
+  return n;
+}
+
+// Compile n sources packed in src with byte offsets src_off[n + 1]. Program i's code goes to
+// code[i * code_cap ...], its length to code_len[i] (-1 on error, with err[4 * i ...]).
+void vg_compile_batch(const char* src, const int64_t* src_off, int32_t n, uint32_t* code, int32_t code_cap,
+                      int32_t* code_len, int32_t* err, int32_t nthreads) {
+  int32_t nt = nthreads <= 0 ? (int32_t)std::max(1u, std::thread::hardware_concurrency()) : nthreads;
+  std::vector<CompileScratch*> scratch(nt, nullptr);
+  parallel_for(n, nt, 64, [&](int32_t tid, int64_t i) {
+    if (!scratch[tid]) scratch[tid] = new CompileScratch();
+    CompileScratch& s = *scratch[tid];
+    CompileError e;
+    code_len[i] = compile_source(s.lexer, s.compiler, src + src_off[i], src_off[i + 1] - src_off[i],
+                                 s.tokens.data(), (int32_t)s.tokens.size(), code + i * (int64_t)code_cap, code_cap, &e);
+    err[4 * i] = e.code;
+    err[4 * i + 1] = e.line;
+    err[4 * i + 2] = e.col;
+    err[4 * i + 3] = e.arg;
+  });
+  for (auto* p : scratch) delete p;
+}
+
+// Compile n token arrays (kind, value, line, col int32 quadruples) with token offsets tok_off[n + 1].
+void vg_compile_tokens_batch(const int32_t* toks, const int64_t* tok_off, int32_t n, uint32_t* code,
+                             int32_t code_cap, int32_t* code_len, int32_t* err, int32_t nthreads) {
+  int32_t nt = nthreads <= 0 ? (int32_t)std::max(1u, std::thread::hardware_concurrency()) : nthreads;
+  std::vector<Compiler*> scratch(nt, nullptr);
+  parallel_for(n, nt, 64, [&](int32_t tid, int64_t i) {
+    if (!scratch[tid]) scratch[tid] = new Compiler();
+    Compiler& c = *scratch[tid];
+    const Token* t = reinterpret_cast<const Token*>(toks) + tok_off[i];
+    code_len[i] = compile_tokens(c, t, (int32_t)(tok_off[i + 1] - tok_off[i]), code + i * (int64_t)code_cap, code_cap);
+    err[4 * i] = c.err.code;
+    err[4 * i + 1] = c.err.line;
+    err[4 * i + 2] = c.err.col;
+    err[4 * i + 3] = c.err.arg;
+  });
+  for (auto* p : scratch) delete p;
+}
+
+// -1 when valid, else the index of the first invalid word; *entry_pc for function `entry`.
+int32_t vg_validate(const uint32_t* code, int32_t len, int32_t entry, int32_t* entry_pc) {
+  return validate(code, len, entry, entry_pc);
+}
+
+// Run a batch. Programs: code words with offsets code_off[n_prog + 1], an entry function index
+// and a result kind each. Inputs: encoded words with offsets in_off[n_in + 1]. Run r executes
+// program run_prog[r] on input run_in[r]. Outputs per run: status, value (int/bool value, or
+// the length of a list result, whose first out_cap elements go to out_list[r * out_cap ...]),
+// steps, and, when exp_words is not null, passed[r] = the result equals expected value
+// run_in[r] (encoded like an argument, offsets exp_off[n_in + 1]).
+void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
+                  const int32_t* ret_kind, const int32_t* in_words, const int64_t* in_off, int32_t n_in,
+                  const int32_t* run_prog, const int32_t* run_in, int64_t n_runs, const int32_t* exp_words,
+                  const int64_t* exp_off, const int32_t* config, int32_t* status, int32_t* value,
+                  int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap, int32_t nthreads) {
+  VMConfig cfg = make_config(config);
+  std::vector<int32_t> entry_pc(n_prog);
+  parallel_for(n_prog, nthreads, 256, [&](int32_t, int64_t p) {
+    int32_t pc = -1;
+    int64_t len = code_off[p + 1] - code_off[p];
+    int32_t bad = len > MAX_CODE ? 0 : validate(code + code_off[p], (int32_t)len, entry[p], &pc);
+    entry_pc[p] = bad >= 0 ? -2 : pc;  // -2: invalid bytecode, -1: no such entry function
+  });
+  int32_t nt = nthreads <= 0 ? (int32_t)std::max(1u, std::thread::hardware_concurrency()) : nthreads;
+  std::vector<RunScratch*> scratch(nt, nullptr);
+  parallel_for(n_runs, nt, 16, [&](int32_t tid, int64_t r) {
+    if (!scratch[tid]) scratch[tid] = new RunScratch(cfg);
+    Workspace& ws = scratch[tid]->ws;
+    int32_t p = run_prog[r], j = run_in[r];
+    RunResult res;
+    if ((uint32_t)p >= (uint32_t)n_prog || (uint32_t)j >= (uint32_t)n_in) {
+      res.status = TRAP_BAD_INPUT;
+      res.value = res.steps = 0;
+    } else if (entry_pc[p] == -2) {
+      res.status = TRAP_BAD_BYTECODE;
+      res.value = res.steps = 0;
+    } else {
+      res = run(code + code_off[p], (int32_t)(code_off[p + 1] - code_off[p]), entry_pc[p], in_words + in_off[j],
+                (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws);
+    }
+    int32_t rk = (uint32_t)p < (uint32_t)n_prog ? ret_kind[p] : KIND_INT;
+    if (res.status == TRAP_OK && rk == KIND_LIST) {
+      if ((uint32_t)res.value >= (uint32_t)ws.nlists) {
+        res.status = TRAP_BAD_BYTECODE;
+      } else {
+        const ListHdr& l = ws.lists[res.value];
+        if (out_list)
+          for (int32_t k = 0; k < l.len && k < out_cap; k++) out_list[r * out_cap + k] = ws.heap[l.off + k];
+      }
+    }
+    if (passed) {
+      passed[r] = res.status == TRAP_OK &&
+                  matches(res, rk, ws, exp_words + exp_off[j], (int32_t)(exp_off[j + 1] - exp_off[j]));
+    }
+    if (res.status == TRAP_OK && rk == KIND_LIST) res.value = ws.lists[res.value].len;
+    status[r] = res.status;
+    value[r] = res.status == TRAP_OK ? res.value : 0;
+    steps[r] = res.steps;
+  });
+  for (auto* s : scratch) delete s;
+}
+
+}  // extern "C"

@@ -1,0 +1,457 @@
+// The vramgym VM: a bytecode validator and a stack interpreter, in one header that compiles for
+// the host and for CUDA. One call runs one (program, input) pair in caller-owned scratch memory;
+// every fault is a trap code, never a crash: bytecode is validated before it runs (operands,
+// jump targets, call targets) and stack, list and index use are checked as it runs.
+#pragma once
+#include "core_types.h"
+#include "opcodes.h"
+
+namespace vg {
+
+struct VMConfig {
+  int32_t fuel;        // executed instructions before out_of_fuel
+  int32_t max_depth;   // nested calls before recursion (the entry call is depth 0)
+  int32_t heap_size;   // ints of list memory
+  int32_t max_lists;   // lists created per run
+  int32_t stack_size;  // values: locals and operands of all frames
+};
+
+struct Frame {
+  int32_t ret_pc, base, obase;
+};
+
+struct ListHdr {
+  int32_t off, len, cap;  // data lives in heap[off .. off + cap)
+};
+
+// Scratch memory of one run, owned by the caller (a thread on the CPU, a lane on the GPU).
+struct Workspace {
+  int32_t* stack;   // [stack_size]
+  Frame* frames;    // [max_depth]
+  ListHdr* lists;   // [max_lists]
+  int32_t* heap;    // [heap_size]
+  int32_t nlists, hp;
+};
+
+struct RunResult {
+  int32_t status;  // Trap
+  int32_t value;   // int/bool value, or a list reference into the workspace
+  int32_t steps;   // executed instructions
+};
+
+VG_HD inline int32_t func_nparams(uint32_t w) { return (int32_t)((w >> 8) & 0xFF); }
+VG_HD inline int32_t func_nlocals(uint32_t w) { return (int32_t)((w >> 16) & 0xFF); }
+
+// Check every word of a program image. Returns -1 when valid, else the index of the first bad
+// word. *entry_pc receives the pc of the FUNC word of function number `entry` (or -1).
+VG_HD inline int32_t validate(const uint32_t* code, int32_t len, int32_t entry, int32_t* entry_pc) {
+  *entry_pc = -1;
+  if (len <= 0) return 0;
+  if ((code[0] & 0xFF) != OP_FUNC) return 0;
+  int32_t fi = 0;
+  for (int32_t start = 0; start < len; fi++) {
+    int32_t end = start + 1;
+    while (end < len && (code[end] & 0xFF) != OP_FUNC) end++;
+    uint32_t h = code[start];
+    int32_t np = func_nparams(h), nl = func_nlocals(h);
+    if ((h >> 24) != 0 || np > nl || np > MAX_PARAMS) return start;
+    if (fi == entry) *entry_pc = start;
+    for (int32_t pc = start + 1; pc < end; pc++) {
+      uint32_t w = code[pc];
+      int32_t arg = (int32_t)(w >> 8);
+      bool ok;
+      switch (w & 0xFF) {
+        case OP_LOAD_CONST: ok = true; break;
+        case OP_CONST_EXT: ok = arg < 256; break;
+        case OP_LOAD_VAR: case OP_STORE_VAR: ok = arg < nl; break;
+        case OP_FOR_RANGE: ok = arg + 2 < nl; break;
+        case OP_FOR_LIST: ok = arg + 1 < nl; break;
+        case OP_REVERSE: ok = arg >= 2 && arg <= 255; break;
+        case OP_BUILD_LIST: ok = arg <= 255; break;
+        case OP_JUMP: case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE:
+        case OP_JUMP_IF_FALSE_OR_POP: case OP_JUMP_IF_TRUE_OR_POP:
+          ok = arg > start && arg < end;
+          break;
+        case OP_CALL: ok = arg < len && (code[arg] & 0xFF) == OP_FUNC; break;
+        case OP_POP: case OP_DUP: case OP_DUP2: case OP_SWAP: case OP_ROT3:
+        case OP_BINARY_ADD: case OP_BINARY_SUB: case OP_BINARY_MUL: case OP_BINARY_DIV:
+        case OP_BINARY_MOD: case OP_UNARY_NEG: case OP_UNARY_NOT: case OP_ABS: case OP_MIN:
+        case OP_MAX: case OP_COMPARE_LT: case OP_COMPARE_LE: case OP_COMPARE_GT:
+        case OP_COMPARE_GE: case OP_COMPARE_EQ: case OP_COMPARE_NE: case OP_RETURN:
+        case OP_LIST_REPEAT: case OP_LIST_CONCAT: case OP_LIST_EXTEND: case OP_LEN:
+        case OP_INDEX: case OP_STORE_INDEX: case OP_APPEND: case OP_LIST_POP:
+          ok = arg == 0;  // canonical encoding: unused arguments are zero
+          break;
+        default: ok = false;
+      }
+      if (!ok) return pc;
+    }
+    start = end;
+  }
+  return -1;
+}
+
+// A new list of length n (capacity n). Returns its reference, or -1 when memory is exhausted.
+VG_HD inline int32_t new_list(Workspace& ws, const VMConfig& cfg, int64_t n) {
+  if (ws.nlists >= cfg.max_lists || n > (int64_t)(cfg.heap_size - ws.hp)) return -1;
+  ListHdr& l = ws.lists[ws.nlists];
+  l.off = ws.hp;
+  l.len = (int32_t)n;
+  l.cap = (int32_t)n;
+  ws.hp += (int32_t)n;
+  return ws.nlists++;
+}
+
+// Make room for `need` elements in list r: grow in place when it is the last block, else move
+// it to a block twice the size. False when memory is exhausted.
+VG_HD inline bool reserve(Workspace& ws, const VMConfig& cfg, int32_t r, int64_t need) {
+  ListHdr& l = ws.lists[r];
+  if (need <= l.cap) return true;
+  int64_t want = need > 2 * (int64_t)l.cap ? need : 2 * (int64_t)l.cap;
+  if (want < 4) want = 4;
+  if (l.off + l.cap == ws.hp) {  // last block: extend in place
+    int64_t room = cfg.heap_size - l.off;
+    if (need > room) return false;
+    if (want > room) want = room;
+    ws.hp = l.off + (int32_t)want;
+    l.cap = (int32_t)want;
+    return true;
+  }
+  int64_t room = cfg.heap_size - ws.hp;
+  if (need > room) return false;
+  if (want > room) want = room;
+  int32_t* h = ws.heap;
+  for (int32_t k = 0; k < l.len; k++) h[ws.hp + k] = h[l.off + k];
+  l.off = ws.hp;
+  l.cap = (int32_t)want;
+  ws.hp += (int32_t)want;
+  return true;
+}
+
+// Run function `entry_pc` of a validated program on one encoded input:
+// per argument [KIND_INT, v] | [KIND_BOOL, 0 or 1] | [KIND_LIST, n, e1 .. en].
+VG_HD inline RunResult run(const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* in, int32_t in_len,
+                           const VMConfig& cfg, Workspace& ws) {
+  RunResult res;
+  res.status = TRAP_OK;
+  res.value = 0;
+  res.steps = 0;
+  ws.nlists = 0;
+  ws.hp = 0;
+  int32_t* st = ws.stack;
+  int32_t sp = 0, base = 0, obase, depth = 0, steps = 0, pc, status = TRAP_OK;
+  if (entry_pc < 0 || entry_pc >= len || (code[entry_pc] & 0xFF) != OP_FUNC) {
+    res.status = TRAP_BAD_INPUT;
+    return res;
+  }
+  {
+    uint32_t h = code[entry_pc];
+    int32_t np = func_nparams(h), nl = func_nlocals(h);
+    if (nl > cfg.stack_size) {
+      res.status = TRAP_RECURSION;
+      return res;
+    }
+    int32_t i = 0;
+    for (int32_t k = 0; k < np; k++) {
+      if (i >= in_len) {
+        res.status = TRAP_BAD_INPUT;
+        return res;
+      }
+      int32_t kind = in[i++];
+      if (i >= in_len) {
+        res.status = TRAP_BAD_INPUT;
+        return res;
+      }
+      if (kind == KIND_INT || (kind == KIND_BOOL && (in[i] == 0 || in[i] == 1))) {
+        st[sp++] = in[i++];
+      } else if (kind == KIND_LIST) {
+        int32_t n = in[i++];
+        if (n < 0 || n > in_len - i) {
+          res.status = TRAP_BAD_INPUT;
+          return res;
+        }
+        int32_t r = new_list(ws, cfg, n);
+        if (r < 0) {
+          res.status = TRAP_OUT_OF_MEMORY;
+          return res;
+        }
+        int32_t* d = ws.heap + ws.lists[r].off;
+        for (int32_t e = 0; e < n; e++) d[e] = in[i + e];
+        i += n;
+        st[sp++] = r;
+      } else {
+        res.status = TRAP_BAD_INPUT;
+        return res;
+      }
+    }
+    if (i != in_len) {
+      res.status = TRAP_BAD_INPUT;
+      return res;
+    }
+    for (int32_t k = np; k < nl; k++) st[k] = 0;
+    sp = nl;
+    obase = nl;
+    pc = entry_pc + 1;
+  }
+  int32_t result = 0;
+
+#define VG_TRAP(t) do { status = (t); goto done; } while (0)
+#define VG_NEED(k) if (sp < obase + (k)) VG_TRAP(TRAP_BAD_BYTECODE)
+#define VG_ROOM(k) if (sp + (k) > cfg.stack_size) VG_TRAP(TRAP_RECURSION)
+#define VG_REF(r) if ((uint32_t)(r) >= (uint32_t)ws.nlists) VG_TRAP(TRAP_BAD_BYTECODE)
+#define VG_INT32(r) if ((r) < VG_INT32_MIN || (r) > VG_INT32_MAX) VG_TRAP(TRAP_OVERFLOW)
+
+  for (;;) {
+    if (steps >= cfg.fuel) VG_TRAP(TRAP_OUT_OF_FUEL);
+    if ((uint32_t)pc >= (uint32_t)len) VG_TRAP(TRAP_BAD_BYTECODE);
+    uint32_t w = code[pc++];
+    int32_t arg = (int32_t)(w >> 8);
+    steps++;
+    switch (w & 0xFF) {
+      case OP_LOAD_CONST: VG_ROOM(1); st[sp++] = ((int32_t)w) >> 8; break;
+      case OP_CONST_EXT: VG_NEED(1); st[sp - 1] = (int32_t)(((uint32_t)st[sp - 1] << 8) | (uint32_t)arg); break;
+      case OP_LOAD_VAR: VG_ROOM(1); st[sp++] = st[base + arg]; break;
+      case OP_STORE_VAR: VG_NEED(1); st[base + arg] = st[--sp]; break;
+      case OP_POP: VG_NEED(1); sp--; break;
+      case OP_DUP: VG_NEED(1); VG_ROOM(1); st[sp] = st[sp - 1]; sp++; break;
+      case OP_DUP2: VG_NEED(2); VG_ROOM(2); st[sp] = st[sp - 2]; st[sp + 1] = st[sp - 1]; sp += 2; break;
+      case OP_SWAP: { VG_NEED(2); int32_t t = st[sp - 1]; st[sp - 1] = st[sp - 2]; st[sp - 2] = t; break; }
+      case OP_ROT3: {
+        VG_NEED(3);
+        int32_t t = st[sp - 1];
+        st[sp - 1] = st[sp - 2];
+        st[sp - 2] = st[sp - 3];
+        st[sp - 3] = t;
+        break;
+      }
+      case OP_REVERSE: {
+        VG_NEED(arg);
+        for (int32_t a = sp - arg, b = sp - 1; a < b; a++, b--) {
+          int32_t t = st[a];
+          st[a] = st[b];
+          st[b] = t;
+        }
+        break;
+      }
+      case OP_BINARY_ADD: { VG_NEED(2); int64_t r = (int64_t)st[sp - 2] + st[sp - 1]; VG_INT32(r); st[sp - 2] = (int32_t)r; sp--; break; }
+      case OP_BINARY_SUB: { VG_NEED(2); int64_t r = (int64_t)st[sp - 2] - st[sp - 1]; VG_INT32(r); st[sp - 2] = (int32_t)r; sp--; break; }
+      case OP_BINARY_MUL: { VG_NEED(2); int64_t r = (int64_t)st[sp - 2] * st[sp - 1]; VG_INT32(r); st[sp - 2] = (int32_t)r; sp--; break; }
+      case OP_BINARY_DIV: {
+        VG_NEED(2);
+        int32_t a = st[sp - 2], b = st[sp - 1];
+        if (b == 0) VG_TRAP(TRAP_ZERO_DIVISION);
+        if (a == VG_INT32_MIN && b == -1) VG_TRAP(TRAP_OVERFLOW);
+        int32_t q = a / b;
+        if ((a % b != 0) && ((a < 0) != (b < 0))) q--;  // floor, as Python
+        st[sp - 2] = q;
+        sp--;
+        break;
+      }
+      case OP_BINARY_MOD: {
+        VG_NEED(2);
+        int32_t a = st[sp - 2], b = st[sp - 1];
+        if (b == 0) VG_TRAP(TRAP_ZERO_DIVISION);
+        int32_t r = b == -1 ? 0 : a % b;  // INT_MIN % -1 is undefined in C++
+        if (r != 0 && ((r < 0) != (b < 0))) r += b;  // the sign of the divisor, as Python
+        st[sp - 2] = r;
+        sp--;
+        break;
+      }
+      case OP_UNARY_NEG: VG_NEED(1); if (st[sp - 1] == VG_INT32_MIN) VG_TRAP(TRAP_OVERFLOW); st[sp - 1] = -st[sp - 1]; break;
+      case OP_UNARY_NOT: VG_NEED(1); st[sp - 1] = st[sp - 1] == 0; break;
+      case OP_ABS: VG_NEED(1); if (st[sp - 1] == VG_INT32_MIN) VG_TRAP(TRAP_OVERFLOW); if (st[sp - 1] < 0) st[sp - 1] = -st[sp - 1]; break;
+      case OP_MIN: VG_NEED(2); if (st[sp - 1] < st[sp - 2]) st[sp - 2] = st[sp - 1]; sp--; break;
+      case OP_MAX: VG_NEED(2); if (st[sp - 1] > st[sp - 2]) st[sp - 2] = st[sp - 1]; sp--; break;
+      case OP_COMPARE_LT: VG_NEED(2); st[sp - 2] = st[sp - 2] < st[sp - 1]; sp--; break;
+      case OP_COMPARE_LE: VG_NEED(2); st[sp - 2] = st[sp - 2] <= st[sp - 1]; sp--; break;
+      case OP_COMPARE_GT: VG_NEED(2); st[sp - 2] = st[sp - 2] > st[sp - 1]; sp--; break;
+      case OP_COMPARE_GE: VG_NEED(2); st[sp - 2] = st[sp - 2] >= st[sp - 1]; sp--; break;
+      case OP_COMPARE_EQ: VG_NEED(2); st[sp - 2] = st[sp - 2] == st[sp - 1]; sp--; break;
+      case OP_COMPARE_NE: VG_NEED(2); st[sp - 2] = st[sp - 2] != st[sp - 1]; sp--; break;
+      case OP_JUMP: pc = arg; break;
+      case OP_JUMP_IF_FALSE: VG_NEED(1); if (st[--sp] == 0) pc = arg; break;
+      case OP_JUMP_IF_TRUE: VG_NEED(1); if (st[--sp] != 0) pc = arg; break;
+      case OP_JUMP_IF_FALSE_OR_POP: VG_NEED(1); if (st[sp - 1] == 0) pc = arg; else sp--; break;
+      case OP_JUMP_IF_TRUE_OR_POP: VG_NEED(1); if (st[sp - 1] != 0) pc = arg; else sp--; break;
+      case OP_FOR_RANGE: {
+        int32_t* s = st + base + arg;  // counter, stop, step
+        if (s[2] == 0) VG_TRAP(TRAP_VALUE_ERROR);
+        if (s[2] > 0 ? s[0] < s[1] : s[0] > s[1]) {
+          VG_ROOM(1);
+          st[sp++] = s[0];
+          int64_t nx = (int64_t)s[0] + s[2];
+          s[0] = (nx > VG_INT32_MAX || nx < VG_INT32_MIN) ? s[1] : (int32_t)nx;  // past int32 is past stop
+          pc++;
+        }
+        break;
+      }
+      case OP_FOR_LIST: {
+        int32_t* s = st + base + arg;  // list, index
+        VG_REF(s[0]);
+        if (s[1] < 0) VG_TRAP(TRAP_BAD_BYTECODE);
+        const ListHdr& l = ws.lists[s[0]];
+        if (s[1] < l.len) {
+          VG_ROOM(1);
+          st[sp++] = ws.heap[l.off + s[1]];
+          s[1]++;
+          pc++;
+        }
+        break;
+      }
+      case OP_CALL: {
+        uint32_t h = code[arg];
+        int32_t np = func_nparams(h), nl = func_nlocals(h);
+        VG_NEED(np);
+        if (depth >= cfg.max_depth) VG_TRAP(TRAP_RECURSION);
+        int32_t nb = sp - np;
+        if (nb + nl > cfg.stack_size) VG_TRAP(TRAP_RECURSION);
+        ws.frames[depth].ret_pc = pc;
+        ws.frames[depth].base = base;
+        ws.frames[depth].obase = obase;
+        depth++;
+        base = nb;
+        for (int32_t k = np; k < nl; k++) st[base + k] = 0;
+        sp = base + nl;
+        obase = sp;
+        pc = arg + 1;
+        break;
+      }
+      case OP_RETURN: {
+        VG_NEED(1);
+        int32_t v = st[sp - 1];
+        if (depth == 0) {
+          result = v;
+          goto done;
+        }
+        depth--;
+        sp = base;
+        pc = ws.frames[depth].ret_pc;
+        base = ws.frames[depth].base;
+        obase = ws.frames[depth].obase;
+        st[sp++] = v;
+        break;
+      }
+      case OP_BUILD_LIST: {
+        VG_NEED(arg);
+        if (arg == 0) VG_ROOM(1);
+        int32_t r = new_list(ws, cfg, arg);
+        if (r < 0) VG_TRAP(TRAP_OUT_OF_MEMORY);
+        int32_t* d = ws.heap + ws.lists[r].off;
+        sp -= arg;
+        for (int32_t k = 0; k < arg; k++) d[k] = st[sp + k];
+        st[sp++] = r;
+        break;
+      }
+      case OP_LIST_REPEAT: {
+        VG_NEED(2);
+        int32_t src = st[sp - 2], times = st[sp - 1];
+        VG_REF(src);
+        int64_t n = times <= 0 ? 0 : (int64_t)ws.lists[src].len * times;
+        int32_t r = new_list(ws, cfg, n);
+        if (r < 0) VG_TRAP(TRAP_OUT_OF_MEMORY);
+        const ListHdr& a = ws.lists[src];
+        int32_t* d = ws.heap + ws.lists[r].off;
+        for (int64_t k = 0; k < n; k++) d[k] = ws.heap[a.off + (int32_t)(k % a.len)];
+        st[sp - 2] = r;
+        sp--;
+        break;
+      }
+      case OP_LIST_CONCAT: {
+        VG_NEED(2);
+        int32_t ra = st[sp - 2], rb = st[sp - 1];
+        VG_REF(ra);
+        VG_REF(rb);
+        int32_t la = ws.lists[ra].len, lb = ws.lists[rb].len;
+        int32_t r = new_list(ws, cfg, (int64_t)la + lb);
+        if (r < 0) VG_TRAP(TRAP_OUT_OF_MEMORY);
+        int32_t* d = ws.heap + ws.lists[r].off;
+        for (int32_t k = 0; k < la; k++) d[k] = ws.heap[ws.lists[ra].off + k];
+        for (int32_t k = 0; k < lb; k++) d[la + k] = ws.heap[ws.lists[rb].off + k];
+        st[sp - 2] = r;
+        sp--;
+        break;
+      }
+      case OP_LIST_EXTEND: {
+        VG_NEED(2);
+        int32_t ra = st[sp - 2], rb = st[sp - 1];
+        VG_REF(ra);
+        VG_REF(rb);
+        int32_t la = ws.lists[ra].len, lb = ws.lists[rb].len;  // lb before growing: xs += xs
+        if (!reserve(ws, cfg, ra, (int64_t)la + lb)) VG_TRAP(TRAP_OUT_OF_MEMORY);
+        int32_t* d = ws.heap + ws.lists[ra].off;
+        const int32_t* s = ws.heap + ws.lists[rb].off;
+        for (int32_t k = 0; k < lb; k++) d[la + k] = s[k];
+        ws.lists[ra].len = la + lb;
+        sp--;
+        break;
+      }
+      case OP_LEN: VG_NEED(1); VG_REF(st[sp - 1]); st[sp - 1] = ws.lists[st[sp - 1]].len; break;
+      case OP_INDEX: {
+        VG_NEED(2);
+        int32_t r = st[sp - 2], i = st[sp - 1];
+        VG_REF(r);
+        const ListHdr& l = ws.lists[r];
+        if (i < 0) i += l.len;
+        if (i < 0 || i >= l.len) VG_TRAP(TRAP_INDEX_ERROR);
+        st[sp - 2] = ws.heap[l.off + i];
+        sp--;
+        break;
+      }
+      case OP_STORE_INDEX: {
+        VG_NEED(3);
+        int32_t v = st[sp - 3], r = st[sp - 2], i = st[sp - 1];
+        VG_REF(r);
+        const ListHdr& l = ws.lists[r];
+        if (i < 0) i += l.len;
+        if (i < 0 || i >= l.len) VG_TRAP(TRAP_INDEX_ERROR);
+        ws.heap[l.off + i] = v;
+        sp -= 3;
+        break;
+      }
+      case OP_APPEND: {
+        VG_NEED(2);
+        int32_t r = st[sp - 2], v = st[sp - 1];
+        VG_REF(r);
+        if (!reserve(ws, cfg, r, (int64_t)ws.lists[r].len + 1)) VG_TRAP(TRAP_OUT_OF_MEMORY);
+        ListHdr& l = ws.lists[r];
+        ws.heap[l.off + l.len++] = v;
+        sp -= 2;
+        break;
+      }
+      case OP_LIST_POP: {
+        VG_NEED(1);
+        int32_t r = st[sp - 1];
+        VG_REF(r);
+        ListHdr& l = ws.lists[r];
+        if (l.len == 0) VG_TRAP(TRAP_INDEX_ERROR);
+        st[sp - 1] = ws.heap[l.off + --l.len];
+        break;
+      }
+      default: VG_TRAP(TRAP_BAD_BYTECODE);  // FUNC (fell off a function) or an unknown opcode
+    }
+  }
+done:
+#undef VG_TRAP
+#undef VG_NEED
+#undef VG_ROOM
+#undef VG_REF
+#undef VG_INT32
+  res.status = status;
+  res.value = status == TRAP_OK ? result : 0;
+  res.steps = steps;
+  return res;
+}
+
+// Compare a finished run with an encoded expected value ([kind, payload]).
+VG_HD inline bool matches(const RunResult& r, int32_t ret_kind, const Workspace& ws, const int32_t* exp, int32_t exp_len) {
+  if (r.status != TRAP_OK || exp_len < 2 || exp[0] != ret_kind) return false;
+  if (ret_kind != KIND_LIST) return exp_len == 2 && r.value == exp[1];
+  if ((uint32_t)r.value >= (uint32_t)ws.nlists) return false;
+  const ListHdr& l = ws.lists[r.value];
+  if (exp[1] != l.len || exp_len != 2 + l.len) return false;
+  for (int32_t k = 0; k < l.len; k++)
+    if (ws.heap[l.off + k] != exp[2 + k]) return false;
+  return true;
+}
+
+}  // namespace vg

@@ -1,0 +1,86 @@
+"""execute(): run programs on argument tuples and get Python values back (or Traps).
+
+A thin shell over the batch API: it encodes the arguments, runs every program on every tuple
+in one batch call, and decodes the results."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from . import opcodes as oc
+from .batch import ProgramBatch, VMConfig, run_batch
+from .program import Program
+from .values import Encoded, Trap, encode_tuples
+
+_TRAPS = {code: Trap(name) for code, name, _ in oc.TRAPS if code}
+
+
+def execute(program_or_programs: Program | Sequence[Program], entry: str, args_list: Iterable[Sequence], *,
+            backend: str = "cpu", fuel: int = oc.DEFAULT_FUEL, max_depth: int = oc.DEFAULT_MAX_DEPTH,
+            heap_size: int = oc.DEFAULT_HEAP, max_lists: int = oc.DEFAULT_MAX_LISTS,
+            stack_size: int = oc.DEFAULT_STACK, steps: bool = False, nthreads: int | None = None):
+    """For one program: a list with one result per argument tuple; for a sequence of programs:
+    one such list per program. A result is an int, a bool, a list[int] or a Trap; with
+    steps=True, a (result, executed_steps) pair. Raises KeyError for an unknown entry and
+    TypeError/ValueError for arguments that do not fit the entry's signature."""
+    single = isinstance(program_or_programs, Program)
+    programs = [program_or_programs] if single else list(program_or_programs)
+    config = VMConfig(fuel, max_depth, heap_size, max_lists, stack_size)
+    args_list = [tuple(a) if isinstance(a, (tuple, list)) else (a,) for a in args_list]
+    if not programs:
+        return []
+    fns = [p.function(entry) for p in programs]
+    # Encode the arguments once per distinct signature; run_in indexes into the concatenation.
+    base: dict[tuple[str, ...], int] = {}
+    parts: list[Encoded] = []
+    total = 0
+    for f in fns:
+        if f.params not in base:
+            base[f.params] = total
+            parts.append(encode_tuples(args_list, f.params, f"{entry}() argument"))
+            total += len(args_list)
+    inputs = _concat(parts)
+    batch = ProgramBatch.from_programs(programs, entry)
+    m = len(args_list)
+    run_prog = np.repeat(np.arange(len(programs), dtype=np.int32), m)
+    run_in = (np.array([base[f.params] for f in fns], dtype=np.int32)[:, None] + np.arange(m, dtype=np.int32)).ravel()
+    has_list = any(f.ret == "list" for f in fns)
+    res = run_batch(batch, inputs, (run_prog, run_in), config=config, out_cap=64 if has_list else 0,
+                    backend=backend, nthreads=nthreads)
+    out_list = res.out_list
+    if has_list:  # rerun the few runs whose list result did not fit, with room for any list
+        long = np.flatnonzero((res.status == 0) & (batch.ret_kind[run_prog] == oc.KIND_LIST) & (res.value > 64))
+        if len(long):
+            again = run_batch(batch, inputs, (run_prog[long], run_in[long]), config=config,
+                              out_cap=max(heap_size, 1), backend=backend, nthreads=nthreads)
+            long_lists = {int(r): again.out_list[i, : again.value[i]].tolist() for i, r in enumerate(long)}
+        else:
+            long_lists = {}
+    results = []
+    status, value, nsteps = res.status.tolist(), res.value.tolist(), res.steps.tolist()
+    for p, f in enumerate(fns):
+        row = []
+        for j in range(m):
+            r = p * m + j
+            s = status[r]
+            if s:
+                v = _TRAPS.get(s, Trap("bad_bytecode"))
+            elif f.ret == "bool":
+                v = bool(value[r])
+            elif f.ret == "list":
+                v = long_lists[r] if r in long_lists else out_list[r, : value[r]].tolist()
+            else:
+                v = value[r]
+            row.append((v, nsteps[r]) if steps else v)
+        results.append(row)
+    return results[0] if single else results
+
+
+def _concat(parts: list[Encoded]) -> Encoded:
+    if len(parts) == 1:
+        return parts[0]
+    words = np.concatenate([p.words for p in parts])
+    shifts = np.cumsum([0] + [len(p.words) for p in parts[:-1]])
+    offsets = np.concatenate([parts[0].offsets[:1]] + [p.offsets[1:] + s for p, s in zip(parts, shifts)])
+    return Encoded(words, offsets)

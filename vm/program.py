@@ -1,0 +1,96 @@
+"""A compiled program: its bytecode image, its functions' signatures, and a disassembler."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import opcodes as oc
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    index: int  # position among the program's functions (the batch API's entry index)
+    pc: int  # index of its FUNC word
+    params: tuple[str, ...]  # kinds: 'int' | 'bool' | 'list'
+    ret: str
+    nlocals: int
+    param_names: tuple[str, ...] = ()
+
+    def signature(self) -> str:
+        names = self.param_names or tuple(f"a{i}" for i in range(len(self.params)))
+        ps = ", ".join(f"{n}: {_type(k)}" for n, k in zip(names, self.params))
+        return f"def {self.name}({ps}) -> {_type(self.ret)}"
+
+
+def _type(kind: str) -> str:
+    return "list[int]" if kind == "list" else kind
+
+
+@dataclass
+class Program:
+    code: np.ndarray  # (n,) uint32 instruction words
+    functions: list[Function] = field(default_factory=list)
+    source: str | None = None
+
+    def function(self, name: str) -> Function:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        known = ", ".join(f.name for f in self.functions) or "none"
+        raise KeyError(f"no function {name!r} in this program (functions: {known})")
+
+    @classmethod
+    def from_code(cls, words, functions: list[Function] | None = None) -> "Program":
+        """A program from raw instruction words (hand-made or from a model). Without
+        `functions`, every FUNC word starts a function f0, f1, ... with int parameters and an
+        int result. The words are validated when they run (invalid ones trap bad_bytecode)."""
+        code = np.ascontiguousarray(np.asarray(words, dtype=np.int64) & 0xFFFFFFFF, dtype=np.uint32)
+        if functions is None:
+            functions = []
+            for pc in np.flatnonzero((code & 0xFF) == oc.OP_BY_NAME["FUNC"].code):
+                w = int(code[pc])
+                i = len(functions)
+                functions.append(Function(f"f{i}", i, int(pc), ("int",) * ((w >> 8) & 0xFF), "int", (w >> 16) & 0xFF))
+        return cls(code, functions)
+
+    def disassemble(self) -> str:
+        return disassemble(self.code, self.functions)
+
+    def __str__(self) -> str:
+        return self.disassemble()
+
+    def __len__(self) -> int:
+        return len(self.code)
+
+
+def format_instruction(pc: int, word: int, functions_by_pc: dict[int, Function] | None = None) -> str:
+    op, arg = oc.decode(int(word))
+    info = oc.OP_BY_CODE.get(op)
+    if info is None:
+        return f"{pc:5d}  {word:08x}  ??? (opcode {op})"
+    text = f"{pc:5d}  {info.name:<22}"
+    if info.arg == "imm":
+        text += f"{oc.signed_arg(arg)}"
+    elif info.arg == "header":
+        text += f"params={arg & 0xFF} locals={arg >> 8}"
+    elif info.arg == "func":
+        f = (functions_by_pc or {}).get(arg)
+        text += f"{arg}" + (f"  ({f.name})" if f else "")
+    elif info.arg == "target":
+        text += f"-> {arg}"
+    elif info.arg != "none" or arg:
+        text += f"{arg}"
+    return text.rstrip()
+
+
+def disassemble(code, functions: list[Function] | None = None) -> str:
+    by_pc = {f.pc: f for f in functions or []}
+    lines = []
+    for pc, w in enumerate(np.asarray(code, dtype=np.uint32)):
+        f = by_pc.get(pc)
+        if f is not None:
+            lines.append(("" if pc == 0 else "\n") + f"{f.signature()}:")
+        lines.append(format_instruction(pc, int(w), by_pc))
+    return "\n".join(lines)
