@@ -8,6 +8,6 @@ from __future__ import annotations
 
 from .batch import CompiledBatch, compile_batch, compile_tokens
 from .errors import CompileError
-from .frontend import compile_source
+from .frontend import compile_source, tokenize
 
-__all__ = ["compile_source", "CompileError", "compile_batch", "compile_tokens", "CompiledBatch"]
+__all__ = ["compile_source", "tokenize", "CompileError", "compile_batch", "compile_tokens", "CompiledBatch"]

@@ -32,6 +32,17 @@ def compile_source(source: str) -> Program:
     return Program(code, functions, source=text)
 
 
+def tokenize(source: str):
+    """The token array of a source: (T, 4) int32 rows (kind, value, line, col), kinds from
+    opcodes.TOKENS, NAME values as name ids, ending with EOF; compile_tokens accepts it.
+    Raises CompileError for lexical errors."""
+    raw = source.encode("utf-8", errors="surrogatepass") if isinstance(source, str) else bytes(source)
+    toks, err = cpu.tokenize(raw)
+    if toks is None:
+        raise make_error(err, raw.decode("ascii", errors="replace"))
+    return toks
+
+
 def _param_names(text: str, name: str) -> tuple[str, ...]:
     """Parameter names for signatures in disassembly, read back from the source text."""
     import re

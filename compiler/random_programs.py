@@ -102,7 +102,7 @@ class GeneratorConfig:
     p_binary_recursion: float = 0.3  # ... with two recursive call sites (fib-like)
     p_big_literal: float = 0.08     # an int literal is large (near the int32 limits)
     p_unsafe_div: float = 0.15      # a divisor is an arbitrary expression (may be 0)
-    p_unsafe_index: float = 0.3     # an index is an arbitrary expression (may be out of range)
+    p_unsafe_index: float = 0.1     # an index is an arbitrary expression (may be out of range)
     p_step_zero: float = 0.03       # a literal range() step is 0 (value_error)
     p_unguarded_pop: float = 0.5    # xs.pop() without an `if xs:` guard (may trap)
     p_one_line: float = 0.3         # a one-statement body goes on the header's line
@@ -114,6 +114,11 @@ class GeneratorConfig:
     p_multiline: float = 0.1        # a list literal or call is split over lines (implicit joining)
     p_trailing_comma: float = 0.1   # in calls, list literals and tuple assignments
     p_annotated: float = 0.15       # a declaration is an annotated assignment
+    # A fixed entry signature, so that many programs can run as one batch on the same
+    # arguments (None: random). The name must not be a builtin or in FUNC_NAMES/VAR_NAMES.
+    entry_name: str | None = None
+    entry_params: tuple[str, ...] | None = None
+    entry_ret: str | None = None
 
 
 # ----------------------------------------------------------------------------------------
@@ -177,11 +182,16 @@ class _ProgramGen:
         r, cfg = self.r, self.cfg
         nfun = r.randint(1, cfg.max_functions)
         names = r.sample(FUNC_NAMES, nfun)
+        if cfg.entry_name is not None:
+            names[0] = cfg.entry_name
         funcs: list[_Func] = []
         for i, name in enumerate(names):
             nparams = r.randint(0, cfg.max_params)
             kinds = r.choices(KINDS, weights=(5, 1.5, 3), k=nparams)
             ret = r.choices(KINDS, weights=(6, 2, 2))[0]
+            if i == 0:
+                kinds = list(cfg.entry_params) if cfg.entry_params is not None else kinds
+                ret = cfg.entry_ret or ret
             recursive = i > 0 and r.random() < cfg.p_recursive
             if recursive:
                 ret = r.choice(("int", "int", "bool"))  # a list return would cost a list per level
@@ -255,6 +265,7 @@ class _FuncGen:
         self.mult = self.activations       # executions of the code being generated, per call
         self.self_calls_left = f.branching if f.recursive else 0
         self.scopes: list[dict[str, _Var]] = [{}]
+        self._vis: dict[str, _Var] | None = None
         for i, (p, k) in enumerate(f.params):
             self.scopes[0][p] = _Var(p, k, assignable=not (f.recursive and i == 0))
         self.depth_param = f.params[0][0] if f.recursive else None
@@ -272,16 +283,29 @@ class _FuncGen:
         return (self.ops + ops * m <= self.budget_ops and self.lists + lists * m <= self.budget_lists
                 and self.mem + mem * m <= self.budget_mem)
 
+    def _merged(self) -> dict[str, _Var]:
+        """Visible variables by name (cached: scopes change far less often than they're read)."""
+        if self._vis is None:
+            self._vis = {}
+            for scope in self.scopes:
+                self._vis.update(scope)
+        return self._vis
+
     def visible(self, kind=None, assignable=False, frozen=frozenset()):
-        seen = {}
-        for scope in self.scopes:
-            seen.update(scope)
-        return [v for v in seen.values()
+        return [v for v in self._merged().values()
                 if (kind is None or v.kind == kind)
                 and (not assignable or (v.assignable and v.name not in frozen))]
 
     def is_visible(self, name):
-        return any(name in s for s in self.scopes)
+        return name in self._merged()
+
+    def push(self, scope=None):
+        self.scopes.append(scope or {})
+        self._vis = None
+
+    def pop_scope(self):
+        self.scopes.pop()
+        self._vis = None
 
     def fresh_name(self, kind):
         r = self.r
@@ -295,6 +319,7 @@ class _FuncGen:
 
     def declare(self, name, kind, assignable=True):
         self.scopes[-1][name] = _Var(name, kind, assignable)
+        self._vis = None
 
     # --- function body -----------------------------------------------------------------------
 
@@ -320,7 +345,7 @@ class _FuncGen:
     def block(self, ctx: _Ctx, must_return=False, top=False, prefix=()) -> list:
         """A block (its own scope). `prefix` statements come first (loop counters, pops)."""
         r, cfg = self.r, self.cfg
-        self.scopes.append({})
+        self.push({})
         out = list(prefix)
         maxn = max(1, cfg.max_statements - ctx.depth - (0 if top else 1))
         n = r.randint(1 if not prefix else 0, maxn)
@@ -338,7 +363,7 @@ class _FuncGen:
                 out.append(term)
             if not any(s[0] in ("simple", "clauses", "seq") for s in out):
                 out.append(("simple", "pass"))
-        self.scopes.pop()
+        self.pop_scope()
         return out
 
     def terminator(self, ctx):
@@ -386,9 +411,8 @@ class _FuncGen:
         if ctx.in_loop:
             choices.append((self.s_loop_exit, 0.7))
         choices.append((self.s_early_return, 0.5))
-        fns, ws = zip(*choices)
         for _ in range(8):
-            s = r.choices(fns, weights=ws)[0](ctx)
+            s = self.pick([(lambda fn=fn: fn(ctx), w) for fn, w in choices])
             if s is not None:
                 return s
         return ("simple", "pass")
@@ -664,7 +688,7 @@ class _FuncGen:
         if saved is None:
             return None
         ints = self.visible("int", assignable=True, frozen=ctx.frozen)
-        self.scopes.append({})
+        self.push({})
         if ints and r.random() < 0.2:
             var = r.choice(ints).name  # assigns the visible variable; it keeps its last value
         else:
@@ -675,7 +699,7 @@ class _FuncGen:
         body = self.block(self.sub(ctx, in_loop=True, break_ok=True))
         if indexes and self.safe_index and self.safe_index[-1][0] == var:
             self.safe_index.pop()
-        self.scopes.pop()
+        self.pop_scope()
         self.mult = saved
         return ("clauses", [(f"for {var} in range({args}):", body)])
 
@@ -692,9 +716,9 @@ class _FuncGen:
         if saved is None:
             return None
         var = self.fresh_name("int")
-        self.scopes.append({var: _Var(var, "int")})
+        self.push({var: _Var(var, "int")})
         body = self.block(self.sub(ctx, in_loop=True, break_ok=True))
-        self.scopes.pop()
+        self.pop_scope()
         self.mult = saved
         return ("clauses", [(f"for {var} in {it.text}:", body)])
 
@@ -712,7 +736,7 @@ class _FuncGen:
             head = r.choice((f"while {xs}:", f"while len({xs}) > 0:", f"while len({xs}) > {r.randint(1, 3)}:"))
             sub = self.sub(ctx, in_loop=True, break_ok=True, no_growth=True, frozen=ctx.frozen | {xs})
             self.pops = True
-            self.scopes.append({})
+            self.push({})
             ints = self.visible("int", assignable=True, frozen=ctx.frozen)
             y = r.random()
             if y < 0.4 or not ints:
@@ -724,7 +748,7 @@ class _FuncGen:
             else:
                 first = ("simple", f"{xs}.pop()")
             body = self.block(sub, prefix=[first])
-            self.scopes.pop()
+            self.pop_scope()
             self.mult = saved
             return ("clauses", [(head, body)])
         # A counted loop: the counter is declared in the enclosing block, changed first thing
@@ -735,7 +759,7 @@ class _FuncGen:
             return None
         if x < 0.55:
             init = "0"
-            c = self.cond(ctx)
+            c = self.expr("bool", self.r.randint(0, 2), nogrow=ctx.no_growth)  # `and` needs one type
             head = r.choice((f"while {counter} < {K} and {self.wrap(c, P_NOT).text}:",
                              f"while {self.wrap(c, P_AND).text} and {counter} < {K}:",
                              f"while {counter} < {K}:"))
@@ -750,9 +774,9 @@ class _FuncGen:
             prefix = [("simple", f"{counter} += 1"),
                       ("clauses", [(f"if {counter} > {K}:", [("simple", "break")])])]
         self.declare(counter, "int", assignable=False)
-        self.scopes.append({})
+        self.push({})
         body = self.block(self.sub(ctx, in_loop=True, break_ok=True), prefix=prefix)
-        self.scopes.pop()
+        self.pop_scope()
         self.mult = saved
         return ("seq", [("simple", f"{counter} = {init}"), ("clauses", [(head, body)])])
 
@@ -768,9 +792,9 @@ class _FuncGen:
         self.declare(counter, "int", assignable=False)
         prefix = [("simple", f"{counter} += 1"),
                   ("clauses", [(f"if {counter} >= {K}:", [("simple", f"return {ret.text}")])])]
-        self.scopes.append({})
+        self.push({})
         body = self.block(self.sub(ctx, in_loop=True, break_ok=False), prefix=prefix)
-        self.scopes.pop()
+        self.pop_scope()
         self.mult = saved
         return ("seq", [("simple", f"{counter} = 0"), ("clauses", [("while True:", body)])])
 
@@ -830,15 +854,20 @@ class _FuncGen:
         if safe and x < 0.4:
             return _Expr(r.choice(safe), P_ATOM)
         if x < 0.6:
-            return _Expr(str(r.randint(-3, 3)) if r.random() < 0.3 else r.choice(("0", "-1", "1")), P_UNARY)
+            return _Expr(str(r.randint(-3, 3)) if r.random() < 0.15 else r.choice(("0", "0", "-1", "-1", "1")), P_UNARY)
         e = self.expr("int", 1, nogrow=True, pure=pure or ctx.no_growth)
         if r.random() < self.cfg.p_unsafe_index:
             return e
         return _Expr(f"{self.wrap(e, P_TERM).text} % len({xs})", P_TERM, 0, e.has_call)  # traps if xs is empty
 
     def pick(self, options):
-        fns, ws = zip(*[(f, w) for f, w in options if w > 0])
-        return self.r.choices(fns, weights=ws)[0]()
+        """Call one of the (function, weight) options, chosen by weight."""
+        x = self.r.random() * sum(w for _, w in options)
+        for fn, w in options:
+            x -= w
+            if x < 0 and w > 0:
+                return fn()
+        return next(fn for fn, w in reversed(options) if w > 0)()
 
     def int_expr(self, depth, o) -> _Expr:
         r = self.r
@@ -856,6 +885,9 @@ class _FuncGen:
         def indexed():
             xs = r.choice(lists).name
             idx = self.index(xs, _Ctx(no_growth=o["nogrow"]), pure=o["pure"])
+            if r.random() < 0.4:  # the idiomatic guard against an empty list
+                alt = self.wrap(self.literal(small=True), P_COND)
+                return _Expr(f"{xs}[{idx.text}] if {xs} else {alt.text}", P_COND, 0, idx.has_call)
             return _Expr(f"{xs}[{idx.text}]", P_ATOM, 0, idx.has_call)
 
         def indexed_expr():
@@ -864,7 +896,10 @@ class _FuncGen:
 
         def pop():
             self.pops = True
-            return _Expr(f"{r.choice(lists).name}.pop()", P_ATOM, 0, True)
+            xs = r.choice(lists).name
+            if r.random() < self.cfg.p_unguarded_pop:
+                return _Expr(f"{xs}.pop()", P_ATOM, 0, True)
+            return _Expr(f"{xs}.pop() if {xs} else {self.wrap(self.literal(), P_COND).text}", P_COND, 0, True)
 
         def binop():
             op = r.choice(("+", "+", "-", "-", "*", "*"))

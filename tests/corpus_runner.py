@@ -195,20 +195,21 @@ def cpython_checkable(call: Call) -> bool:
     return call.expect.kind == "overflow" and _oracle() is not None
 
 
-def _plain_exec(source: str, entry: str, args: tuple):
+def _plain_exec(source: str, entry: str, args_list) -> list:
     namespace: dict = {}
     exec(compile(source, "<corpus>", "exec"), namespace)
-    return namespace[entry](*args)
+    return [namespace[entry](*args) for args in args_list]
 
 
 def cpython_result(case: Case, call: Call):
-    """CPython's value for `call`, or TrapExpect(kind) where it raises a trap's exception."""
+    """CPython's value for `call`, or TrapExpect(kind) where it raises (or, through the
+    oracle, returns) a trap."""
     run = _oracle() or _plain_exec
     try:
-        result = run(case.source, call.entry, copy.deepcopy(call.args))
+        [result] = run(case.source, call.entry, [copy.deepcopy(call.args)])
     except tuple(PYTHON_TRAPS) as e:
         return TrapExpect(next(k for t, k in PYTHON_TRAPS.items() if isinstance(e, t)))
-    kind = getattr(result, "kind", None)  # the oracle's traps
+    kind = getattr(result, "kind", None)  # the oracle's Trap
     return TrapExpect(kind) if isinstance(kind, str) else result
 
 

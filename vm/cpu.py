@@ -42,6 +42,8 @@ def lib() -> ctypes.CDLL:
     so.vg_compile_tokens_batch.restype = None
     so.vg_compile_tokens_batch.argtypes = [_i32p, _i64p, ctypes.c_int32, _u32p, ctypes.c_int32, _i32p, _i32p,
                                            ctypes.c_int32]
+    so.vg_tokenize.restype = ctypes.c_int32
+    so.vg_tokenize.argtypes = [ctypes.c_char_p, ctypes.c_int64, _i32p, ctypes.c_int32, _i32p]
     so.vg_validate.restype = ctypes.c_int32
     so.vg_validate.argtypes = [_u32p, ctypes.c_int32, ctypes.c_int32, _i32p]
     so.vg_run_batch.restype = None
@@ -78,6 +80,15 @@ def compile_one(source: bytes, code_cap: int = oc.LIMITS["MAX_CODE"]):
     if n < 0:
         return None, err, None
     return code[:n].copy(), err, meta[: nf[0] * fm].reshape(nf[0], fm)
+
+
+def tokenize(source: bytes):
+    """(tokens (T, 4) int32 or None, err int32[4])."""
+    cap = oc.LIMITS["MAX_TOKENS"]
+    toks = np.zeros((cap, 4), dtype=np.int32)
+    err = np.zeros(4, dtype=np.int32)
+    n = lib().vg_tokenize(source, len(source), ptr(toks, _i32p), cap, ptr(err, _i32p))
+    return (toks[:n].copy() if n >= 0 else None), err
 
 
 def compile_batch(src: bytes, offsets: np.ndarray, code_cap: int, nthreads: int):

@@ -271,7 +271,7 @@ def render_header() -> str:
     names = ", ".join(f'"{k}"' for k in BUILTIN_NAMES)
     out += [f"#define VG_BUILTIN_NAMES {names}"]
     out += [f"constexpr int NUM_RESERVED_NAMES = {NUM_RESERVED_NAMES};"]
-    out += [f"enum Builtin {{ " + ", ".join(f"NAME_{n.upper()} = {i}" for i, n in enumerate(BUILTIN_NAMES)) + " };"]
+    out += [f"enum Builtin {{ " + ", ".join(f"BUILTIN_{n.upper()} = {i}" for i, n in enumerate(BUILTIN_NAMES)) + " };"]
     out += [""]
     out += [f"constexpr int {k} = {v};" for k, v in LIMITS.items()]
     out += ["", f"constexpr int DEFAULT_FUEL = {DEFAULT_FUEL};",

@@ -55,8 +55,13 @@ class Program:
                 functions.append(Function(f"f{i}", i, int(pc), ("int",) * ((w >> 8) & 0xFF), "int", (w >> 16) & 0xFF))
         return cls(code, functions)
 
-    def disassemble(self) -> str:
-        return disassemble(self.code, self.functions)
+    def disassemble(self, function: str | None = None) -> str:
+        """The whole program, or one function's code."""
+        if function is None:
+            return disassemble(self.code, self.functions)
+        f = self.function(function)
+        end = min((g.pc for g in self.functions if g.pc > f.pc), default=len(self.code))
+        return disassemble(self.code[:end], self.functions, start=f.pc)
 
     def __str__(self) -> str:
         return self.disassemble()
@@ -85,12 +90,12 @@ def format_instruction(pc: int, word: int, functions_by_pc: dict[int, Function] 
     return text.rstrip()
 
 
-def disassemble(code, functions: list[Function] | None = None) -> str:
+def disassemble(code, functions: list[Function] | None = None, start: int = 0) -> str:
     by_pc = {f.pc: f for f in functions or []}
     lines = []
-    for pc, w in enumerate(np.asarray(code, dtype=np.uint32)):
+    for pc, w in enumerate(np.asarray(code, dtype=np.uint32)[start:], start):
         f = by_pc.get(pc)
         if f is not None:
-            lines.append(("" if pc == 0 else "\n") + f"{f.signature()}:")
+            lines.append(("" if pc == start else "\n") + f"{f.signature()}:")
         lines.append(format_instruction(pc, int(w), by_pc))
     return "\n".join(lines)

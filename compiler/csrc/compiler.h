@@ -504,12 +504,12 @@ VG_HD inline int32_t call(Compiler& c) {
   int32_t ints[2] = {KIND_INT, KIND_INT};
   int32_t list1[1] = {KIND_LIST};
   switch (id) {
-    case NAME_LEN: return call_args(c, list1, 1) ? (emit(c, OP_LEN), KIND_INT) : -1;
-    case NAME_ABS: return call_args(c, ints, 1) ? (emit(c, OP_ABS), KIND_INT) : -1;
-    case NAME_MIN: return call_args(c, ints, 2) ? (emit(c, OP_MIN), KIND_INT) : -1;
-    case NAME_MAX: return call_args(c, ints, 2) ? (emit(c, OP_MAX), KIND_INT) : -1;
-    case NAME_RANGE: fail_at(c, ERR_RANGE_OUTSIDE_FOR, name); return -1;
-    case NAME_INT: case NAME_BOOL: case NAME_LIST: fail_at(c, ERR_UNSUPPORTED, name); return -1;
+    case BUILTIN_LEN: return call_args(c, list1, 1) ? (emit(c, OP_LEN), KIND_INT) : -1;
+    case BUILTIN_ABS: return call_args(c, ints, 1) ? (emit(c, OP_ABS), KIND_INT) : -1;
+    case BUILTIN_MIN: return call_args(c, ints, 2) ? (emit(c, OP_MIN), KIND_INT) : -1;
+    case BUILTIN_MAX: return call_args(c, ints, 2) ? (emit(c, OP_MAX), KIND_INT) : -1;
+    case BUILTIN_RANGE: fail_at(c, ERR_RANGE_OUTSIDE_FOR, name); return -1;
+    case BUILTIN_INT: case BUILTIN_BOOL: case BUILTIN_LIST: fail_at(c, ERR_UNSUPPORTED, name); return -1;
     default: break;
   }
   int32_t f = find_func(c, id);
@@ -591,12 +591,12 @@ VG_HD inline int32_t primary(Compiler& c, int32_t stop = 0x7fffffff) {
       if (!check(c, TOK_NAME)) { fail(c, ERR_EXPECTED, TOK_NAME); return -1; }
       if (k != KIND_LIST) { fail_at(c, ERR_BAD_OPERAND, at, k); return -1; }
       advance(c);
-      if (m.value == NAME_APPEND) {
+      if (m.value == BUILTIN_APPEND) {
         int32_t want[1] = {KIND_INT};
         if (!call_args(c, want, 1)) return -1;
         emit(c, OP_APPEND);
         k = KIND_NONE;
-      } else if (m.value == NAME_POP) {
+      } else if (m.value == BUILTIN_POP) {
         int32_t none[1] = {KIND_INT};
         if (!call_args(c, none, 0)) return -1;
         emit(c, OP_LIST_POP);
@@ -813,12 +813,12 @@ VG_HD int32_t expr(Compiler& c) {
 
 VG_HD inline int32_t parse_type(Compiler& c) {
   const Token& t = tk(c);
-  if (t.kind == TOK_NAME && t.value == NAME_INT) { advance(c); return KIND_INT; }
-  if (t.kind == TOK_NAME && t.value == NAME_BOOL) { advance(c); return KIND_BOOL; }
-  if (t.kind == TOK_NAME && t.value == NAME_LIST && kind_at(c, c.p + 1) == TOK_LBRACKET) {
+  if (t.kind == TOK_NAME && t.value == BUILTIN_INT) { advance(c); return KIND_INT; }
+  if (t.kind == TOK_NAME && t.value == BUILTIN_BOOL) { advance(c); return KIND_BOOL; }
+  if (t.kind == TOK_NAME && t.value == BUILTIN_LIST && kind_at(c, c.p + 1) == TOK_LBRACKET) {
     advance(c);
     advance(c);
-    if (!(check(c, TOK_NAME) && tk(c).value == NAME_INT)) { fail(c, ERR_EXPECTED_TYPE); return -1; }
+    if (!(check(c, TOK_NAME) && tk(c).value == BUILTIN_INT)) { fail(c, ERR_EXPECTED_TYPE); return -1; }
     advance(c);
     if (!expect(c, TOK_RBRACKET)) return -1;
     return KIND_LIST;
@@ -1158,7 +1158,7 @@ VG_HD inline bool for_statement(Compiler& c) {
   advance(c);
   begin_scope(c);
   int32_t op, base;
-  if (check(c, TOK_NAME) && tk(c).value == NAME_RANGE && kind_at(c, c.p + 1) == TOK_LPAREN) {
+  if (check(c, TOK_NAME) && tk(c).value == BUILTIN_RANGE && kind_at(c, c.p + 1) == TOK_LPAREN) {
     const Token& open = c.t[c.p + 1];
     advance(c);
     advance(c);

@@ -188,7 +188,7 @@ constexpr int NUM_RESERVED_KEYWORDS = 19;
 constexpr int NUM_BUILTIN_NAMES = 10;
 #define VG_BUILTIN_NAMES "len", "abs", "min", "max", "range", "int", "bool", "list", "append", "pop"
 constexpr int NUM_RESERVED_NAMES = 8;
-enum Builtin { NAME_LEN = 0, NAME_ABS = 1, NAME_MIN = 2, NAME_MAX = 3, NAME_RANGE = 4, NAME_INT = 5, NAME_BOOL = 6, NAME_LIST = 7, NAME_APPEND = 8, NAME_POP = 9 };
+enum Builtin { BUILTIN_LEN = 0, BUILTIN_ABS = 1, BUILTIN_MIN = 2, BUILTIN_MAX = 3, BUILTIN_RANGE = 4, BUILTIN_INT = 5, BUILTIN_BOOL = 6, BUILTIN_LIST = 7, BUILTIN_APPEND = 8, BUILTIN_POP = 9 };
 
 constexpr int MAX_TOKENS = 16384;
 constexpr int MAX_NAMES = 256;

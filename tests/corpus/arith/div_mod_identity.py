@@ -11,4 +11,5 @@ def count() -> int:
     return n
 
 # call: count() -> 574
-# call: check(-2147483647, 10) -> True
+# call: check(-2147483640, 10) -> True
+# call: check(-2147483647, 10) -> trap overflow

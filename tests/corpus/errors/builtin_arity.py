@@ -1,3 +1,3 @@
 def f(a: int) -> int:
     return abs(a, a)
-# error: 2:12 wrong number of arguments
+# error: 2:19 wrong number of arguments

@@ -3,4 +3,4 @@ def g(a: int, b: int) -> int:
 
 def f() -> int:
     return g(1)
-# error: 5:12 wrong number of arguments
+# error: 5:13 wrong number of arguments

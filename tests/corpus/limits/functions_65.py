@@ -193,4 +193,4 @@ def f63() -> int:
 def f64() -> int:
     return 64
 
-# error: 193:5 too many functions
+# error: 193:1 too many functions

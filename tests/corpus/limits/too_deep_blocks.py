@@ -1,4 +1,4 @@
-# The function body and 16 nested ifs: one block too many.
+# The function body and 16 nested ifs: the 17th indented block is one too many.
 def f(x: int) -> int:
     r = 0
     if x > 0:
@@ -19,4 +19,4 @@ def f(x: int) -> int:
                                                                 if x > 15:
                                                                     r = x
     return r
-# error: 19:65 nested too deeply
+# error: 20:69 nested too deeply

@@ -1,5 +1,5 @@
-# The default call depth (200 frames, the entry's included) is enough for this, and one
-# frame more traps.
+# The default depth limit (200 calls below the entry) is enough for this; one call more
+# traps.
 def down(n: int) -> int:
     if n == 0:
         return 0
@@ -21,5 +21,6 @@ def deep_sum() -> int:
 
 # call: down(199) -> 199
 # call: down(150) -> 150
-# call: down(200) -> trap recursion
+# call: down(200) -> 200
+# call: down(201) -> trap recursion
 # call: deep_sum() -> 19503

@@ -5,4 +5,6 @@ def down(n: int) -> int:
     return 1 + down(n - 1)
 
 # call: down(40) -> 40
+# call: down(50) -> 50
+# call: down(51) -> trap recursion
 # call: down(60) -> trap recursion

@@ -5,4 +5,4 @@ def f(x: int) -> int:
         return 2
     elif x > 1:
         return 3
-# error: 6:5 expected an expression
+# error: 6:5 invalid syntax

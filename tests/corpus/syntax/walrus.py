@@ -2,4 +2,4 @@ def f(x: int) -> int:
     if (y := x):
         return y
     return 0
-# error: 2:11 expected
+# error: 2:11 this operator is not supported

@@ -1,3 +1,3 @@
 def f(b: bool) -> int:
     return b + 1
-# error: 2:12 unsupported operand type
+# error: 2:14 unsupported operand type

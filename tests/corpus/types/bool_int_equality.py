@@ -1,3 +1,3 @@
 def f(b: bool) -> bool:
     return b == 1
-# error: 2:17 type mismatch
+# error: 2:14 unsupported operand type

@@ -1,3 +1,3 @@
 def f(x: int) -> int:
     return x[0]
-# error: 2:12 unsupported operand type
+# error: 2:13 unsupported operand type

@@ -1,3 +1,3 @@
 def f(xs: list[int], ys: list[int]) -> bool:
     return xs == ys
-# error: 2:18 unsupported operand type
+# error: 2:15 unsupported operand type

@@ -1,3 +1,3 @@
 def f(xs: list[int]) -> list[int]:
     return -xs
-# error: 2:13 unsupported operand type
+# error: 2:12 unsupported operand type

@@ -1,4 +1,4 @@
 def f(xs: list[int]) -> int:
     xs = 0
     return xs
-# error: 2:10 type mismatch
+# error: 2:5 type mismatch

@@ -2,4 +2,4 @@ def f() -> int:
     x = 1
     x = True
     return x
-# error: 3:9 type mismatch
+# error: 3:5 type mismatch

@@ -1,0 +1,206 @@
+"""The Python API's contract: compile_source, Program, execute, the batch API and backends.
+Values are checked against CPython running the same source."""
+import numpy as np
+import pytest
+
+from vramgym.compiler import CompileError, compile_batch, compile_source, compile_tokens, tokenize
+from vramgym.vm import (BackendUnavailable, Encoded, Program, ProgramBatch, Trap, VMConfig, encode_results,
+                        encode_tuples, execute, opcodes as oc, run_batch)
+
+SRC = """\
+def scale(xs: list[int], k: int) -> list[int]:
+    out: list[int] = []
+    for x in xs:
+        out.append(x * k)
+    return out
+
+def safe_div(a: int, b: int) -> int:
+    return a // b
+
+def positive(a: int) -> bool:
+    return a > 0
+
+def fact(n: int) -> int:
+    if n <= 1:
+        return 1
+    return n * fact(n - 1)
+"""
+
+
+def cpython(src, entry, args):
+    ns = {}
+    exec(compile(src, "<test>", "exec"), ns)
+    return ns[entry](*args)
+
+
+@pytest.fixture(scope="module")
+def prog():
+    return compile_source(SRC)
+
+
+def test_functions_and_signatures(prog):
+    assert [f.name for f in prog.functions] == ["scale", "safe_div", "positive", "fact"]
+    f = prog.function("scale")
+    assert f.params == ("list", "int") and f.ret == "list" and f.param_names == ("xs", "k")
+    assert f.index == 0 and f.pc == 0
+    assert prog.code.dtype == np.uint32
+    with pytest.raises(KeyError):
+        prog.function("nope")
+
+
+def test_disassembly_lists_every_function(prog):
+    text = str(prog)
+    for f in prog.functions:
+        assert f.signature() in text
+    assert "CALL" in text and "(fact)" in text
+
+
+@pytest.mark.parametrize("entry,args", [
+    ("scale", [([1, -2, 3], 3), ([], 5), ([2**30], 2)]),
+    ("safe_div", [(7, 2), (-7, 2), (7, -2), (1, 0), (-2**31, -1)]),
+    ("positive", [(0,), (5,), (-1,)]),
+    ("fact", [(0,), (5,), (12,), (13,)]),
+])
+def test_execute_matches_cpython(prog, entry, args):
+    got = execute(prog, entry, args)
+    for a, g in zip(args, got):
+        try:
+            want = cpython(SRC, entry, a)
+        except ZeroDivisionError:
+            want = Trap("zero_division")
+        if isinstance(want, int) and not isinstance(want, bool) and not -2**31 <= want < 2**31:
+            want = Trap("overflow")
+        if isinstance(want, list) and any(not -2**31 <= v < 2**31 for v in want):
+            want = Trap("overflow")
+        assert g == want and type(g) is type(want), (entry, a)
+
+
+def test_execute_many_programs_and_steps():
+    progs = [compile_source(f"def f(x: int) -> int:\n    return x + {k}\n") for k in range(5)]
+    res = execute(progs, "f", [(1,), (2,)], steps=True)
+    assert [[v for v, _ in row] for row in res] == [[1 + k, 2 + k] for k in range(5)]
+    assert all(s == 4 for row in res for _, s in row)  # LOAD_VAR, LOAD_CONST, BINARY_ADD, RETURN
+
+
+def test_long_list_results_are_complete():
+    p = compile_source("def f(n: int) -> list[int]:\n    return [7] * n\n")
+    assert execute(p, "f", [(1000,)]) == [[7] * 1000]
+
+
+def test_bad_arguments_raise(prog):
+    with pytest.raises(TypeError):
+        execute(prog, "safe_div", [(1,)])
+    with pytest.raises(TypeError):
+        execute(prog, "safe_div", [(1, True)])
+    with pytest.raises(TypeError):
+        execute(prog, "scale", [([1.5], 2)])
+    with pytest.raises(ValueError):
+        execute(prog, "safe_div", [(2**31, 1)])
+    with pytest.raises(KeyError):
+        execute(prog, "missing", [()])
+
+
+@pytest.mark.parametrize("bad", [dict(fuel=0), dict(heap_size=-1), dict(max_depth=True), dict(stack_size=0)])
+def test_bad_config_raises(prog, bad):
+    with pytest.raises(ValueError):
+        execute(prog, "positive", [(1,)], **bad)
+
+
+def test_resource_traps():
+    p = compile_source("def f(n: int) -> int:\n    if n == 0:\n        return 0\n    return 1 + f(n - 1)\n")
+    assert execute(p, "f", [(200,), (201,)]) == [200, Trap("recursion")]
+    assert execute(p, "f", [(50,)], max_depth=10) == [Trap("recursion")]
+    assert execute(p, "f", [(50,)], fuel=20) == [Trap("out_of_fuel")]
+    q = compile_source("def g(n: int) -> int:\n    xs = [0] * n\n    return len(xs)\n")
+    assert execute(q, "g", [(100,), (5000,)], heap_size=1000) == [100, Trap("out_of_memory")]
+
+
+def test_unknown_backend_and_unavailable_cuda(prog):
+    with pytest.raises(ValueError, match="unknown backend"):
+        execute(prog, "positive", [(1,)], backend="tpu")
+    try:
+        import cupy
+        gpu = cupy.cuda.is_available()
+    except Exception:
+        gpu = False
+    if not gpu:
+        with pytest.raises(BackendUnavailable):
+            execute(prog, "positive", [(1,)], backend="cuda")
+    assert execute(prog, "positive", [(1,)], backend="auto") == [True]
+
+
+def test_compile_error_fields():
+    with pytest.raises(CompileError) as e:
+        compile_source("def f(x: int) -> int:\n    return x +\n")
+    err = e.value
+    assert (err.line, err.col) == (2, 15) and err.kind == "expected_expression" and err.message
+    assert str(err).startswith("2:15:")
+
+
+def test_batch_matches_single_compile_and_execute(prog):
+    sources = [SRC, "def f(x: int) -> int:\n    return x\n", "def broken(:\n"]
+    b = compile_batch(sources)
+    assert list(b.ok) == [True, True, False]
+    assert np.array_equal(b.code[0, : b.lengths[0]], prog.code)
+    assert b.error(2, sources[2]).kind == "expected"
+    assert b.error(0) is None
+
+
+def test_run_batch_cross_product_and_expected():
+    srcs = [f"def f(a: int, b: int) -> int:\n    return a * {k} - b\n" for k in range(4)] + ["def f(:\n"]
+    programs = compile_batch(srcs).to_programs(entry=0, ret_kind="int")
+    args = [(1, 2), (3, 4), (5, 6)]
+    inputs = encode_tuples(args, ("int", "int"))
+    expected = encode_results([a * 2 - b for a, b in args], "int")
+    res = run_batch(programs, inputs, expected=expected)
+    assert res.status.shape == (15,)
+    want = np.array([a * k - b for k in range(4) for a, b in args])
+    assert np.array_equal(res.value[:12], want) and np.all(res.status[:12] == 0)
+    assert np.all(res.status[12:] == oc.TRAP_CODES["bad_bytecode"])  # the program that failed to compile
+    assert list(np.flatnonzero(res.passed)) == [6, 7, 8]
+    assert np.all(res.steps[:12] == 6)
+
+
+def test_run_batch_list_results_and_explicit_runs():
+    p = compile_source("def f(xs: list[int]) -> list[int]:\n    return xs + xs\n")
+    programs = ProgramBatch.from_programs([p], "f")
+    inputs = encode_tuples([([1, 2],), ([],), ([3] * 10,)], ("list",))
+    res = run_batch(programs, inputs, (np.array([0, 0]), np.array([2, 0])), out_cap=4,
+                    expected=encode_results([[1, 2, 1, 2], [], [3] * 20], "list"))
+    assert list(res.value) == [20, 4]
+    assert res.out_list[0].tolist() == [3, 3, 3, 3] and res.out_list[1].tolist() == [1, 2, 1, 2]
+    assert list(res.passed) == [True, True]
+
+
+def test_run_batch_bad_input_encodings_trap():
+    p = compile_source("def f(a: int) -> int:\n    return a\n")
+    programs = ProgramBatch.from_programs([p], "f")
+    bad = Encoded(np.array([0, 1, 0, 5, 9, 2, 100], dtype=np.int32), np.array([0, 2, 5, 7]))
+    res = run_batch(programs, bad)
+    assert res.status.tolist() == [0, oc.TRAP_CODES["bad_input"], oc.TRAP_CODES["bad_input"]]
+    with pytest.raises(ValueError):
+        Encoded(np.zeros(3, np.int32), np.array([0, 5]))
+
+
+def test_token_path_equals_source_path(prog):
+    toks = tokenize(SRC)
+    assert toks.shape[1] == 4 and toks[-1, 0] == oc.TOKEN_CODES["EOF"]
+    b = compile_tokens(toks, np.array([0, len(toks)]))
+    assert np.array_equal(b.code[0, : b.lengths[0]], prog.code)
+
+
+def test_hand_written_bytecode_runs_and_is_checked():
+    e = oc.encode
+    words = [e("FUNC", 1 | 1 << 8), e("LOAD_VAR", 0), e("LOAD_CONST", 3), e("BINARY_MUL"), e("RETURN")]
+    assert execute(Program.from_code(words), "f0", [(5,)]) == [15]
+    assert execute(Program.from_code(words[:4]), "f0", [(5,)]) == [Trap("bad_bytecode")]  # falls off the end
+    bad_slot = [e("FUNC", 1 | 1 << 8), e("LOAD_VAR", 7), e("RETURN")]
+    assert execute(Program.from_code(bad_slot), "f0", [(5,)]) == [Trap("bad_bytecode")]
+    underflow = [e("FUNC", 0), e("BINARY_ADD"), e("RETURN")]
+    assert execute(Program.from_code(underflow), "f0", [()]) == [Trap("bad_bytecode")]
+
+
+def test_vmconfig_defaults():
+    c = VMConfig()
+    assert (c.fuel, c.max_depth, c.heap_size) == (oc.DEFAULT_FUEL, oc.DEFAULT_MAX_DEPTH, oc.DEFAULT_HEAP)
+    assert c.heap_size >= 1024 and c.max_depth >= 200
