@@ -19,6 +19,8 @@ _u8p = ctypes.POINTER(ctypes.c_uint8)
 
 
 def _library_path() -> Path:
+    if os.environ.get("VRAMGYM_CORE_LIB"):  # a core built by hand, for development
+        return Path(os.environ["VRAMGYM_CORE_LIB"])
     here = Path(__file__).resolve().parent
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         p = here / f"_core{suffix}"

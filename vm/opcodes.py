@@ -255,7 +255,10 @@ def render_header() -> str:
         "enum Op {",
     ]
     out += [f"  OP_{op.name} = {op.code},  // {op.doc.splitlines()[0][:90]}" for op in OPS]
-    out += [f"  NUM_OPCODES = {NUM_OPCODES}", "};", "", "enum Trap {"]
+    out += [f"  NUM_OPCODES = {NUM_OPCODES}", "};", ""]
+    names = " ".join(f"X({OP_BY_CODE[c].name if c in OP_BY_CODE else 'INVALID'})" for c in range(NUM_OPCODES))
+    out += ["// Every opcode by code (INVALID for unused codes), for dispatch tables.",
+            f"#define VG_OPCODE_LIST(X) {names}", "", "enum Trap {"]
     out += [f"  TRAP_{name.upper()} = {code}," for code, name, _ in TRAPS]
     out += ["};", "", "enum Kind {", f"  KIND_INT = {KIND_INT},", f"  KIND_BOOL = {KIND_BOOL},",
             f"  KIND_LIST = {KIND_LIST},", "  KIND_NONE = 3,  // only inside the compiler: append()/pop() statements",

@@ -392,9 +392,16 @@ VG_HD inline bool match(Compiler& c, int32_t k) {
 }
 VG_HD inline bool expect(Compiler& c, int32_t k) {
   if (match(c, k)) return true;
+  if (check(c, TOK_RESERVED)) return fail(c, ERR_RESERVED_KEYWORD);  // `is`, `lambda`, ...
+  if (check(c, TOK_IN)) return fail(c, ERR_UNSUPPORTED);              // `x in xs` outside for
   if (k == TOK_NEWLINE) return fail(c, ERR_EXPECTED_NEWLINE);
-  if (check(c, TOK_RESERVED)) return fail(c, ERR_RESERVED_KEYWORD);
   return fail(c, ERR_EXPECTED, k);
+}
+// After a statement's expression: anything but the end of the line is reported where it is,
+// before any type error about the expression.
+VG_HD inline bool at_line_end(Compiler& c) {
+  if (check(c, TOK_NEWLINE) || check(c, TOK_COMMA) || check(c, TOK_EOF)) return true;
+  return expect(c, TOK_NEWLINE);
 }
 
 VG_HD inline int32_t emit(Compiler& c, int32_t op, int32_t arg = 0) {
@@ -616,10 +623,11 @@ VG_HD inline int32_t primary(Compiler& c, int32_t stop = 0x7fffffff) {
 }
 
 VG_HD inline int32_t unary(Compiler& c) {
-  if (!enter(c)) return -1;
   const Token& op = tk(c);
+  if (op.kind != TOK_MINUS && op.kind != TOK_PLUS) return primary(c);
+  if (!enter(c)) return -1;
   int32_t k;
-  if (op.kind == TOK_MINUS || op.kind == TOK_PLUS) {
+  {
     advance(c);
     int32_t nx = kind_at(c, c.p + 1);
     if (op.kind == TOK_MINUS && check(c, TOK_INT) && nx != TOK_LBRACKET && nx != TOK_LPAREN && nx != TOK_DOT) {
@@ -631,8 +639,6 @@ VG_HD inline int32_t unary(Compiler& c) {
       if (k >= 0 && k != KIND_INT) { fail_at(c, ERR_BAD_OPERAND, op, k); k = -1; }
       if (k >= 0 && op.kind == TOK_MINUS) emit(c, OP_UNARY_NEG);
     }
-  } else {
-    k = primary(c);
   }
   c.depth--;
   return c.failed ? -1 : k;
@@ -972,7 +978,7 @@ VG_HD inline bool simple_statement(Compiler& c) {
       const Token& at = tk(c);
       if (check(c, TOK_NEWLINE)) { fail(c, ERR_EXPECTED_EXPRESSION); return false; }
       int32_t k = expr(c);
-      if (c.failed) return false;
+      if (c.failed || !at_line_end(c)) return false;
       if (check(c, TOK_COMMA)) { fail(c, ERR_TUPLE_VALUE); return false; }
       if (k != c.funcs[c.cur].ret) { fail_at(c, ERR_TYPE_MISMATCH, at, c.funcs[c.cur].ret); return false; }
       emit(c, OP_RETURN);
@@ -1013,7 +1019,7 @@ VG_HD inline bool simple_statement(Compiler& c) {
     if (c.failed || !expect(c, TOK_ASSIGN)) return false;
     const Token& at = tk(c);
     int32_t k = expr(c);
-    if (c.failed) return false;
+    if (c.failed || !at_line_end(c)) return false;
     if (k != want) return fail_at(c, ERR_TYPE_MISMATCH, at, want);
     int32_t after = c.p;
     store_name(c, t, k);
@@ -1069,7 +1075,7 @@ VG_HD inline bool simple_statement(Compiler& c) {
   c.p = eq + 1;
   const Token& at = tk(c);
   int32_t k = expr(c);
-  if (c.failed) return false;
+  if (c.failed || !at_line_end(c)) return false;
   if (k == KIND_NONE) return fail_at(c, ERR_NONE_VALUE, at);
   int32_t after = c.p;
   c.p = start;
@@ -1089,11 +1095,12 @@ VG_HD inline bool if_statement(Compiler& c) {
   truth(c, k);
   int32_t jf = emit(c, OP_JUMP_IF_FALSE, 0);
   expect(c, TOK_COLON);
-  bool all = block(c);
+  bool ends = block(c);  // this branch always returns: no jump over the others
+  bool all = ends;
   bool has_else = false;
   int32_t done = NO_CHAIN;
   while (!c.failed && (check(c, TOK_ELIF) || check(c, TOK_ELSE))) {
-    emit_chained(c, OP_JUMP, &done);
+    if (!ends) emit_chained(c, OP_JUMP, &done);
     if (!c.failed) set_arg(c, jf, c.n);
     jf = -1;
     if (match(c, TOK_ELIF)) {
@@ -1103,7 +1110,8 @@ VG_HD inline bool if_statement(Compiler& c) {
       truth(c, k2);
       jf = emit(c, OP_JUMP_IF_FALSE, 0);
       expect(c, TOK_COLON);
-      all = block(c) && all;
+      ends = block(c);
+      all = ends && all;
     } else {
       advance(c);
       expect(c, TOK_COLON);

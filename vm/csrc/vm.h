@@ -70,7 +70,7 @@ VG_HD inline int32_t validate(const uint32_t* code, int32_t len, int32_t entry, 
         case OP_BUILD_LIST: ok = arg <= 255; break;
         case OP_JUMP: case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE:
         case OP_JUMP_IF_FALSE_OR_POP: case OP_JUMP_IF_TRUE_OR_POP:
-          ok = arg > start && arg < end;
+          ok = arg > start && arg <= end;  // the end: reached only by dead code, traps there
           break;
         case OP_CALL: ok = arg < len && (code[arg] & 0xFF) == OP_FUNC; break;
         case OP_POP: case OP_DUP: case OP_DUP2: case OP_SWAP: case OP_ROT3:
@@ -194,49 +194,84 @@ VG_HD inline RunResult run(const uint32_t* code, int32_t len, int32_t entry_pc, 
     pc = entry_pc + 1;
   }
   int32_t result = 0;
+  // Locals, not cfg./ws. fields: stores through the int32 stack could alias them otherwise.
+  const int32_t fuel = cfg.fuel, stack_size = cfg.stack_size, max_depth = cfg.max_depth;
+  int32_t* heap = ws.heap;
+  ListHdr* lists = ws.lists;
+  uint32_t w;
+  int32_t arg;
 
 #define VG_TRAP(t) do { status = (t); goto done; } while (0)
 #define VG_NEED(k) if (sp < obase + (k)) VG_TRAP(TRAP_BAD_BYTECODE)
-#define VG_ROOM(k) if (sp + (k) > cfg.stack_size) VG_TRAP(TRAP_RECURSION)
+#define VG_ROOM(k) if (sp + (k) > stack_size) VG_TRAP(TRAP_RECURSION)
 #define VG_REF(r) if ((uint32_t)(r) >= (uint32_t)ws.nlists) VG_TRAP(TRAP_BAD_BYTECODE)
 #define VG_INT32(r) if ((r) < VG_INT32_MIN || (r) > VG_INT32_MAX) VG_TRAP(TRAP_OVERFLOW)
+#define VG_FETCH()                                                \
+  if (steps >= fuel) VG_TRAP(TRAP_OUT_OF_FUEL);                   \
+  if ((uint32_t)pc >= (uint32_t)len) VG_TRAP(TRAP_BAD_BYTECODE);  \
+  w = code[pc++];                                                 \
+  arg = (int32_t)(w >> 8);                                        \
+  steps++;
 
+#if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__) && !defined(VG_NO_THREADED_DISPATCH)
+  // Threaded dispatch on the host: one indirect jump per opcode handler predicts far better
+  // than the single jump of a switch. CUDA keeps the switch (warps run one program anyway).
+#define VG_LABEL(name) &&L_##name,
+  static const void* const dispatch[] = {VG_OPCODE_LIST(VG_LABEL)};
+#undef VG_LABEL
+#define VG_OP(name) L_##name:
+#define VG_DEFAULT L_INVALID:
+#define VG_NEXT()                                                 \
+  do {                                                            \
+    VG_FETCH();                                                   \
+    if ((w & 0xFF) >= NUM_OPCODES) VG_TRAP(TRAP_BAD_BYTECODE);    \
+    goto* dispatch[w & 0xFF];                                     \
+  } while (0)
+  VG_NEXT();
+  {
+#else
+#define VG_OP(name) case OP_##name:
+#define VG_DEFAULT default:
+#define VG_NEXT() continue
   for (;;) {
-    if (steps >= cfg.fuel) VG_TRAP(TRAP_OUT_OF_FUEL);
-    if ((uint32_t)pc >= (uint32_t)len) VG_TRAP(TRAP_BAD_BYTECODE);
-    uint32_t w = code[pc++];
-    int32_t arg = (int32_t)(w >> 8);
-    steps++;
+    VG_FETCH();
     switch (w & 0xFF) {
-      case OP_LOAD_CONST: VG_ROOM(1); st[sp++] = ((int32_t)w) >> 8; break;
-      case OP_CONST_EXT: VG_NEED(1); st[sp - 1] = (int32_t)(((uint32_t)st[sp - 1] << 8) | (uint32_t)arg); break;
-      case OP_LOAD_VAR: VG_ROOM(1); st[sp++] = st[base + arg]; break;
-      case OP_STORE_VAR: VG_NEED(1); st[base + arg] = st[--sp]; break;
-      case OP_POP: VG_NEED(1); sp--; break;
-      case OP_DUP: VG_NEED(1); VG_ROOM(1); st[sp] = st[sp - 1]; sp++; break;
-      case OP_DUP2: VG_NEED(2); VG_ROOM(2); st[sp] = st[sp - 2]; st[sp + 1] = st[sp - 1]; sp += 2; break;
-      case OP_SWAP: { VG_NEED(2); int32_t t = st[sp - 1]; st[sp - 1] = st[sp - 2]; st[sp - 2] = t; break; }
-      case OP_ROT3: {
+#endif
+      VG_OP(LOAD_CONST) VG_ROOM(1); st[sp++] = ((int32_t)w) >> 8; VG_NEXT();
+      VG_OP(CONST_EXT) VG_NEED(1); st[sp - 1] = (int32_t)(((uint32_t)st[sp - 1] << 8) | (uint32_t)arg); VG_NEXT();
+      VG_OP(LOAD_VAR) VG_ROOM(1); st[sp++] = st[base + arg]; VG_NEXT();
+      VG_OP(STORE_VAR) VG_NEED(1); st[base + arg] = st[--sp]; VG_NEXT();
+      VG_OP(POP) VG_NEED(1); sp--; VG_NEXT();
+      VG_OP(DUP) VG_NEED(1); VG_ROOM(1); st[sp] = st[sp - 1]; sp++; VG_NEXT();
+      VG_OP(DUP2) VG_NEED(2); VG_ROOM(2); st[sp] = st[sp - 2]; st[sp + 1] = st[sp - 1]; sp += 2; VG_NEXT();
+      VG_OP(SWAP) {
+        VG_NEED(2);
+        int32_t t = st[sp - 1];
+        st[sp - 1] = st[sp - 2];
+        st[sp - 2] = t;
+        VG_NEXT();
+      }
+      VG_OP(ROT3) {
         VG_NEED(3);
         int32_t t = st[sp - 1];
         st[sp - 1] = st[sp - 2];
         st[sp - 2] = st[sp - 3];
         st[sp - 3] = t;
-        break;
+        VG_NEXT();
       }
-      case OP_REVERSE: {
+      VG_OP(REVERSE) {
         VG_NEED(arg);
         for (int32_t a = sp - arg, b = sp - 1; a < b; a++, b--) {
           int32_t t = st[a];
           st[a] = st[b];
           st[b] = t;
         }
-        break;
+        VG_NEXT();
       }
-      case OP_BINARY_ADD: { VG_NEED(2); int64_t r = (int64_t)st[sp - 2] + st[sp - 1]; VG_INT32(r); st[sp - 2] = (int32_t)r; sp--; break; }
-      case OP_BINARY_SUB: { VG_NEED(2); int64_t r = (int64_t)st[sp - 2] - st[sp - 1]; VG_INT32(r); st[sp - 2] = (int32_t)r; sp--; break; }
-      case OP_BINARY_MUL: { VG_NEED(2); int64_t r = (int64_t)st[sp - 2] * st[sp - 1]; VG_INT32(r); st[sp - 2] = (int32_t)r; sp--; break; }
-      case OP_BINARY_DIV: {
+      VG_OP(BINARY_ADD) { VG_NEED(2); int64_t r = (int64_t)st[sp - 2] + st[sp - 1]; VG_INT32(r); st[sp - 2] = (int32_t)r; sp--; VG_NEXT(); }
+      VG_OP(BINARY_SUB) { VG_NEED(2); int64_t r = (int64_t)st[sp - 2] - st[sp - 1]; VG_INT32(r); st[sp - 2] = (int32_t)r; sp--; VG_NEXT(); }
+      VG_OP(BINARY_MUL) { VG_NEED(2); int64_t r = (int64_t)st[sp - 2] * st[sp - 1]; VG_INT32(r); st[sp - 2] = (int32_t)r; sp--; VG_NEXT(); }
+      VG_OP(BINARY_DIV) {
         VG_NEED(2);
         int32_t a = st[sp - 2], b = st[sp - 1];
         if (b == 0) VG_TRAP(TRAP_ZERO_DIVISION);
@@ -245,9 +280,9 @@ VG_HD inline RunResult run(const uint32_t* code, int32_t len, int32_t entry_pc, 
         if ((a % b != 0) && ((a < 0) != (b < 0))) q--;  // floor, as Python
         st[sp - 2] = q;
         sp--;
-        break;
+        VG_NEXT();
       }
-      case OP_BINARY_MOD: {
+      VG_OP(BINARY_MOD) {
         VG_NEED(2);
         int32_t a = st[sp - 2], b = st[sp - 1];
         if (b == 0) VG_TRAP(TRAP_ZERO_DIVISION);
@@ -255,25 +290,25 @@ VG_HD inline RunResult run(const uint32_t* code, int32_t len, int32_t entry_pc, 
         if (r != 0 && ((r < 0) != (b < 0))) r += b;  // the sign of the divisor, as Python
         st[sp - 2] = r;
         sp--;
-        break;
+        VG_NEXT();
       }
-      case OP_UNARY_NEG: VG_NEED(1); if (st[sp - 1] == VG_INT32_MIN) VG_TRAP(TRAP_OVERFLOW); st[sp - 1] = -st[sp - 1]; break;
-      case OP_UNARY_NOT: VG_NEED(1); st[sp - 1] = st[sp - 1] == 0; break;
-      case OP_ABS: VG_NEED(1); if (st[sp - 1] == VG_INT32_MIN) VG_TRAP(TRAP_OVERFLOW); if (st[sp - 1] < 0) st[sp - 1] = -st[sp - 1]; break;
-      case OP_MIN: VG_NEED(2); if (st[sp - 1] < st[sp - 2]) st[sp - 2] = st[sp - 1]; sp--; break;
-      case OP_MAX: VG_NEED(2); if (st[sp - 1] > st[sp - 2]) st[sp - 2] = st[sp - 1]; sp--; break;
-      case OP_COMPARE_LT: VG_NEED(2); st[sp - 2] = st[sp - 2] < st[sp - 1]; sp--; break;
-      case OP_COMPARE_LE: VG_NEED(2); st[sp - 2] = st[sp - 2] <= st[sp - 1]; sp--; break;
-      case OP_COMPARE_GT: VG_NEED(2); st[sp - 2] = st[sp - 2] > st[sp - 1]; sp--; break;
-      case OP_COMPARE_GE: VG_NEED(2); st[sp - 2] = st[sp - 2] >= st[sp - 1]; sp--; break;
-      case OP_COMPARE_EQ: VG_NEED(2); st[sp - 2] = st[sp - 2] == st[sp - 1]; sp--; break;
-      case OP_COMPARE_NE: VG_NEED(2); st[sp - 2] = st[sp - 2] != st[sp - 1]; sp--; break;
-      case OP_JUMP: pc = arg; break;
-      case OP_JUMP_IF_FALSE: VG_NEED(1); if (st[--sp] == 0) pc = arg; break;
-      case OP_JUMP_IF_TRUE: VG_NEED(1); if (st[--sp] != 0) pc = arg; break;
-      case OP_JUMP_IF_FALSE_OR_POP: VG_NEED(1); if (st[sp - 1] == 0) pc = arg; else sp--; break;
-      case OP_JUMP_IF_TRUE_OR_POP: VG_NEED(1); if (st[sp - 1] != 0) pc = arg; else sp--; break;
-      case OP_FOR_RANGE: {
+      VG_OP(UNARY_NEG) VG_NEED(1); if (st[sp - 1] == VG_INT32_MIN) VG_TRAP(TRAP_OVERFLOW); st[sp - 1] = -st[sp - 1]; VG_NEXT();
+      VG_OP(UNARY_NOT) VG_NEED(1); st[sp - 1] = st[sp - 1] == 0; VG_NEXT();
+      VG_OP(ABS) VG_NEED(1); if (st[sp - 1] == VG_INT32_MIN) VG_TRAP(TRAP_OVERFLOW); if (st[sp - 1] < 0) st[sp - 1] = -st[sp - 1]; VG_NEXT();
+      VG_OP(MIN) VG_NEED(2); if (st[sp - 1] < st[sp - 2]) st[sp - 2] = st[sp - 1]; sp--; VG_NEXT();
+      VG_OP(MAX) VG_NEED(2); if (st[sp - 1] > st[sp - 2]) st[sp - 2] = st[sp - 1]; sp--; VG_NEXT();
+      VG_OP(COMPARE_LT) VG_NEED(2); st[sp - 2] = st[sp - 2] < st[sp - 1]; sp--; VG_NEXT();
+      VG_OP(COMPARE_LE) VG_NEED(2); st[sp - 2] = st[sp - 2] <= st[sp - 1]; sp--; VG_NEXT();
+      VG_OP(COMPARE_GT) VG_NEED(2); st[sp - 2] = st[sp - 2] > st[sp - 1]; sp--; VG_NEXT();
+      VG_OP(COMPARE_GE) VG_NEED(2); st[sp - 2] = st[sp - 2] >= st[sp - 1]; sp--; VG_NEXT();
+      VG_OP(COMPARE_EQ) VG_NEED(2); st[sp - 2] = st[sp - 2] == st[sp - 1]; sp--; VG_NEXT();
+      VG_OP(COMPARE_NE) VG_NEED(2); st[sp - 2] = st[sp - 2] != st[sp - 1]; sp--; VG_NEXT();
+      VG_OP(JUMP) pc = arg; VG_NEXT();
+      VG_OP(JUMP_IF_FALSE) VG_NEED(1); if (st[--sp] == 0) pc = arg; VG_NEXT();
+      VG_OP(JUMP_IF_TRUE) VG_NEED(1); if (st[--sp] != 0) pc = arg; VG_NEXT();
+      VG_OP(JUMP_IF_FALSE_OR_POP) VG_NEED(1); if (st[sp - 1] == 0) pc = arg; else sp--; VG_NEXT();
+      VG_OP(JUMP_IF_TRUE_OR_POP) VG_NEED(1); if (st[sp - 1] != 0) pc = arg; else sp--; VG_NEXT();
+      VG_OP(FOR_RANGE) {
         int32_t* s = st + base + arg;  // counter, stop, step
         if (s[2] == 0) VG_TRAP(TRAP_VALUE_ERROR);
         if (s[2] > 0 ? s[0] < s[1] : s[0] > s[1]) {
@@ -283,28 +318,28 @@ VG_HD inline RunResult run(const uint32_t* code, int32_t len, int32_t entry_pc, 
           s[0] = (nx > VG_INT32_MAX || nx < VG_INT32_MIN) ? s[1] : (int32_t)nx;  // past int32 is past stop
           pc++;
         }
-        break;
+        VG_NEXT();
       }
-      case OP_FOR_LIST: {
+      VG_OP(FOR_LIST) {
         int32_t* s = st + base + arg;  // list, index
         VG_REF(s[0]);
         if (s[1] < 0) VG_TRAP(TRAP_BAD_BYTECODE);
-        const ListHdr& l = ws.lists[s[0]];
+        const ListHdr& l = lists[s[0]];
         if (s[1] < l.len) {
           VG_ROOM(1);
-          st[sp++] = ws.heap[l.off + s[1]];
+          st[sp++] = heap[l.off + s[1]];
           s[1]++;
           pc++;
         }
-        break;
+        VG_NEXT();
       }
-      case OP_CALL: {
+      VG_OP(CALL) {
         uint32_t h = code[arg];
         int32_t np = func_nparams(h), nl = func_nlocals(h);
         VG_NEED(np);
-        if (depth >= cfg.max_depth) VG_TRAP(TRAP_RECURSION);
+        if (depth >= max_depth) VG_TRAP(TRAP_RECURSION);
         int32_t nb = sp - np;
-        if (nb + nl > cfg.stack_size) VG_TRAP(TRAP_RECURSION);
+        if (nb + nl > stack_size) VG_TRAP(TRAP_RECURSION);
         ws.frames[depth].ret_pc = pc;
         ws.frames[depth].base = base;
         ws.frames[depth].obase = obase;
@@ -314,9 +349,9 @@ VG_HD inline RunResult run(const uint32_t* code, int32_t len, int32_t entry_pc, 
         sp = base + nl;
         obase = sp;
         pc = arg + 1;
-        break;
+        VG_NEXT();
       }
-      case OP_RETURN: {
+      VG_OP(RETURN) {
         VG_NEED(1);
         int32_t v = st[sp - 1];
         if (depth == 0) {
@@ -329,113 +364,125 @@ VG_HD inline RunResult run(const uint32_t* code, int32_t len, int32_t entry_pc, 
         base = ws.frames[depth].base;
         obase = ws.frames[depth].obase;
         st[sp++] = v;
-        break;
+        VG_NEXT();
       }
-      case OP_BUILD_LIST: {
+      VG_OP(BUILD_LIST) {
         VG_NEED(arg);
         if (arg == 0) VG_ROOM(1);
         int32_t r = new_list(ws, cfg, arg);
         if (r < 0) VG_TRAP(TRAP_OUT_OF_MEMORY);
-        int32_t* d = ws.heap + ws.lists[r].off;
+        int32_t* d = heap + lists[r].off;
         sp -= arg;
         for (int32_t k = 0; k < arg; k++) d[k] = st[sp + k];
         st[sp++] = r;
-        break;
+        VG_NEXT();
       }
-      case OP_LIST_REPEAT: {
+      VG_OP(LIST_REPEAT) {
         VG_NEED(2);
         int32_t src = st[sp - 2], times = st[sp - 1];
         VG_REF(src);
-        int64_t n = times <= 0 ? 0 : (int64_t)ws.lists[src].len * times;
+        int64_t n = times <= 0 ? 0 : (int64_t)lists[src].len * times;
         int32_t r = new_list(ws, cfg, n);
         if (r < 0) VG_TRAP(TRAP_OUT_OF_MEMORY);
-        const ListHdr& a = ws.lists[src];
-        int32_t* d = ws.heap + ws.lists[r].off;
-        for (int64_t k = 0; k < n; k++) d[k] = ws.heap[a.off + (int32_t)(k % a.len)];
+        const ListHdr& a = lists[src];
+        int32_t* d = heap + lists[r].off;
+        for (int32_t k = 0, j = 0; k < (int32_t)n; k++) {
+          d[k] = heap[a.off + j];
+          if (++j == a.len) j = 0;
+        }
         st[sp - 2] = r;
         sp--;
-        break;
+        VG_NEXT();
       }
-      case OP_LIST_CONCAT: {
+      VG_OP(LIST_CONCAT) {
         VG_NEED(2);
         int32_t ra = st[sp - 2], rb = st[sp - 1];
         VG_REF(ra);
         VG_REF(rb);
-        int32_t la = ws.lists[ra].len, lb = ws.lists[rb].len;
+        int32_t la = lists[ra].len, lb = lists[rb].len;
         int32_t r = new_list(ws, cfg, (int64_t)la + lb);
         if (r < 0) VG_TRAP(TRAP_OUT_OF_MEMORY);
-        int32_t* d = ws.heap + ws.lists[r].off;
-        for (int32_t k = 0; k < la; k++) d[k] = ws.heap[ws.lists[ra].off + k];
-        for (int32_t k = 0; k < lb; k++) d[la + k] = ws.heap[ws.lists[rb].off + k];
+        int32_t* d = heap + lists[r].off;
+        for (int32_t k = 0; k < la; k++) d[k] = heap[lists[ra].off + k];
+        for (int32_t k = 0; k < lb; k++) d[la + k] = heap[lists[rb].off + k];
         st[sp - 2] = r;
         sp--;
-        break;
+        VG_NEXT();
       }
-      case OP_LIST_EXTEND: {
+      VG_OP(LIST_EXTEND) {
         VG_NEED(2);
         int32_t ra = st[sp - 2], rb = st[sp - 1];
         VG_REF(ra);
         VG_REF(rb);
-        int32_t la = ws.lists[ra].len, lb = ws.lists[rb].len;  // lb before growing: xs += xs
+        int32_t la = lists[ra].len, lb = lists[rb].len;  // lb before growing: xs += xs
         if (!reserve(ws, cfg, ra, (int64_t)la + lb)) VG_TRAP(TRAP_OUT_OF_MEMORY);
-        int32_t* d = ws.heap + ws.lists[ra].off;
-        const int32_t* s = ws.heap + ws.lists[rb].off;
+        int32_t* d = heap + lists[ra].off;
+        const int32_t* s = heap + lists[rb].off;
         for (int32_t k = 0; k < lb; k++) d[la + k] = s[k];
-        ws.lists[ra].len = la + lb;
+        lists[ra].len = la + lb;
         sp--;
-        break;
+        VG_NEXT();
       }
-      case OP_LEN: VG_NEED(1); VG_REF(st[sp - 1]); st[sp - 1] = ws.lists[st[sp - 1]].len; break;
-      case OP_INDEX: {
+      VG_OP(LEN) VG_NEED(1); VG_REF(st[sp - 1]); st[sp - 1] = lists[st[sp - 1]].len; VG_NEXT();
+      VG_OP(INDEX) {
         VG_NEED(2);
         int32_t r = st[sp - 2], i = st[sp - 1];
         VG_REF(r);
-        const ListHdr& l = ws.lists[r];
+        const ListHdr& l = lists[r];
         if (i < 0) i += l.len;
         if (i < 0 || i >= l.len) VG_TRAP(TRAP_INDEX_ERROR);
-        st[sp - 2] = ws.heap[l.off + i];
+        st[sp - 2] = heap[l.off + i];
         sp--;
-        break;
+        VG_NEXT();
       }
-      case OP_STORE_INDEX: {
+      VG_OP(STORE_INDEX) {
         VG_NEED(3);
         int32_t v = st[sp - 3], r = st[sp - 2], i = st[sp - 1];
         VG_REF(r);
-        const ListHdr& l = ws.lists[r];
+        const ListHdr& l = lists[r];
         if (i < 0) i += l.len;
         if (i < 0 || i >= l.len) VG_TRAP(TRAP_INDEX_ERROR);
-        ws.heap[l.off + i] = v;
+        heap[l.off + i] = v;
         sp -= 3;
-        break;
+        VG_NEXT();
       }
-      case OP_APPEND: {
+      VG_OP(APPEND) {
         VG_NEED(2);
         int32_t r = st[sp - 2], v = st[sp - 1];
         VG_REF(r);
-        if (!reserve(ws, cfg, r, (int64_t)ws.lists[r].len + 1)) VG_TRAP(TRAP_OUT_OF_MEMORY);
-        ListHdr& l = ws.lists[r];
-        ws.heap[l.off + l.len++] = v;
+        if (!reserve(ws, cfg, r, (int64_t)lists[r].len + 1)) VG_TRAP(TRAP_OUT_OF_MEMORY);
+        ListHdr& l = lists[r];
+        heap[l.off + l.len++] = v;
         sp -= 2;
-        break;
+        VG_NEXT();
       }
-      case OP_LIST_POP: {
+      VG_OP(LIST_POP) {
         VG_NEED(1);
         int32_t r = st[sp - 1];
         VG_REF(r);
-        ListHdr& l = ws.lists[r];
+        ListHdr& l = lists[r];
         if (l.len == 0) VG_TRAP(TRAP_INDEX_ERROR);
-        st[sp - 1] = ws.heap[l.off + --l.len];
-        break;
+        st[sp - 1] = heap[l.off + --l.len];
+        VG_NEXT();
       }
-      default: VG_TRAP(TRAP_BAD_BYTECODE);  // FUNC (fell off a function) or an unknown opcode
+      VG_OP(FUNC)  // fell off the end of a function
+      VG_DEFAULT VG_TRAP(TRAP_BAD_BYTECODE);
+#if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__) && !defined(VG_NO_THREADED_DISPATCH)
+  }
+#else
     }
   }
+#endif
 done:
 #undef VG_TRAP
 #undef VG_NEED
 #undef VG_ROOM
 #undef VG_REF
 #undef VG_INT32
+#undef VG_FETCH
+#undef VG_OP
+#undef VG_DEFAULT
+#undef VG_NEXT
   res.status = status;
   res.value = status == TRAP_OK ? result : 0;
   res.steps = steps;
