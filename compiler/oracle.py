@@ -25,23 +25,7 @@ from __future__ import annotations
 
 import re
 
-try:
-    from vramgym.vm import Trap
-except ImportError:  # the core is being built; keep the oracle usable on its own
-    class Trap:  # type: ignore[no-redef]
-        __slots__ = ("kind",)
-
-        def __init__(self, kind: str):
-            self.kind = kind
-
-        def __eq__(self, other):
-            return isinstance(other, Trap) and other.kind == self.kind
-
-        def __hash__(self):
-            return hash(("Trap", self.kind))
-
-        def __repr__(self):
-            return f"Trap({self.kind!r})"
+from vramgym.vm import Trap
 
 __all__ = ["run_python", "prepare", "I32", "OracleOverflow", "Trap"]
 

@@ -86,7 +86,7 @@ class GeneratorConfig:
     # Size.
     max_functions: int = 4          # functions per program (1..max); the entry is one of them
     max_params: int = 3             # parameters per function (0..max; recursive ones get one more)
-    max_statements: int = 5         # statements per block (1..max), fewer in deeper blocks
+    max_statements: int = 4         # statements per block (1..max), fewer in deeper blocks
     max_block_depth: int = 3        # nesting of if/while/for blocks inside a function
     max_expr_depth: int = 3         # nesting of operators inside one expression
     # Resource bounds (static upper bounds for one call of the entry function).

@@ -37,11 +37,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
+# numpy's OpenBLAS threads spin on idle cores and steal time from the timed code (no BLAS here).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from vramgym.compiler import compile_batch
-from vramgym.vm import Encoded, encode_results, encode_tuples, run_batch
-from vramgym.vm import opcodes as oc
+import numpy as np  # noqa: E402
+
+from vramgym.compiler import compile_batch  # noqa: E402
+from vramgym.vm import Encoded, encode_results, encode_tuples, run_batch  # noqa: E402
+from vramgym.vm import opcodes as oc  # noqa: E402
 
 # --------------------------------------------------------------------------------------------
 # The task templates. Placeholders: {F} entry function, {G} helper function, {C_*} constants,
@@ -703,6 +706,19 @@ def best_of(fn, repeat: int, prepare=None):
     return best, out
 
 
+def best_pair(fn_cpy, fn_vg, repeat: int, prepare=None):
+    """Best-of-R of both sides, interleaved (C, V, C, V, ...) so that load from other processes
+    falls on both alike. Returns (cpython_s, vramgym_s, cpython_out, vramgym_out)."""
+    bc = bv = float("inf")
+    oc_ = ov = None
+    for _ in range(repeat):
+        t, oc_ = best_of(fn_cpy, 1, prepare)
+        bc = min(bc, t)
+        t, ov = best_of(fn_vg, 1)
+        bv = min(bv, t)
+    return bc, bv, oc_, ov
+
+
 def machine_info() -> dict:
     model = platform.processor() or "unknown"
     try:
@@ -713,7 +729,17 @@ def machine_info() -> dict:
     except OSError:
         pass
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cpu": model, "cores": cores, "cpu_count": os.cpu_count(), "python": sys.version.split()[0],
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    import subprocess
+    import vramgym.vm
+    root = Path(vramgym.vm.__file__).resolve().parent.parent
+    try:
+        rev = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        rev = "unknown"
+    return {"cpu": model, "cores": cores, "cpu_count": os.cpu_count(), "load_avg_at_start": load, "vramgym": f"{root} @ {rev}",
+            "python": sys.version.split()[0],
             "implementation": platform.python_implementation(), "numpy": np.__version__,
             "platform": platform.platform()}
 
@@ -743,7 +769,10 @@ def markdown(results) -> str:
     m = results["machine"]
     lines = [f"# vramgym CPU backend vs CPython", "",
              f"Machine: {m['cpu']}, {m['cores']} cores usable, Python {m['python']} ({m['implementation']}), "
-             f"numpy {m['numpy']}.", "",
+             f"numpy {m['numpy']}. Load average at start: "
+             f"{', '.join(f'{x:.2f}' for x in m['load_avg_at_start']) if m.get('load_avg_at_start') else 'n/a'}"
+             " (other processes on the machine make timings noisy).", "",
+             f"vramgym: {m.get('vramgym', 'unknown')}.", "",
              f"Workload: {results['config']['programs']} programs x {results['config']['inputs']} inputs, "
              f"best of {results['config']['repeat']}. Correctness check: "
              f"{'passed' if results['correct'] else 'FAILED'}.", ""]
@@ -766,6 +795,11 @@ def markdown(results) -> str:
         lines += ["## vramgym end-to-end breakdown (per core, seconds)", "", "| step | s |", "| --- | ---: |"]
         lines += [f"| {k} | {v:.4f} |" for k, v in results["breakdown"].items()]
         lines.append("")
+    if results.get("vm_profile"):
+        vp = results["vm_profile"]
+        lines += [f"VM: {vp['instructions_per_run']:.0f} instructions per run on average, "
+                  f"{vp['ns_per_instruction']:.1f} ns per instruction (one thread); encoding inputs and "
+                  f"expected values in Python: {vp['encode_us_per_run']:.1f} us per run.", ""]
     if results.get("random_note"):
         lines += [f"Random workload: {results['random_note']}", ""]
     return "\n".join(lines)
@@ -801,20 +835,21 @@ def bench_workload(tasks, repeat, label, with_e2e, code_cap=1024):
     run_batch(progs, inputs, runs, out_cap=out_cap, nthreads=1)
 
     rows = []
-    tc, _ = best_of(lambda: cpy_compile(sources), repeat)
-    tv, _ = best_of(lambda: compile_batch(sources, nthreads=1, code_cap=code_cap), repeat)
+    tc, tv, _, _ = best_pair(lambda: cpy_compile(sources),
+                             lambda: compile_batch(sources, nthreads=1, code_cap=code_cap), repeat)
     rows.append(row(f"compile ({label})", "programs", tc, tv, n))
     if fresh:
-        tc, _ = best_of(lambda a: cpy_execute(codes, entries, a), repeat, prepare=fresh)
+        tc, tv, _, _ = best_pair(lambda a: cpy_execute(codes, entries, a),
+                                 lambda: run_batch(progs, inputs, runs, out_cap=out_cap, nthreads=1), repeat, fresh)
     else:
-        tc, _ = best_of(lambda: cpy_execute(codes, entries, inputs_list), repeat)
-    tv, _ = best_of(lambda: run_batch(progs, inputs, runs, out_cap=out_cap, nthreads=1), repeat)
+        tc, tv, _, _ = best_pair(lambda: cpy_execute(codes, entries, inputs_list),
+                                 lambda: run_batch(progs, inputs, runs, out_cap=out_cap, nthreads=1), repeat)
     rows.append(row(f"execute ({label}, {m} inputs/program)", "runs", tc, tv, n * m))
     e2e = None
     if with_e2e:
         expected_list = [t.expected for t in tasks]
-        tc, pc = best_of(lambda: cpy_end_to_end(sources, entries, inputs_list, expected_list), repeat)
-        tv, pv = best_of(lambda: vg_end_to_end(tasks, 1), repeat)
+        tc, tv, pc, pv = best_pair(lambda: cpy_end_to_end(sources, entries, inputs_list, expected_list),
+                                   lambda: vg_end_to_end(tasks, 1), repeat)
         rows.append(row(f"end to end ({label}: compile + run + compare)", "programs", tc, tv, n))
         e2e = (pc, pv)
     return rows, e2e
@@ -925,11 +960,16 @@ def main(argv=None) -> dict:
     bd["to_programs"], progs = best_of(lambda: cb.to_programs(0, ret), args.repeat)
     bd["encode inputs + expected"], enc = best_of(lambda: vg_encode(tasks, True), args.repeat)
     inputs, expected, runs = enc
-    bd["run_batch(expected, out_cap=0)"], _ = best_of(
+    bd["run_batch(expected, out_cap=0)"], res = best_of(
         lambda: run_batch(progs, inputs, runs, expected=expected, out_cap=0, nthreads=1), args.repeat)
     bd["run_batch(out_cap=64)"], _ = best_of(lambda: run_batch(progs, inputs, runs, out_cap=64, nthreads=1), args.repeat)
     bd["run_batch(default out_cap=256)"], _ = best_of(lambda: run_batch(progs, inputs, runs, nthreads=1), args.repeat)
     results["breakdown"] = bd
+    total_steps = int(res.steps.astype(np.int64).sum())
+    results["vm_profile"] = {"instructions": total_steps, "runs": len(res.steps),
+                             "instructions_per_run": total_steps / len(res.steps),
+                             "ns_per_instruction": bd["run_batch(expected, out_cap=0)"] / total_steps * 1e9,
+                             "encode_us_per_run": bd["encode inputs + expected"] / len(res.steps) * 1e6}
 
     # all cores
     if not args.no_multicore:
@@ -970,14 +1010,14 @@ def multicore(tasks, repeat, workers):
     rows = []
     with ctx.Pool(workers) as pool:
         pool.map(_w_compile, chunks[:workers])  # warm up
-        tc, _ = best_of(lambda: pool.map(_w_compile, chunks), repeat)
-        tv, _ = best_of(lambda: compile_batch(sources, nthreads=workers), repeat)
+        tc, tv, _, _ = best_pair(lambda: pool.map(_w_compile, chunks),
+                                 lambda: compile_batch(sources, nthreads=workers), repeat)
         rows.append(row("compile (corpus)", "programs", tc, tv, n))
-        tc, _ = best_of(lambda: pool.map(_w_execute, chunks), repeat)
-        tv, _ = best_of(lambda: run_batch(progs, inputs, runs, out_cap=out_cap, nthreads=workers), repeat)
+        tc, tv, _, _ = best_pair(lambda: pool.map(_w_execute, chunks),
+                                 lambda: run_batch(progs, inputs, runs, out_cap=out_cap, nthreads=workers), repeat)
         rows.append(row(f"execute (corpus, {m} inputs/program)", "runs", tc, tv, n * m))
-        tc, _ = best_of(lambda: pool.map(_w_end_to_end, chunks), repeat)
-        tv, _ = best_of(lambda: vg_end_to_end(tasks, workers), repeat)
+        tc, tv, _, _ = best_pair(lambda: pool.map(_w_end_to_end, chunks),
+                                 lambda: vg_end_to_end(tasks, workers), repeat)
         rows.append(row("end to end (corpus: compile + run + compare)", "programs", tc, tv, n))
     _W.clear()
     return rows

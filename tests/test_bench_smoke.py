@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent / "experiments" / "bench_cpu.py"
@@ -12,6 +13,7 @@ BENCH = Path(__file__).resolve().parent.parent / "experiments" / "bench_cpu.py"
 def _load():
     spec = importlib.util.spec_from_file_location("vramgym_bench_cpu", BENCH)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses and the worker pool look the module up by name
     spec.loader.exec_module(mod)
     return mod
 

@@ -104,10 +104,12 @@ def cross_runs(n_prog: int, n_in: int) -> tuple[np.ndarray, np.ndarray]:
 
 def run_batch(programs: ProgramBatch, inputs: Encoded, runs: tuple[np.ndarray, np.ndarray] | None = None, *,
               expected: Encoded | None = None, config: VMConfig | None = None, out_cap: int | None = None,
-              backend: str = "cpu", nthreads: int | None = None) -> BatchResult:
+              backend: str = "cpu", nthreads: int | None = None, lockstep: bool = True) -> BatchResult:
     """Run programs on inputs. `runs` = (run_prog, run_in) index arrays, default the cross
     product. `out_cap` (default: 256 if any program returns a list, else 0) bounds the list
-    elements copied out per run; `value` always holds the full length."""
+    elements copied out per run; `value` always holds the full length. `lockstep` (CPU): run
+    consecutive runs of one program 32 at a time in lockstep (False: one by one; both give
+    identical results)."""
     config = config or VMConfig()
     if runs is None:
         runs = cross_runs(len(programs), len(inputs))
@@ -119,4 +121,5 @@ def run_batch(programs: ProgramBatch, inputs: Encoded, runs: tuple[np.ndarray, n
         raise ValueError("expected needs one value per input")
     if out_cap is None:
         out_cap = 256 if np.any(programs.ret_kind == oc.KIND_LIST) else 0
-    return get_backend(backend).run_batch(programs, inputs, run_prog, run_in, expected, config, out_cap, nthreads)
+    return get_backend(backend).run_batch(programs, inputs, run_prog, run_in, expected, config, out_cap, nthreads,
+                                          lockstep=lockstep)

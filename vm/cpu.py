@@ -51,9 +51,10 @@ def lib() -> ctypes.CDLL:
     so.vg_run_batch.restype = None
     so.vg_run_batch.argtypes = [_u32p, _i64p, ctypes.c_int32, _i32p, _i32p, _i32p, _i64p, ctypes.c_int32, _i32p,
                                 _i32p, ctypes.c_int64, _i32p, _i64p, _i32p, _i32p, _i32p, _i32p, _u8p, _i32p,
-                                ctypes.c_int32, ctypes.c_int32]
+                                ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
     so.vg_func_meta.restype = ctypes.c_int32
-    if so.vg_func_meta() != 6 + oc.LIMITS["MAX_PARAMS"]:
+    so.vg_abi_version.restype = ctypes.c_int32
+    if so.vg_func_meta() != 6 + oc.LIMITS["MAX_PARAMS"] or so.vg_abi_version() != 2:
         raise ImportError("the C++ core is out of date with vm/opcodes.py: reinstall vramgym")
     return so
 
@@ -122,7 +123,7 @@ def validate(code: np.ndarray, entry: int = 0) -> tuple[int, int]:
 
 
 def run_batch(code, code_off, entry, ret_kind, in_words, in_off, run_prog, run_in, exp_words, exp_off, config,
-              out_cap: int, nthreads: int):
+              out_cap: int, nthreads: int, lockstep: bool = True):
     n_runs = len(run_prog)
     status = np.zeros(n_runs, dtype=np.int32)
     value = np.zeros(n_runs, dtype=np.int32)
@@ -133,5 +134,5 @@ def run_batch(code, code_off, entry, ret_kind, in_words, in_off, run_prog, run_i
                        ptr(ret_kind, _i32p), ptr(in_words, _i32p), ptr(in_off, _i64p), len(in_off) - 1,
                        ptr(run_prog, _i32p), ptr(run_in, _i32p), n_runs, ptr(exp_words, _i32p), ptr(exp_off, _i64p),
                        ptr(config, _i32p), ptr(status, _i32p), ptr(value, _i32p), ptr(steps, _i32p),
-                       ptr(passed, _u8p), ptr(out_list, _i32p), out_cap, nthreads)
+                       ptr(passed, _u8p), ptr(out_list, _i32p), out_cap, nthreads, 0 if lockstep else 1)
     return status, value, steps, passed, out_list

@@ -6,14 +6,14 @@ import numpy as np
 from . import cpu
 
 
-def run_batch(programs, inputs, run_prog, run_in, expected, config, out_cap, nthreads):
+def run_batch(programs, inputs, run_prog, run_in, expected, config, out_cap, nthreads, lockstep=True):
     from .batch import BatchResult
     exp_words = expected.words if expected is not None else None
     exp_off = expected.offsets if expected is not None else None
     status, value, steps, passed, out_list = cpu.run_batch(
         programs.code, programs.offsets, programs.entry, programs.ret_kind, inputs.words, inputs.offsets,
         run_prog, run_in, exp_words, exp_off, config.as_array(), out_cap,
-        cpu.default_threads() if nthreads is None else nthreads)
+        cpu.default_threads() if nthreads is None else nthreads, lockstep)
     return BatchResult(status, value, steps, passed.astype(bool) if passed is not None else None, out_list)
 
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compiler.h"
+#include "lanes.h"
 #include "vm.h"
 
 using namespace vg;
@@ -60,6 +61,51 @@ struct RunScratch {
   }
 };
 
+struct LaneScratch {
+  std::vector<int32_t> stack, heap;
+  std::vector<ListHdr> lists;
+  std::vector<Frame> frames;
+  LaneState state;
+  explicit LaneScratch(const VMConfig& cfg)
+      : stack((size_t)cfg.stack_size * LANES), heap((size_t)std::max(cfg.heap_size, 1) * LANES),
+        lists((size_t)std::max(cfg.max_lists, 1) * LANES), frames((size_t)std::max(cfg.max_depth, 1) * LANES) {
+    state.stack = stack.data();
+    state.frame_pool = frames.data();
+    for (int l = 0; l < LANES; l++) {
+      Workspace& w = state.lane[l];
+      w.stack = nullptr;
+      w.frames = nullptr;
+      w.heap = heap.data() + (size_t)l * std::max(cfg.heap_size, 1);
+      w.lists = lists.data() + (size_t)l * std::max(cfg.max_lists, 1);
+      w.nlists = w.hp = 0;
+    }
+  }
+};
+
+// Write one run's outputs: a list result is checked and copied out of its workspace, and the
+// result compared with the expected value.
+void finish_run(RunResult res, const Workspace& ws, int32_t p, int32_t n_prog, const int32_t* ret_kind, int32_t j,
+                int32_t n_in, const int32_t* exp_words, const int64_t* exp_off, int64_t r, int32_t* status,
+                int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap) {
+  int32_t rk = (uint32_t)p < (uint32_t)n_prog ? ret_kind[p] : KIND_INT;
+  if (res.status == TRAP_OK && rk == KIND_LIST) {
+    if ((uint32_t)res.value >= (uint32_t)ws.nlists) {
+      res.status = TRAP_BAD_BYTECODE;
+    } else if (out_list) {
+      const ListHdr& l = ws.lists[res.value];
+      for (int32_t k = 0; k < l.len && k < out_cap; k++) out_list[r * out_cap + k] = ws.heap[l.off + k];
+    }
+  }
+  if (passed) {
+    passed[r] = res.status == TRAP_OK && (uint32_t)j < (uint32_t)n_in &&
+                matches(res, rk, ws, exp_words + exp_off[j], (int32_t)(exp_off[j + 1] - exp_off[j]));
+  }
+  if (res.status == TRAP_OK && rk == KIND_LIST) res.value = ws.lists[res.value].len;
+  status[r] = res.status;
+  value[r] = res.status == TRAP_OK ? res.value : 0;
+  steps[r] = res.steps;
+}
+
 VMConfig make_config(const int32_t* c) {
   VMConfig cfg;
   cfg.fuel = c[0];
@@ -74,7 +120,7 @@ VMConfig make_config(const int32_t* c) {
 
 extern "C" {
 
-int32_t vg_abi_version() { return 1; }
+int32_t vg_abi_version() { return 2; }
 int32_t vg_func_meta() { return FUNC_META; }
 
 // Compile one source. Returns the number of code words, or -1 with err = {code, line, col, arg}.
@@ -174,11 +220,14 @@ int32_t vg_validate(const uint32_t* code, int32_t len, int32_t entry, int32_t* e
 // the length of a list result, whose first out_cap elements go to out_list[r * out_cap ...]),
 // steps, and, when exp_words is not null, passed[r] = the result equals expected value
 // run_in[r] (encoded like an argument, offsets exp_off[n_in + 1]).
+// mode 0: consecutive runs of one program go through the lockstep lane interpreter (up to 32
+// at once); mode 1: every run through the scalar interpreter. Both give identical results.
 void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
                   const int32_t* ret_kind, const int32_t* in_words, const int64_t* in_off, int32_t n_in,
                   const int32_t* run_prog, const int32_t* run_in, int64_t n_runs, const int32_t* exp_words,
                   const int64_t* exp_off, const int32_t* config, int32_t* status, int32_t* value,
-                  int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap, int32_t nthreads) {
+                  int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap, int32_t nthreads,
+                  int32_t mode) {
   VMConfig cfg = make_config(config);
   std::vector<int32_t> entry_pc(n_prog);
   parallel_for(n_prog, nthreads, 256, [&](int32_t, int64_t p) {
@@ -187,43 +236,63 @@ void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
     int32_t bad = len > MAX_CODE ? 0 : validate(code + code_off[p], (int32_t)len, entry[p], &pc);
     entry_pc[p] = bad >= 0 ? -2 : pc;  // -2: invalid bytecode, -1: no such entry function
   });
+  // Tasks: up to LANES consecutive runs of the same program (one run each in scalar mode).
+  std::vector<int64_t> task_start;
+  for (int64_t r = 0; r < n_runs;) {
+    task_start.push_back(r);
+    int64_t e = r + 1;
+    if (mode == 0)
+      while (e < n_runs && e - r < LANES && run_prog[e] == run_prog[r]) e++;
+    r = e;
+  }
+  task_start.push_back(n_runs);
   int32_t nt = nthreads <= 0 ? (int32_t)std::max(1u, std::thread::hardware_concurrency()) : nthreads;
   std::vector<RunScratch*> scratch(nt, nullptr);
-  parallel_for(n_runs, nt, 16, [&](int32_t tid, int64_t r) {
-    if (!scratch[tid]) scratch[tid] = new RunScratch(cfg);
-    Workspace& ws = scratch[tid]->ws;
-    int32_t p = run_prog[r], j = run_in[r];
-    RunResult res;
-    if ((uint32_t)p >= (uint32_t)n_prog || (uint32_t)j >= (uint32_t)n_in) {
-      res.status = TRAP_BAD_INPUT;
-      res.value = res.steps = 0;
-    } else if (entry_pc[p] == -2) {
-      res.status = TRAP_BAD_BYTECODE;
-      res.value = res.steps = 0;
-    } else {
-      res = run(code + code_off[p], (int32_t)(code_off[p + 1] - code_off[p]), entry_pc[p], in_words + in_off[j],
-                (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws);
-    }
-    int32_t rk = (uint32_t)p < (uint32_t)n_prog ? ret_kind[p] : KIND_INT;
-    if (res.status == TRAP_OK && rk == KIND_LIST) {
-      if ((uint32_t)res.value >= (uint32_t)ws.nlists) {
-        res.status = TRAP_BAD_BYTECODE;
-      } else {
-        const ListHdr& l = ws.lists[res.value];
-        if (out_list)
-          for (int32_t k = 0; k < l.len && k < out_cap; k++) out_list[r * out_cap + k] = ws.heap[l.off + k];
+  std::vector<LaneScratch*> lane_scratch(nt, nullptr);
+  int64_t ntasks = (int64_t)task_start.size() - 1;
+  parallel_for(ntasks, nt, 4, [&](int32_t tid, int64_t t) {
+    int64_t r0 = task_start[t], r1 = task_start[t + 1];
+    int32_t p = run_prog[r0];
+    bool lockstep = r1 - r0 > 1 && (uint32_t)p < (uint32_t)n_prog && entry_pc[p] != -2;
+    const int32_t* ins[LANES];
+    int32_t lens[LANES];
+    for (int64_t r = r0; lockstep && r < r1; r++) {
+      int32_t j = run_in[r];
+      lockstep = (uint32_t)j < (uint32_t)n_in;
+      if (lockstep) {
+        ins[r - r0] = in_words + in_off[j];
+        lens[r - r0] = (int32_t)(in_off[j + 1] - in_off[j]);
       }
     }
-    if (passed) {
-      passed[r] = res.status == TRAP_OK &&
-                  matches(res, rk, ws, exp_words + exp_off[j], (int32_t)(exp_off[j + 1] - exp_off[j]));
+    if (lockstep) {
+      if (!lane_scratch[tid]) lane_scratch[tid] = new LaneScratch(cfg);
+      LaneState& S = lane_scratch[tid]->state;
+      RunResult res[LANES];
+      run_lanes(code + code_off[p], (int32_t)(code_off[p + 1] - code_off[p]), entry_pc[p], ins, lens,
+                (int32_t)(r1 - r0), cfg, S, res);
+      for (int64_t r = r0; r < r1; r++)
+        finish_run(res[r - r0], S.lane[r - r0], p, n_prog, ret_kind, run_in[r], n_in, exp_words, exp_off, r, status,
+                   value, steps, passed, out_list, out_cap);
+      return;
     }
-    if (res.status == TRAP_OK && rk == KIND_LIST) res.value = ws.lists[res.value].len;
-    status[r] = res.status;
-    value[r] = res.status == TRAP_OK ? res.value : 0;
-    steps[r] = res.steps;
+    if (!scratch[tid]) scratch[tid] = new RunScratch(cfg);
+    Workspace& ws = scratch[tid]->ws;
+    for (int64_t r = r0; r < r1; r++) {  // one run, or the runs of a bad program or input
+      int32_t j = run_in[r];
+      RunResult x;
+      x.value = x.steps = 0;
+      ws.nlists = 0;
+      if ((uint32_t)p >= (uint32_t)n_prog || (uint32_t)j >= (uint32_t)n_in) x.status = TRAP_BAD_INPUT;
+      else if (entry_pc[p] == -2) x.status = TRAP_BAD_BYTECODE;
+      else
+        x = run(code + code_off[p], (int32_t)(code_off[p + 1] - code_off[p]), entry_pc[p], in_words + in_off[j],
+                (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws);
+      finish_run(x, ws, p, n_prog, ret_kind, j, n_in, exp_words, exp_off, r, status, value, steps, passed, out_list,
+                 out_cap);
+    }
   });
   for (auto* s : scratch) delete s;
+  for (auto* s : lane_scratch) delete s;
 }
 
 }  // extern "C"

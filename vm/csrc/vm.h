@@ -128,6 +128,36 @@ VG_HD inline bool reserve(Workspace& ws, const VMConfig& cfg, int32_t r, int64_t
   return true;
 }
 
+// Decode one encoded input into the entry frame's locals slots[k * stride] (lists go to the
+// workspace's heap) and zero the other locals. Returns TRAP_OK or the trap of a bad input.
+VG_HD inline int32_t load_args(uint32_t header, const int32_t* in, int32_t in_len, const VMConfig& cfg,
+                               Workspace& ws, int32_t* slots, int32_t stride) {
+  int32_t np = func_nparams(header), nl = func_nlocals(header);
+  if (nl > cfg.stack_size) return TRAP_RECURSION;
+  int32_t i = 0;
+  for (int32_t k = 0; k < np; k++) {
+    if (i + 1 >= in_len) return TRAP_BAD_INPUT;
+    int32_t kind = in[i++];
+    if (kind == KIND_INT || (kind == KIND_BOOL && (in[i] == 0 || in[i] == 1))) {
+      slots[k * stride] = in[i++];
+    } else if (kind == KIND_LIST) {
+      int32_t n = in[i++];
+      if (n < 0 || n > in_len - i) return TRAP_BAD_INPUT;
+      int32_t r = new_list(ws, cfg, n);
+      if (r < 0) return TRAP_OUT_OF_MEMORY;
+      int32_t* d = ws.heap + ws.lists[r].off;
+      for (int32_t e = 0; e < n; e++) d[e] = in[i + e];
+      i += n;
+      slots[k * stride] = r;
+    } else {
+      return TRAP_BAD_INPUT;
+    }
+  }
+  if (i != in_len) return TRAP_BAD_INPUT;
+  for (int32_t k = np; k < nl; k++) slots[k * stride] = 0;
+  return TRAP_OK;
+}
+
 // Run function `entry_pc` of a validated program on one encoded input:
 // per argument [KIND_INT, v] | [KIND_BOOL, 0 or 1] | [KIND_LIST, n, e1 .. en].
 VG_HD inline RunResult run(const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* in, int32_t in_len,
@@ -145,50 +175,12 @@ VG_HD inline RunResult run(const uint32_t* code, int32_t len, int32_t entry_pc, 
     return res;
   }
   {
-    uint32_t h = code[entry_pc];
-    int32_t np = func_nparams(h), nl = func_nlocals(h);
-    if (nl > cfg.stack_size) {
-      res.status = TRAP_RECURSION;
+    int32_t nl = func_nlocals(code[entry_pc]);
+    int32_t t = load_args(code[entry_pc], in, in_len, cfg, ws, st, 1);
+    if (t != TRAP_OK) {
+      res.status = t;
       return res;
     }
-    int32_t i = 0;
-    for (int32_t k = 0; k < np; k++) {
-      if (i >= in_len) {
-        res.status = TRAP_BAD_INPUT;
-        return res;
-      }
-      int32_t kind = in[i++];
-      if (i >= in_len) {
-        res.status = TRAP_BAD_INPUT;
-        return res;
-      }
-      if (kind == KIND_INT || (kind == KIND_BOOL && (in[i] == 0 || in[i] == 1))) {
-        st[sp++] = in[i++];
-      } else if (kind == KIND_LIST) {
-        int32_t n = in[i++];
-        if (n < 0 || n > in_len - i) {
-          res.status = TRAP_BAD_INPUT;
-          return res;
-        }
-        int32_t r = new_list(ws, cfg, n);
-        if (r < 0) {
-          res.status = TRAP_OUT_OF_MEMORY;
-          return res;
-        }
-        int32_t* d = ws.heap + ws.lists[r].off;
-        for (int32_t e = 0; e < n; e++) d[e] = in[i + e];
-        i += n;
-        st[sp++] = r;
-      } else {
-        res.status = TRAP_BAD_INPUT;
-        return res;
-      }
-    }
-    if (i != in_len) {
-      res.status = TRAP_BAD_INPUT;
-      return res;
-    }
-    for (int32_t k = np; k < nl; k++) st[k] = 0;
     sp = nl;
     obase = nl;
     pc = entry_pc + 1;

@@ -1,0 +1,674 @@
+// A lockstep interpreter for the CPU: one program on up to 32 inputs ("lanes") at once, so the
+// cost of decoding and dispatching an instruction is paid once per lane group, not per input.
+// This is the layout that ANCHORS.md recommends for the GPU (one program per warp, inputs
+// across the lanes), emulated in software: lanes that branch differently split into groups,
+// and groups that reach the same point with the same frame state merge again. Scheduling runs
+// the deepest group first, then the lowest pc, so the then/else halves of an `if` and the
+// lanes that leave a loop early wait at the join point for the others (min-PC reconvergence).
+//
+// Every lane computes exactly what vg::run computes for it alone (status, value, steps and
+// list contents): the scalar interpreter is this one's oracle in the tests.
+#pragma once
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+#include "vm.h"
+
+namespace vg {
+
+constexpr int LANES = 32;
+
+struct LaneGroup {
+  uint32_t mask;  // lanes in this group
+  int32_t pc, sp, base, obase, depth;
+  int32_t pending;  // steps executed by every lane of the group since the last flush
+  Frame* frames;    // [max_depth], this group's call frames
+};
+
+// Scratch memory for one program on up to LANES inputs. The caller owns every array.
+struct LaneState {
+  int32_t* stack;        // [stack_size * LANES], slot-major: slot s of lane l is stack[s * LANES + l]
+  Workspace lane[LANES];  // per-lane lists and heap (their stack and frames are unused)
+  Frame* frame_pool;     // [LANES * max_depth]
+  Frame* free_frames[LANES];
+  int32_t nfree;
+  LaneGroup groups[LANES];
+  int32_t ngroups;
+  int32_t steps[LANES];
+};
+
+namespace lanes_detail {
+
+inline int32_t ctz(uint32_t m) { return __builtin_ctz(m); }
+
+// Bit l set where v[l] != 0, for LANES values.
+inline uint32_t nonzero_mask(const int32_t* v) {
+#if defined(__SSE2__)
+  uint32_t zero = 0;
+  for (int32_t i = 0; i < LANES; i += 4) {
+    __m128i eq = _mm_cmpeq_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)), _mm_setzero_si128());
+    zero |= (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(eq)) << i;
+  }
+  return ~zero;
+#else
+  uint32_t m = 0;
+  for (int32_t l = 0; l < LANES; l++) m |= (uint32_t)(v[l] != 0) << l;
+  return m;
+#endif
+}
+
+inline bool same_state(const LaneGroup& a, const LaneGroup& b) {
+  if (a.pc != b.pc || a.depth != b.depth || a.sp != b.sp || a.base != b.base || a.obase != b.obase) return false;
+  for (int32_t d = 0; d < a.depth; d++) {
+    const Frame& x = a.frames[d];
+    const Frame& y = b.frames[d];
+    if (x.ret_pc != y.ret_pc || x.base != y.base || x.obase != y.obase) return false;
+  }
+  return true;
+}
+
+// Priority: the deepest call first, then the lowest pc.
+inline bool before(const LaneGroup& a, const LaneGroup& b) {
+  return a.depth != b.depth ? a.depth > b.depth : a.pc < b.pc;
+}
+
+}  // namespace lanes_detail
+
+// Run function `entry_pc` of a validated program on nlanes (<= LANES) encoded inputs.
+inline void run_lanes(const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* const* in,
+                      const int32_t* in_len, int32_t nlanes, const VMConfig& cfg, LaneState& S, RunResult* out) {
+  using namespace lanes_detail;
+  const int32_t fuel = cfg.fuel, stack_size = cfg.stack_size, max_depth = cfg.max_depth;
+  int32_t* st = S.stack;
+  uint32_t live = 0;
+  for (int32_t l = 0; l < LANES; l++) {
+    S.steps[l] = 0;
+    S.lane[l].nlists = 0;
+    S.lane[l].hp = 0;
+  }
+  if (entry_pc < 0 || entry_pc >= len || (code[entry_pc] & 0xFF) != OP_FUNC) {
+    for (int32_t l = 0; l < nlanes; l++) out[l].status = TRAP_BAD_INPUT, out[l].value = 0, out[l].steps = 0;
+    return;
+  }
+  const int32_t entry_nl = func_nlocals(code[entry_pc]);
+  for (int32_t l = 0; l < nlanes; l++) {
+    int32_t t = load_args(code[entry_pc], in[l], in_len[l], cfg, S.lane[l], st + l, LANES);
+    out[l].status = t;
+    out[l].value = 0;
+    out[l].steps = 0;
+    if (t == TRAP_OK) live |= 1u << l;
+  }
+  S.nfree = 0;
+  for (int32_t g = LANES - 1; g >= 0; g--) S.free_frames[S.nfree++] = S.frame_pool + (int64_t)g * (max_depth > 0 ? max_depth : 1);
+  S.ngroups = 0;
+  if (!live) return;
+  {
+    LaneGroup& g = S.groups[S.ngroups++];
+    g.mask = live;
+    g.pc = entry_pc + 1;
+    g.sp = entry_nl;
+    g.base = 0;
+    g.obase = entry_nl;
+    g.depth = 0;
+    g.pending = 0;
+    g.frames = S.free_frames[--S.nfree];
+  }
+
+  while (S.ngroups > 0) {
+    // Pick the group to run; merge every other group in the same state into it.
+    int32_t gi = 0;
+    for (int32_t j = 1; j < S.ngroups; j++)
+      if (before(S.groups[j], S.groups[gi])) gi = j;
+    for (int32_t j = S.ngroups - 1; j >= 0; j--) {
+      if (j == gi || !same_state(S.groups[j], S.groups[gi])) continue;
+      LaneGroup& h = S.groups[j];
+      LaneGroup& g = S.groups[gi];
+      for (uint32_t m = g.mask; m; m &= m - 1) S.steps[ctz(m)] += g.pending;
+      for (uint32_t m = h.mask; m; m &= m - 1) S.steps[ctz(m)] += h.pending;
+      g.pending = 0;
+      g.mask |= h.mask;
+      S.free_frames[S.nfree++] = h.frames;
+      S.groups[j] = S.groups[--S.ngroups];
+      if (gi == S.ngroups) gi = j;  // the chosen group was the last one and moved into slot j
+    }
+    LaneGroup& G = S.groups[gi];
+    // Run until a fork, a return, the group's end, or a pc where another group waits.
+    int32_t yield_pc = 0x7fffffff;
+    for (int32_t j = 0; j < S.ngroups; j++)
+      if (j != gi && S.groups[j].depth == G.depth && S.groups[j].pc < yield_pc) yield_pc = S.groups[j].pc;
+    uint32_t mask = G.mask;
+    int32_t pc = G.pc, sp = G.sp, base = G.base, obase = G.obase, depth = G.depth, pending = G.pending;
+    int32_t mk[LANES];
+    int32_t max_steps = 0;
+    bool dead = false;
+
+#define LN_RECOMPUTE()                                                                \
+  do {                                                                              \
+    max_steps = 0;                                                                  \
+    for (int32_t l = 0; l < LANES; l++) mk[l] = -(int32_t)((mask >> l) & 1u);       \
+    for (int32_t l = 0; l < LANES; l++) {                                           \
+      int32_t s_ = S.steps[l] & mk[l];                                              \
+      max_steps = s_ > max_steps ? s_ : max_steps;                                  \
+    }                                                                               \
+  } while (0)
+#define LN_FLUSH()                                                                    \
+  do {                                                                              \
+    for (int32_t l = 0; l < LANES; l++) S.steps[l] += pending & mk[l];              \
+    max_steps += pending;                                                           \
+    pending = 0;                                                                    \
+  } while (0)
+    // End lanes `lm` of this group with status t (their steps include this instruction).
+#define LN_TRAP_LANES(lm, t)                                                          \
+  do {                                                                              \
+    uint32_t tl_ = (lm) & mask;                                                     \
+    if (tl_) {                                                                      \
+      LN_FLUSH();                                                                   \
+      for (uint32_t m_ = tl_; m_; m_ &= m_ - 1) {                                   \
+        int32_t l_ = ctz(m_);                                                       \
+        out[l_].status = (t);                                                       \
+        out[l_].value = 0;                                                          \
+        out[l_].steps = S.steps[l_];                                                \
+      }                                                                             \
+      mask &= ~tl_;                                                                 \
+      if (!mask) {                                                                  \
+        dead = true;                                                                \
+        goto leave;                                                                 \
+      }                                                                             \
+      LN_RECOMPUTE();                                                               \
+    }                                                                               \
+  } while (0)
+#define LN_TRAP_ALL(t) LN_TRAP_LANES(mask, t)
+#define COL(s) (st + (int64_t)(s) * LANES)
+#define LN_NEED(k) if (sp < obase + (k)) LN_TRAP_ALL(TRAP_BAD_BYTECODE)
+#define LN_ROOM(k) if (sp + (k) > stack_size) LN_TRAP_ALL(TRAP_RECURSION)
+#define BLEND(dst, v) (dst) = (((v) & mk[l]) | ((dst) & ~mk[l]))
+    // Split: lanes `tm` continue at pc_t with stack pointer sp_t, the others at pc_f / sp_f.
+    // This group keeps the side with the lower pc and runs on (min-PC order); a new group
+    // with the same history (pending steps, frames) takes the other side and waits.
+#define LN_FORK(tm, pc_t, sp_t, pc_f, sp_f)                                           \
+  do {                                                                              \
+    uint32_t t_ = (tm) & mask;                                                      \
+    if (t_ == mask) {                                                               \
+      pc = (pc_t);                                                                  \
+      sp = (sp_t);                                                                  \
+    } else if (t_ == 0) {                                                           \
+      pc = (pc_f);                                                                  \
+      sp = (sp_f);                                                                  \
+    } else {                                                                        \
+      bool t_first_ = (pc_t) < (pc_f);                                              \
+      LaneGroup& h_ = S.groups[S.ngroups++];                                        \
+      h_.mask = t_first_ ? mask & ~t_ : t_;                                         \
+      h_.pc = t_first_ ? (pc_f) : (pc_t);                                           \
+      h_.sp = t_first_ ? (sp_f) : (sp_t);                                           \
+      h_.base = base;                                                               \
+      h_.obase = obase;                                                             \
+      h_.depth = depth;                                                             \
+      h_.pending = pending;                                                         \
+      h_.frames = S.free_frames[--S.nfree];                                         \
+      for (int32_t d_ = 0; d_ < depth; d_++) h_.frames[d_] = S.groups[gi].frames[d_]; \
+      int32_t npc_ = t_first_ ? (pc_t) : (pc_f);                                    \
+      sp = t_first_ ? (sp_t) : (sp_f);                                             \
+      mask = t_first_ ? t_ : mask & ~t_;                                            \
+      pc = npc_;                                                                    \
+      if (h_.pc < yield_pc) yield_pc = h_.pc;                                       \
+      for (int32_t l = 0; l < LANES; l++) mk[l] = -(int32_t)((mask >> l) & 1u);     \
+    }                                                                               \
+  } while (0)
+
+    LN_RECOMPUTE();
+    for (;;) {
+      if (max_steps + pending >= fuel) {  // some lane has used its budget
+        LN_FLUSH();
+        uint32_t spent = 0;
+        for (uint32_t m = mask; m; m &= m - 1)
+          if (S.steps[ctz(m)] >= fuel) spent |= 1u << ctz(m);
+        LN_TRAP_LANES(spent, TRAP_OUT_OF_FUEL);
+      }
+      if ((uint32_t)pc >= (uint32_t)len) LN_TRAP_ALL(TRAP_BAD_BYTECODE);
+      uint32_t w = code[pc++];
+      int32_t arg = (int32_t)(w >> 8);
+      pending++;
+      switch (w & 0xFF) {
+        case OP_LOAD_CONST: {
+          LN_ROOM(1);
+          int32_t v = ((int32_t)w) >> 8;
+          int32_t* d = COL(sp);
+          for (int32_t l = 0; l < LANES; l++) BLEND(d[l], v);
+          sp++;
+          break;
+        }
+        case OP_CONST_EXT: {
+          LN_NEED(1);
+          int32_t* d = COL(sp - 1);
+          for (int32_t l = 0; l < LANES; l++) BLEND(d[l], (int32_t)(((uint32_t)d[l] << 8) | (uint32_t)arg));
+          break;
+        }
+        case OP_LOAD_VAR: {
+          LN_ROOM(1);
+          int32_t* d = COL(sp);
+          const int32_t* s = COL(base + arg);
+          for (int32_t l = 0; l < LANES; l++) BLEND(d[l], s[l]);
+          sp++;
+          break;
+        }
+        case OP_STORE_VAR: {
+          LN_NEED(1);
+          int32_t* d = COL(base + arg);
+          const int32_t* s = COL(sp - 1);
+          for (int32_t l = 0; l < LANES; l++) BLEND(d[l], s[l]);
+          sp--;
+          break;
+        }
+        case OP_POP: LN_NEED(1); sp--; break;
+        case OP_DUP: {
+          LN_NEED(1);
+          LN_ROOM(1);
+          int32_t* d = COL(sp);
+          const int32_t* s = COL(sp - 1);
+          for (int32_t l = 0; l < LANES; l++) BLEND(d[l], s[l]);
+          sp++;
+          break;
+        }
+        case OP_DUP2: {
+          LN_NEED(2);
+          LN_ROOM(2);
+          int32_t *d0 = COL(sp), *d1 = COL(sp + 1);
+          const int32_t *s0 = COL(sp - 2), *s1 = COL(sp - 1);
+          for (int32_t l = 0; l < LANES; l++) {
+            BLEND(d0[l], s0[l]);
+            BLEND(d1[l], s1[l]);
+          }
+          sp += 2;
+          break;
+        }
+        case OP_SWAP: {
+          LN_NEED(2);
+          int32_t *a = COL(sp - 2), *b = COL(sp - 1);
+          for (int32_t l = 0; l < LANES; l++) {
+            int32_t x = a[l], y = b[l];
+            BLEND(a[l], y);
+            BLEND(b[l], x);
+          }
+          break;
+        }
+        case OP_ROT3: {
+          LN_NEED(3);
+          int32_t *a = COL(sp - 3), *b = COL(sp - 2), *c = COL(sp - 1);
+          for (int32_t l = 0; l < LANES; l++) {
+            int32_t x = a[l], y = b[l], z = c[l];
+            BLEND(a[l], z);
+            BLEND(b[l], x);
+            BLEND(c[l], y);
+          }
+          break;
+        }
+        case OP_REVERSE: {
+          LN_NEED(arg);
+          for (int32_t i = sp - arg, j = sp - 1; i < j; i++, j--) {
+            int32_t *a = COL(i), *b = COL(j);
+            for (int32_t l = 0; l < LANES; l++) {
+              int32_t x = a[l], y = b[l];
+              BLEND(a[l], y);
+              BLEND(b[l], x);
+            }
+          }
+          break;
+        }
+        // int32 arithmetic with a per-lane overflow flag (-1 where the exact result leaves int32).
+#define LN_ARITH(OPC, R, OVF)                                                  \
+  case OPC: {                                                                  \
+    LN_NEED(2);                                                                \
+    int32_t* a = COL(sp - 2);                                                  \
+    const int32_t* b = COL(sp - 1);                                            \
+    int32_t bad[LANES];                                                        \
+    int32_t any = 0;                                                           \
+    for (int32_t l = 0; l < LANES; l++) {                                      \
+      int32_t x = a[l], y = b[l];                                              \
+      int32_t r = (R);                                                         \
+      bad[l] = (OVF) & mk[l];                                                  \
+      any |= bad[l];                                                           \
+      BLEND(a[l], r);                                                          \
+    }                                                                          \
+    sp--;                                                                      \
+    if (any) LN_TRAP_LANES(nonzero_mask(bad), TRAP_OVERFLOW);                  \
+    break;                                                                     \
+  }
+        // Wrapped sums overflowed when both operands' signs differ from the result's.
+        LN_ARITH(OP_BINARY_ADD, (int32_t)((uint32_t)x + (uint32_t)y), ((x ^ r) & (y ^ r)) >> 31)
+        LN_ARITH(OP_BINARY_SUB, (int32_t)((uint32_t)x - (uint32_t)y), ((x ^ y) & (x ^ r)) >> 31)
+        LN_ARITH(OP_BINARY_MUL, (int32_t)((int64_t)x * y), -(int32_t)((int64_t)x * y != (int64_t)(int32_t)((int64_t)x * y)))
+#undef LN_ARITH
+        case OP_BINARY_DIV: case OP_BINARY_MOD: {
+          LN_NEED(2);
+          int32_t* a = COL(sp - 2);
+          const int32_t* b = COL(sp - 1);
+          uint32_t zero = 0, ovf = 0;
+          bool div = (w & 0xFF) == OP_BINARY_DIV;
+          for (uint32_t m = mask; m; m &= m - 1) {
+            int32_t l = ctz(m);
+            int32_t x = a[l], y = b[l];
+            if (y == 0) { zero |= 1u << l; continue; }
+            if (div) {
+              if (x == VG_INT32_MIN && y == -1) { ovf |= 1u << l; continue; }
+              int32_t q = x / y;
+              if ((x % y != 0) && ((x < 0) != (y < 0))) q--;
+              a[l] = q;
+            } else {
+              int32_t r = y == -1 ? 0 : x % y;
+              if (r != 0 && ((r < 0) != (y < 0))) r += y;
+              a[l] = r;
+            }
+          }
+          sp--;
+          LN_TRAP_LANES(zero, TRAP_ZERO_DIVISION);
+          LN_TRAP_LANES(ovf, TRAP_OVERFLOW);
+          break;
+        }
+        case OP_UNARY_NEG: case OP_ABS: {
+          LN_NEED(1);
+          int32_t* a = COL(sp - 1);
+          uint32_t ovf = 0;
+          bool neg = (w & 0xFF) == OP_UNARY_NEG;
+          for (uint32_t m = mask; m; m &= m - 1) {
+            int32_t l = ctz(m);
+            if (a[l] == VG_INT32_MIN) ovf |= 1u << l;
+            else if (neg || a[l] < 0) a[l] = -a[l];
+          }
+          LN_TRAP_LANES(ovf, TRAP_OVERFLOW);
+          break;
+        }
+        case OP_UNARY_NOT: {
+          LN_NEED(1);
+          int32_t* a = COL(sp - 1);
+          for (int32_t l = 0; l < LANES; l++) BLEND(a[l], (int32_t)(a[l] == 0));
+          break;
+        }
+#define LN_BINARY(OPC, EXPR)                                        \
+  case OPC: {                                                       \
+    LN_NEED(2);                                                     \
+    int32_t* a = COL(sp - 2);                                       \
+    const int32_t* b = COL(sp - 1);                                 \
+    for (int32_t l = 0; l < LANES; l++) {                           \
+      int32_t x = a[l], y = b[l];                                   \
+      BLEND(a[l], (int32_t)(EXPR));                                 \
+    }                                                               \
+    sp--;                                                           \
+    break;                                                          \
+  }
+        LN_BINARY(OP_MIN, y < x ? y : x)
+        LN_BINARY(OP_MAX, y > x ? y : x)
+        LN_BINARY(OP_COMPARE_LT, x < y)
+        LN_BINARY(OP_COMPARE_LE, x <= y)
+        LN_BINARY(OP_COMPARE_GT, x > y)
+        LN_BINARY(OP_COMPARE_GE, x >= y)
+        LN_BINARY(OP_COMPARE_EQ, x == y)
+        LN_BINARY(OP_COMPARE_NE, x != y)
+#undef LN_BINARY
+        case OP_JUMP: pc = arg; break;
+        case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE: case OP_JUMP_IF_FALSE_OR_POP: case OP_JUMP_IF_TRUE_OR_POP: {
+          LN_NEED(1);
+          int32_t op = w & 0xFF;
+          bool on_true = op == OP_JUMP_IF_TRUE || op == OP_JUMP_IF_TRUE_OR_POP;
+          bool keep = op == OP_JUMP_IF_FALSE_OR_POP || op == OP_JUMP_IF_TRUE_OR_POP;
+          const int32_t* c = COL(sp - 1);
+          uint32_t taken = on_true ? nonzero_mask(c) : ~nonzero_mask(c);
+          LN_FORK(taken, arg, keep ? sp : sp - 1, pc, sp - 1);
+          break;
+        }
+        case OP_FOR_RANGE: {
+          int32_t *ctr = COL(base + arg), *stop = COL(base + arg + 1), *step = COL(base + arg + 2);
+          uint32_t zero = 0;
+          for (uint32_t m = mask; m; m &= m - 1)
+            if (step[ctz(m)] == 0) zero |= 1u << ctz(m);
+          LN_TRAP_LANES(zero, TRAP_VALUE_ERROR);
+          uint32_t go = 0;
+          for (uint32_t m = mask; m; m &= m - 1) {
+            int32_t l = ctz(m);
+            if (step[l] > 0 ? ctr[l] < stop[l] : ctr[l] > stop[l]) go |= 1u << l;
+          }
+          if (go) {
+            if (sp + 1 > stack_size) LN_TRAP_LANES(go, TRAP_RECURSION);
+            int32_t* d = COL(sp);
+            for (uint32_t m = go & mask; m; m &= m - 1) {
+              int32_t l = ctz(m);
+              d[l] = ctr[l];
+              int64_t nx = (int64_t)ctr[l] + step[l];
+              ctr[l] = (nx > VG_INT32_MAX || nx < VG_INT32_MIN) ? stop[l] : (int32_t)nx;
+            }
+          }
+          LN_FORK(go, pc + 1, sp + 1, pc, sp);
+          break;
+        }
+        case OP_FOR_LIST: {
+          int32_t *ref = COL(base + arg), *idx = COL(base + arg + 1);
+          uint32_t bad = 0, go = 0;
+          for (uint32_t m = mask; m; m &= m - 1) {
+            int32_t l = ctz(m);
+            if ((uint32_t)ref[l] >= (uint32_t)S.lane[l].nlists || idx[l] < 0) bad |= 1u << l;
+            else if (idx[l] < S.lane[l].lists[ref[l]].len) go |= 1u << l;
+          }
+          LN_TRAP_LANES(bad, TRAP_BAD_BYTECODE);
+          go &= mask;
+          if (go) {
+            if (sp + 1 > stack_size) LN_TRAP_LANES(go, TRAP_RECURSION);
+            int32_t* d = COL(sp);
+            for (uint32_t m = go & mask; m; m &= m - 1) {
+              int32_t l = ctz(m);
+              const ListHdr& L = S.lane[l].lists[ref[l]];
+              d[l] = S.lane[l].heap[L.off + idx[l]];
+              idx[l]++;
+            }
+          }
+          LN_FORK(go, pc + 1, sp + 1, pc, sp);
+          break;
+        }
+        case OP_CALL: {
+          uint32_t h = code[arg];
+          int32_t np = func_nparams(h), nl = func_nlocals(h);
+          LN_NEED(np);
+          if (depth >= max_depth) LN_TRAP_ALL(TRAP_RECURSION);
+          int32_t nb = sp - np;
+          if (nb + nl > stack_size) LN_TRAP_ALL(TRAP_RECURSION);
+          Frame& f = S.groups[gi].frames[depth];
+          f.ret_pc = pc;
+          f.base = base;
+          f.obase = obase;
+          depth++;
+          base = nb;
+          for (int32_t k = np; k < nl; k++) {
+            int32_t* d = COL(base + k);
+            for (int32_t l = 0; l < LANES; l++) BLEND(d[l], 0);
+          }
+          sp = base + nl;
+          obase = sp;
+          pc = arg + 1;
+          yield_pc = 0x7fffffff;  // no other group is this deep
+          break;
+        }
+        case OP_RETURN: {
+          LN_NEED(1);
+          const int32_t* v = COL(sp - 1);
+          if (depth == 0) {
+            LN_FLUSH();
+            for (uint32_t m = mask; m; m &= m - 1) {
+              int32_t l = ctz(m);
+              out[l].status = TRAP_OK;
+              out[l].value = v[l];
+              out[l].steps = S.steps[l];
+            }
+            mask = 0;
+            dead = true;
+            goto leave;
+          }
+          int32_t* d = COL(base);
+          for (int32_t l = 0; l < LANES; l++) BLEND(d[l], v[l]);
+          depth--;
+          const Frame& f = S.groups[gi].frames[depth];
+          sp = base + 1;
+          pc = f.ret_pc;
+          base = f.base;
+          obase = f.obase;
+          if (S.ngroups > 1) goto leave;  // a group at the caller's depth may go first
+          break;
+        }
+        case OP_BUILD_LIST: case OP_LIST_REPEAT: case OP_LIST_CONCAT: case OP_LIST_EXTEND: case OP_LEN:
+        case OP_INDEX: case OP_STORE_INDEX: case OP_APPEND: case OP_LIST_POP: {
+          // Lists live in each lane's own heap: run these per lane, with the scalar rules.
+          int32_t op = w & 0xFF;
+          int32_t need = op == OP_BUILD_LIST ? arg : op == OP_STORE_INDEX ? 3 : (op == OP_LEN || op == OP_LIST_POP) ? 1 : 2;
+          LN_NEED(need);
+          if (op == OP_BUILD_LIST && arg == 0) LN_ROOM(1);
+          uint32_t oom = 0, idx_err = 0, bad = 0;
+          for (uint32_t m = mask; m; m &= m - 1) {
+            int32_t l = ctz(m);
+            Workspace& ws = S.lane[l];
+            int32_t* H = ws.heap;
+            ListHdr* Ls = ws.lists;
+#define LREF(x) ((uint32_t)(x) < (uint32_t)ws.nlists)
+            switch (op) {
+              case OP_BUILD_LIST: {
+                int32_t r = new_list(ws, cfg, arg);
+                if (r < 0) { oom |= 1u << l; break; }
+                for (int32_t k = 0; k < arg; k++) H[Ls[r].off + k] = COL(sp - arg + k)[l];
+                COL(sp - arg)[l] = r;
+                break;
+              }
+              case OP_LIST_REPEAT: {
+                int32_t src = COL(sp - 2)[l], times = COL(sp - 1)[l];
+                if (!LREF(src)) { bad |= 1u << l; break; }
+                int64_t n = times <= 0 ? 0 : (int64_t)Ls[src].len * times;
+                int32_t r = new_list(ws, cfg, n);
+                if (r < 0) { oom |= 1u << l; break; }
+                for (int32_t k = 0, j = 0; k < (int32_t)n; k++) {
+                  H[Ls[r].off + k] = H[Ls[src].off + j];
+                  if (++j == Ls[src].len) j = 0;
+                }
+                COL(sp - 2)[l] = r;
+                break;
+              }
+              case OP_LIST_CONCAT: {
+                int32_t ra = COL(sp - 2)[l], rb = COL(sp - 1)[l];
+                if (!LREF(ra) || !LREF(rb)) { bad |= 1u << l; break; }
+                int32_t la = Ls[ra].len, lb = Ls[rb].len;
+                int32_t r = new_list(ws, cfg, (int64_t)la + lb);
+                if (r < 0) { oom |= 1u << l; break; }
+                for (int32_t k = 0; k < la; k++) H[Ls[r].off + k] = H[Ls[ra].off + k];
+                for (int32_t k = 0; k < lb; k++) H[Ls[r].off + la + k] = H[Ls[rb].off + k];
+                COL(sp - 2)[l] = r;
+                break;
+              }
+              case OP_LIST_EXTEND: {
+                int32_t ra = COL(sp - 2)[l], rb = COL(sp - 1)[l];
+                if (!LREF(ra) || !LREF(rb)) { bad |= 1u << l; break; }
+                int32_t la = Ls[ra].len, lb = Ls[rb].len;
+                if (!reserve(ws, cfg, ra, (int64_t)la + lb)) { oom |= 1u << l; break; }
+                for (int32_t k = 0; k < lb; k++) H[Ls[ra].off + la + k] = H[Ls[rb].off + k];
+                Ls[ra].len = la + lb;
+                break;
+              }
+              case OP_LEN: {
+                int32_t r = COL(sp - 1)[l];
+                if (!LREF(r)) { bad |= 1u << l; break; }
+                COL(sp - 1)[l] = Ls[r].len;
+                break;
+              }
+              case OP_INDEX: {
+                int32_t r = COL(sp - 2)[l], i = COL(sp - 1)[l];
+                if (!LREF(r)) { bad |= 1u << l; break; }
+                if (i < 0) i += Ls[r].len;
+                if (i < 0 || i >= Ls[r].len) { idx_err |= 1u << l; break; }
+                COL(sp - 2)[l] = H[Ls[r].off + i];
+                break;
+              }
+              case OP_STORE_INDEX: {
+                int32_t v = COL(sp - 3)[l], r = COL(sp - 2)[l], i = COL(sp - 1)[l];
+                if (!LREF(r)) { bad |= 1u << l; break; }
+                if (i < 0) i += Ls[r].len;
+                if (i < 0 || i >= Ls[r].len) { idx_err |= 1u << l; break; }
+                H[Ls[r].off + i] = v;
+                break;
+              }
+              case OP_APPEND: {
+                int32_t r = COL(sp - 2)[l], v = COL(sp - 1)[l];
+                if (!LREF(r)) { bad |= 1u << l; break; }
+                if (!reserve(ws, cfg, r, (int64_t)Ls[r].len + 1)) { oom |= 1u << l; break; }
+                H[Ls[r].off + Ls[r].len++] = v;
+                break;
+              }
+              case OP_LIST_POP: {
+                int32_t r = COL(sp - 1)[l];
+                if (!LREF(r)) { bad |= 1u << l; break; }
+                if (Ls[r].len == 0) { idx_err |= 1u << l; break; }
+                COL(sp - 1)[l] = H[Ls[r].off + --Ls[r].len];
+                break;
+              }
+            }
+#undef LREF
+          }
+          // Uniform stack effect; trapped lanes leave the group, so their stacks do not matter.
+          switch (op) {
+            case OP_BUILD_LIST: sp = sp - arg + 1; break;
+            case OP_LIST_REPEAT: case OP_LIST_CONCAT: case OP_LIST_EXTEND: case OP_INDEX: sp--; break;
+            case OP_STORE_INDEX: sp -= 3; break;
+            case OP_APPEND: sp -= 2; break;
+            default: break;
+          }
+          LN_TRAP_LANES(bad, TRAP_BAD_BYTECODE);
+          LN_TRAP_LANES(idx_err, TRAP_INDEX_ERROR);
+          LN_TRAP_LANES(oom, TRAP_OUT_OF_MEMORY);
+          break;
+        }
+        default: LN_TRAP_ALL(TRAP_BAD_BYTECODE);  // FUNC (fell off a function) or an unknown opcode
+      }
+      // Checked after the instruction, so a group tied with another makes progress.
+      if (pc >= yield_pc) {
+        // Reconverge in place with a waiting group in the same state, else reschedule.
+        int32_t j = 0;
+        LaneGroup& cur = S.groups[gi];
+        cur.pc = pc, cur.sp = sp, cur.base = base, cur.obase = obase, cur.depth = depth;
+        for (; j < S.ngroups; j++)
+          if (j != gi && same_state(S.groups[j], cur)) break;
+        if (pc != yield_pc || j == S.ngroups) goto leave;
+        LN_FLUSH();
+        LaneGroup& h = S.groups[j];
+        for (int32_t l = 0; l < LANES; l++) S.steps[l] += h.pending & -(int32_t)((h.mask >> l) & 1u);
+        mask |= h.mask;
+        S.free_frames[S.nfree++] = h.frames;
+        int32_t last = --S.ngroups;
+        if (j != last) {
+          S.groups[j] = S.groups[last];
+          if (gi == last) gi = j;
+        }
+        LN_RECOMPUTE();
+        yield_pc = 0x7fffffff;
+        for (int32_t k = 0; k < S.ngroups; k++)
+          if (k != gi && S.groups[k].depth == depth && S.groups[k].pc < yield_pc) yield_pc = S.groups[k].pc;
+      }
+    }
+  leave:
+    if (dead || mask == 0) {
+      S.free_frames[S.nfree++] = S.groups[gi].frames;
+      S.groups[gi] = S.groups[--S.ngroups];
+    } else {
+      LaneGroup& g = S.groups[gi];
+      g.mask = mask;
+      g.pc = pc;
+      g.sp = sp;
+      g.base = base;
+      g.obase = obase;
+      g.depth = depth;
+      g.pending = pending;
+    }
+#undef LN_RECOMPUTE
+#undef LN_FLUSH
+#undef LN_TRAP_LANES
+#undef LN_TRAP_ALL
+#undef COL
+#undef LN_NEED
+#undef LN_ROOM
+#undef BLEND
+#undef LN_FORK
+  }
+}
+
+}  // namespace vg
