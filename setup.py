@@ -9,7 +9,8 @@ core = Extension(
     "vramgym.vm._core",
     sources=["vm/csrc/cpu_backend.cpp"],
     include_dirs=["vm/csrc", "compiler/csrc"],
-    extra_compile_args=["-std=c++17", "-O3", "-pthread", "-fno-strict-aliasing"],
+    # hidden visibility: only the VG_EXPORT C ABI is exported, so the core inlines freely
+    extra_compile_args=["-std=c++17", "-O3", "-pthread", "-fvisibility=hidden", "-fvisibility-inlines-hidden"],
     extra_link_args=["-pthread"],
     language="c++",
 )

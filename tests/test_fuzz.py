@@ -39,6 +39,7 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
 TRAP_CODES = set(oc.TRAP_NAMES)
 ERROR_KINDS = set(oc.ERROR_NAMES.values()) - {"ok"}
 ERROR_CODES = set(oc.ERROR_NAMES) - {0}
+ERROR_TEMPLATES = {name: msg for _, name, msg in oc.ERRORS}
 BAD_BYTECODE = oc.TRAP_CODES["bad_bytecode"]
 FUEL = 2000
 
@@ -86,9 +87,17 @@ def check_compile(src: str | bytes) -> Program | None:
         nlines = _line_breaks(raw) + 1  # the line after the last line break counts (EOF errors)
         assert 1 <= e.line <= nlines and e.col >= 1, f"{e.kind} at {e.line}:{e.col} outside {raw!r} {where()}"
         assert e.kind in ERROR_KINDS and e.message.strip(), f"bad error {e.kind!r} {e.message!r} for {raw!r} {where()}"
+        # Errors about a name point at it (else the message reads "undefined name '?'").
+        assert "{name}" not in ERROR_TEMPLATES.get(e.kind, "") or "'?'" not in e.message, \
+            f"{e.kind} at {e.line}:{e.col} is not at a name: {e.message!r} for {raw!r} {where()}"
         return None
     except Exception as e:  # noqa: BLE001 - anything else is the bug we are looking for
         pytest.fail(f"compile_source raised {type(e).__name__}: {e} for {raw!r} {where()}")
+    # The language is a subset of Python: whatever compiles here compiles under CPython.
+    try:
+        compile(raw.decode("ascii"), "<fuzz>", "exec")
+    except (SyntaxError, ValueError, UnicodeDecodeError) as e:
+        pytest.fail(f"accepted by vramgym but not by CPython ({e!r}):\n{raw!r} {where()}")
     # What the compiler emits is always valid bytecode, with a FUNC word at every function.
     bad, _ = cpu.validate(prog.code)
     assert bad == -1, f"compiled code fails validation at word {bad}: {raw!r} {where()}"
@@ -258,10 +267,6 @@ def test_mutated_programs():
         if prog is None:
             continue
         accepted += 1
-        try:
-            compile(src, "<fuzz>", "exec")
-        except (SyntaxError, ValueError) as e:
-            pytest.fail(f"accepted by vramgym but not by CPython ({e}):\n{src!r} {where()}")
         if accepted <= iters(600):  # the differential check is the slow part: bound it
             compared += _differential(src, prog, rng)
     # The checks above are vacuous if nothing compiles: make sure the mutator keeps some alive.

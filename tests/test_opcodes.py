@@ -56,3 +56,9 @@ def test_error_and_trap_tables_are_consistent():
     assert len(set(oc.ERROR_NAMES.values())) == len(oc.ERRORS)
     for code, name, msg in oc.ERRORS[1:]:
         assert msg, name
+
+
+def test_lexer_keyword_switch_matches_the_table():
+    src = (ROOT / "compiler" / "csrc" / "compiler.h").read_text()
+    found = {text: int(i) for text, i in re.findall(r'VG_RK\("(\w+)", (\d+)\)', src)}
+    assert found == {k: i for i, k in enumerate(oc.RESERVED_KEYWORDS)}

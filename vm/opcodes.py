@@ -129,7 +129,8 @@ TOKENS: tuple[tuple[str, str], ...] = (
 TOKEN_CODES = {name: i for i, (name, _) in enumerate(TOKENS)}
 TOKEN_TEXT = {i: text for i, (_, text) in enumerate(TOKENS)}
 
-# Python keywords outside the language: RESERVED tokens carry an index into this tuple.
+# Python keywords outside the language: RESERVED tokens carry an index into this tuple
+# (compiler.h's keyword() switch uses these indices; tests/test_opcodes.py checks them).
 RESERVED_KEYWORDS = (
     "None", "as", "assert", "async", "await", "class", "del", "except", "finally", "from",
     "global", "import", "is", "lambda", "nonlocal", "raise", "try", "with", "yield",

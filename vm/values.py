@@ -87,20 +87,63 @@ class Encoded:
         return len(self.offsets) - 1
 
 
+def _int_array(values: Sequence, where: str) -> np.ndarray:
+    """Ints (not bools) in the int32 range as an int64 array; TypeError/ValueError otherwise."""
+    for t in set(map(type, values)):  # one pass in C over the values
+        if t is bool or t is np.bool_ or not issubclass(t, (int, np.integer)):
+            raise TypeError(f"{where}: expected int, got {t.__name__}")
+    try:
+        arr = np.array(values, dtype=np.int64) if len(values) else np.zeros(0, np.int64)
+    except OverflowError:
+        raise ValueError(f"{where}: an int does not fit in a signed 32-bit int") from None
+    if arr.size and (arr.min() < INT32_MIN or arr.max() > INT32_MAX):
+        bad = arr[(arr < INT32_MIN) | (arr > INT32_MAX)][0]
+        raise ValueError(f"{where}: {int(bad)} does not fit in a signed 32-bit int")
+    return arr
+
+
 def encode_tuples(tuples: Sequence[Sequence], kinds: Sequence[str], where: str = "argument") -> Encoded:
-    """Encode argument tuples for a signature `kinds`, checking every value."""
-    words: list[int] = []
-    offsets = [0]
+    """Encode argument tuples for a signature `kinds`, checking every value. Vectorized per
+    parameter: no Python loop per element beyond the type scan."""
+    tuples = [t if isinstance(t, (tuple, list)) else (t,) for t in tuples]
+    n, k = len(tuples), len(kinds)
     for t in tuples:
-        if not isinstance(t, (tuple, list)):
-            t = (t,)
-        if len(t) != len(kinds):
-            raise TypeError(f"{where}: expected {len(kinds)} arguments, got {len(t)}")
-        for i, (v, k) in enumerate(zip(t, kinds)):
-            check_value(v, k, f"{where} {i + 1}")
-            encode_value(v, k, words)
-        offsets.append(len(words))
-    return Encoded(np.array(words, dtype=np.int32), np.array(offsets, dtype=np.int64))
+        if len(t) != k:
+            raise TypeError(f"{where}: expected {k} arguments, got {len(t)}")
+    sizes = np.full((n, k), 2, dtype=np.int64)  # [kind, value] or [kind, len, elements...]
+    payload = []
+    for j, kind in enumerate(kinds):
+        col = [t[j] for t in tuples]
+        label = f"{where} {j + 1}"
+        if kind in ("list", "list[int]"):
+            for t in set(map(type, col)):
+                if not issubclass(t, (list, tuple, np.ndarray)):
+                    raise TypeError(f"{label}: expected list, got {t.__name__}")
+            lens = np.fromiter(map(len, col), dtype=np.int64, count=n)
+            flat = [v for xs in col for v in (xs.tolist() if isinstance(xs, np.ndarray) else xs)]
+            payload.append((oc.KIND_LIST, lens, _int_array(flat, f"{label} (list element)")))
+            sizes[:, j] += lens
+        elif kind == "bool":
+            for t in set(map(type, col)):
+                if t is not bool and t is not np.bool_:
+                    raise TypeError(f"{label}: expected bool, got {t.__name__}")
+            payload.append((oc.KIND_BOOL, np.array(col, dtype=np.int64), None))
+        elif kind == "int":
+            payload.append((oc.KIND_INT, _int_array(col, label), None))
+        else:
+            raise ValueError(f"unknown kind {kind!r}")
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes.sum(axis=1), out=offsets[1:])
+    starts = offsets[:-1, None] + np.cumsum(sizes, axis=1) - sizes  # (n, k) where each value begins
+    words = np.zeros(int(offsets[-1]), dtype=np.int32)
+    for j, (code, values, elems) in enumerate(payload):
+        words[starts[:, j]] = code
+        words[starts[:, j] + 1] = values  # the value, or the list length
+        if elems is not None and len(elems):
+            first = np.repeat(starts[:, j] + 2, values)
+            within = np.arange(len(elems)) - np.repeat(np.cumsum(values) - values, values)
+            words[first + within] = elems
+    return Encoded(words, offsets)
 
 
 def encode_results(values: Sequence, kind: str) -> Encoded:

@@ -118,14 +118,16 @@ VMConfig make_config(const int32_t* c) {
 
 }  // namespace
 
+#define VG_EXPORT __attribute__((visibility("default")))
+
 extern "C" {
 
-int32_t vg_abi_version() { return 2; }
-int32_t vg_func_meta() { return FUNC_META; }
+VG_EXPORT int32_t vg_abi_version() { return 2; }
+VG_EXPORT int32_t vg_func_meta() { return FUNC_META; }
 
 // Compile one source. Returns the number of code words, or -1 with err = {code, line, col, arg}.
 // meta receives FUNC_META ints per function (room for MAX_FUNCS), *nfuncs their count.
-int32_t vg_compile(const char* src, int64_t len, uint32_t* code, int32_t code_cap, int32_t* err, int32_t* meta,
+VG_EXPORT int32_t vg_compile(const char* src, int64_t len, uint32_t* code, int32_t code_cap, int32_t* err, int32_t* meta,
                    int32_t* nfuncs) {
   static thread_local CompileScratch s;
   CompileError e;
@@ -142,7 +144,7 @@ int32_t vg_compile(const char* src, int64_t len, uint32_t* code, int32_t code_ca
 
 // Tokenize one source into (kind, value, line, col) quadruples, EOF included. Returns the
 // number of tokens, or -1 with err = {code, line, col, arg}.
-int32_t vg_tokenize(const char* src, int64_t len, int32_t* toks, int32_t cap, int32_t* err) {
+VG_EXPORT int32_t vg_tokenize(const char* src, int64_t len, int32_t* toks, int32_t cap, int32_t* err) {
   static thread_local CompileScratch s;
   Lexer& L = s.lexer;
   L.src = src;
@@ -173,7 +175,7 @@ int32_t vg_tokenize(const char* src, int64_t len, int32_t* toks, int32_t cap, in
 
 // Compile n sources packed in src with byte offsets src_off[n + 1]. Program i's code goes to
 // code[i * code_cap ...], its length to code_len[i] (-1 on error, with err[4 * i ...]).
-void vg_compile_batch(const char* src, const int64_t* src_off, int32_t n, uint32_t* code, int32_t code_cap,
+VG_EXPORT void vg_compile_batch(const char* src, const int64_t* src_off, int32_t n, uint32_t* code, int32_t code_cap,
                       int32_t* code_len, int32_t* err, int32_t nthreads) {
   int32_t nt = nthreads <= 0 ? (int32_t)std::max(1u, std::thread::hardware_concurrency()) : nthreads;
   std::vector<CompileScratch*> scratch(nt, nullptr);
@@ -192,7 +194,7 @@ void vg_compile_batch(const char* src, const int64_t* src_off, int32_t n, uint32
 }
 
 // Compile n token arrays (kind, value, line, col int32 quadruples) with token offsets tok_off[n + 1].
-void vg_compile_tokens_batch(const int32_t* toks, const int64_t* tok_off, int32_t n, uint32_t* code,
+VG_EXPORT void vg_compile_tokens_batch(const int32_t* toks, const int64_t* tok_off, int32_t n, uint32_t* code,
                              int32_t code_cap, int32_t* code_len, int32_t* err, int32_t nthreads) {
   int32_t nt = nthreads <= 0 ? (int32_t)std::max(1u, std::thread::hardware_concurrency()) : nthreads;
   std::vector<Compiler*> scratch(nt, nullptr);
@@ -210,7 +212,7 @@ void vg_compile_tokens_batch(const int32_t* toks, const int64_t* tok_off, int32_
 }
 
 // -1 when valid, else the index of the first invalid word; *entry_pc for function `entry`.
-int32_t vg_validate(const uint32_t* code, int32_t len, int32_t entry, int32_t* entry_pc) {
+VG_EXPORT int32_t vg_validate(const uint32_t* code, int32_t len, int32_t entry, int32_t* entry_pc) {
   return validate(code, len, entry, entry_pc);
 }
 
@@ -222,7 +224,7 @@ int32_t vg_validate(const uint32_t* code, int32_t len, int32_t entry, int32_t* e
 // run_in[r] (encoded like an argument, offsets exp_off[n_in + 1]).
 // mode 0: consecutive runs of one program go through the lockstep lane interpreter (up to 32
 // at once); mode 1: every run through the scalar interpreter. Both give identical results.
-void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
+VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
                   const int32_t* ret_kind, const int32_t* in_words, const int64_t* in_off, int32_t n_in,
                   const int32_t* run_prog, const int32_t* run_in, int64_t n_runs, const int32_t* exp_words,
                   const int64_t* exp_off, const int32_t* config, int32_t* status, int32_t* value,
