@@ -230,8 +230,9 @@ PY_EXC = {"zero_division": ZeroDivisionError, "index_error": IndexError, "value_
 def _differential(src: str, prog: Program, rng: np.random.Generator) -> int:
     """Run every all-int function of an accepted mutant on the VM and under CPython. Returns the
     number of calls compared."""
+    code = compile(src, "<fuzz>", "exec")  # check_compile vetted the source
     ns: dict = {}
-    exec(compile(src, "<fuzz>", "exec"), ns)
+    exec(code, ns)
     compared = 0
     for f in prog.functions:
         if any(k != "int" for k in f.params):
@@ -467,3 +468,21 @@ def test_random_token_arrays():
                 assert cpu.validate(res.code[i, :n])[0] == -1, (programs[i].tolist(), where())
             else:
                 assert n == -1 and err[0] in ERROR_CODES, (programs[i].tolist(), n, err, where())
+
+
+# --- Bugs found by the fuzzers --------------------------------------------------------------
+
+# A stray ] or ) after a comma on the right of an assignment was once ignored.
+@pytest.mark.parametrize("line", ["x = 1, 2]", "x = [5], 6)", "a, b = 1, 2, 3]"])
+def test_stray_closing_bracket_is_an_error(line):
+    src = f"def f() -> int:\n    {line}\n    return 0\n"
+    with pytest.raises(SyntaxError):
+        compile(src, "<test>", "exec")
+    with pytest.raises(CompileError):
+        compile_source(src)
+
+
+# `x, = 7` once compiled as `x = 7`; CPython raises TypeError (cannot unpack an int).
+def test_one_target_tuple_assignment_is_an_error():
+    with pytest.raises(CompileError):
+        compile_source("def f() -> int:\n    x, = 7\n    return x\n")

@@ -922,14 +922,22 @@ VG_HD inline int32_t paren_group(Compiler& c, int32_t i, int32_t end) {
   return -1;
 }
 
-// Split tokens [i, end) at top-level commas: starts[] of up to MAX_TUPLE + 1 items. Returns count.
-VG_HD inline int32_t split_commas(Compiler& c, int32_t i, int32_t end, int32_t* starts, int32_t* ends) {
+// Split tokens [i, end) at top-level commas into at most MAX_TUPLE + 1 items (a trailing comma
+// ends the last item). Returns the count, or -1 (with the error set) for unbalanced brackets,
+// which would otherwise hide tokens from the parser. *comma: whether a top-level comma exists.
+VG_HD inline int32_t split_commas(Compiler& c, int32_t i, int32_t end, int32_t* starts, int32_t* ends, bool* comma) {
   int32_t n = 0, d = 0, s = i;
+  *comma = false;
   for (int32_t j = i; j <= end; j++) {
     int32_t k = j < end ? c.t[j].kind : TOK_COMMA;
     if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
-    else if (k == TOK_RPAREN || k == TOK_RBRACKET) d--;
-    else if (d == 0 && k == TOK_COMMA) {
+    else if (k == TOK_RPAREN || k == TOK_RBRACKET) {
+      if (--d < 0) {
+        fail_at(c, ERR_INVALID_SYNTAX, c.t[j]);
+        return -1;
+      }
+    } else if (d == 0 && k == TOK_COMMA) {
+      if (j < end) *comma = true;
       if (j == end && s == end && n > 0) break;  // trailing comma
       if (n > MAX_TUPLE) return n;
       starts[n] = s;
@@ -937,6 +945,10 @@ VG_HD inline int32_t split_commas(Compiler& c, int32_t i, int32_t end, int32_t* 
       n++;
       s = j + 1;
     }
+  }
+  if (d != 0) {
+    fail_at(c, ERR_INVALID_SYNTAX, c.t[end > i ? end - 1 : i]);
+    return -1;
   }
   return n;
 }
@@ -960,11 +972,14 @@ VG_HD inline void tuple_assign(Compiler& c, int32_t lhs, int32_t lend, int32_t r
   if (pl >= 0) { lhs++; lend--; }
   int32_t pr = paren_group(c, rhs, rend);
   if (pr >= 0 && find_top(c, rhs + 1, TOK_COMMA) >= 0 && find_top(c, rhs + 1, TOK_COMMA) < pr) { rhs++; rend--; }
-  int32_t nl = split_commas(c, lhs, lend, ls, le);
-  int32_t nr = split_commas(c, rhs, rend, rs, re);
+  bool lcomma, rcomma;
+  int32_t nl = split_commas(c, lhs, lend, ls, le, &lcomma);
+  int32_t nr = nl < 0 ? -1 : split_commas(c, rhs, rend, rs, re, &rcomma);
+  if (nl < 0 || nr < 0) return;
   if (nl > MAX_TUPLE || nr > MAX_TUPLE) { fail_at(c, ERR_TOO_MANY_ELEMENTS, c.t[lhs], MAX_TUPLE); return; }
-  if (nr == 1 && nl > 1) { fail_at(c, ERR_TUPLE_MISMATCH, c.t[rhs]); return; }
-  if (nl == 1 && nr > 1) { fail_at(c, ERR_TUPLE_VALUE, c.t[rhs]); return; }
+  // `a, b = xs` and `x, = 7` unpack a non-tuple at run time in CPython: not supported.
+  if (lcomma && !rcomma) { fail_at(c, ERR_TUPLE_MISMATCH, c.t[rhs]); return; }
+  if (rcomma && !lcomma) { fail_at(c, ERR_TUPLE_VALUE, c.t[rhs]); return; }
   if (nl != nr) { fail_at(c, ERR_TUPLE_MISMATCH, c.t[lhs]); return; }
   for (int32_t i = 0; i < nr && !c.failed; i++) {
     c.p = rs[i];
