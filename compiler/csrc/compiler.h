@@ -1434,10 +1434,8 @@ VG_HD inline void write_meta(const Compiler& c, const Lexer* L, int32_t* meta) {
   }
 }
 
-// Source text -> bytecode. Needs a Lexer, a Compiler and a token buffer of tok_cap tokens.
-// Returns the number of code words, or -1 with *err set.
-VG_HD inline int32_t compile_source(Lexer& L, Compiler& c, const char* src, int64_t len, Token* toks,
-                                    int32_t tok_cap, uint32_t* code, int32_t code_cap, CompileError* err) {
+// Source text -> tokens in toks[0 .. L.n), ending with EOF. False with L.err set on error.
+VG_HD inline bool tokenize_source(Lexer& L, const char* src, int64_t len, Token* toks, int32_t tok_cap) {
   L.src = src;
   L.len = len;
   L.pos = 0;
@@ -1453,14 +1451,22 @@ VG_HD inline int32_t compile_source(Lexer& L, Compiler& c, const char* src, int6
   L.err.code = ERR_OK;
   L.err.line = L.err.col = L.err.arg = 0;
   lx_init_names(L);
-  c.nfuncs = 0;
   if (len > MAX_SOURCE) {
     L.failed = true;
     L.err.code = ERR_TOO_MANY_TOKENS;
     L.err.line = L.err.col = 1;
     L.err.arg = MAX_TOKENS;
+    return false;
   }
-  if (L.failed || !lx_check_bytes(L) || !lex(L)) {
+  return lx_check_bytes(L) && lex(L);
+}
+
+// Source text -> bytecode. Needs a Lexer, a Compiler and a token buffer of tok_cap tokens.
+// Returns the number of code words, or -1 with *err set.
+VG_HD inline int32_t compile_source(Lexer& L, Compiler& c, const char* src, int64_t len, Token* toks,
+                                    int32_t tok_cap, uint32_t* code, int32_t code_cap, CompileError* err) {
+  c.nfuncs = 0;
+  if (!tokenize_source(L, src, len, toks, tok_cap)) {
     *err = L.err;
     return -1;
   }

@@ -147,25 +147,7 @@ VG_EXPORT int32_t vg_compile(const char* src, int64_t len, uint32_t* code, int32
 VG_EXPORT int32_t vg_tokenize(const char* src, int64_t len, int32_t* toks, int32_t cap, int32_t* err) {
   static thread_local CompileScratch s;
   Lexer& L = s.lexer;
-  L.src = src;
-  L.len = len;
-  L.pos = L.line_start = 0;
-  L.line = 1;
-  L.toks = reinterpret_cast<Token*>(toks);
-  L.cap = cap < MAX_TOKENS ? cap : MAX_TOKENS;
-  L.n = 0;
-  L.indents[0] = 0;
-  L.nindent = 1;
-  L.depth = 0;
-  L.failed = false;
-  L.err.code = ERR_OK;
-  L.err.line = L.err.col = L.err.arg = 0;
-  lx_init_names(L);
-  bool ok = len <= MAX_SOURCE && lx_check_bytes(L) && lex(L);
-  if (len > MAX_SOURCE) {
-    L.err.code = ERR_TOO_MANY_TOKENS;
-    L.err.line = L.err.col = 1;
-  }
+  bool ok = tokenize_source(L, src, len, reinterpret_cast<Token*>(toks), cap);
   err[0] = L.err.code;
   err[1] = L.err.line;
   err[2] = L.err.col;
