@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Everything a session with a GPU runs on the device machine, in one go (results under $OUT):
+#   1. install vramgym with its CUDA extra, torch and ray;
+#   2. the GPU tests (CPU == GPU on the corpus, 100,000 random programs, fuzzed bytecode and
+#      sources, torch round trip, chunking, Ray);
+#   3. compute-sanitizer memcheck on a corpus + fuzz run of the kernels;
+#   4. the benchmark (experiments/bench_gpu.py; --quick with QUICK=1).
+# Each step logs to $OUT/<step>.log and the script goes on after a failure; the exit status is
+# the number of failed steps.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu_check_out}
+mkdir -p "$OUT"
+fails=0
+step() {  # step NAME COMMAND...: run, log, record
+  local name=$1; shift
+  echo "== $name: $*" | tee -a "$OUT/summary.txt"
+  local t0=$SECONDS
+  if "$@" >"$OUT/$name.log" 2>&1; then echo "   ok ($((SECONDS - t0)) s)" | tee -a "$OUT/summary.txt"
+  else echo "   FAILED ($((SECONDS - t0)) s, see $name.log)" | tee -a "$OUT/summary.txt"; fails=$((fails + 1)); fi
+}
+nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
+CUPY=${CUPY:-cupy-cuda12x}  # the wheel matching the driver: cupy-cuda12x or cupy-cuda13x
+step install pip install -e ".[test]" "$CUPY" torch ray
+export CUPY_CACHE_DIR="$OUT/cupy_cache"
+step build python -c "from vramgym.vm import cuda; cuda.device(); print(cuda.device().k)"
+step gpu_tests python -m pytest -q -rs tests/test_cuda_backend.py tests/test_corpus.py -k "cuda or gpu or identically or evaluate or torch or chunking or ray"
+# memcheck: the corpus and the fuzz tests, small random corpus (the sanitizer is ~100x slower)
+export VRAMGYM_GPU_RANDOM_PROGRAMS=300
+step memcheck compute-sanitizer --tool memcheck --leak-check no --error-exitcode 99 \
+  python -m pytest -q -x tests/test_cuda_backend.py -k "corpus or fuzzed or random_programs or evaluate"
+unset VRAMGYM_GPU_RANDOM_PROGRAMS
+if [ "${QUICK:-0}" = 1 ]; then step bench python experiments/bench_gpu.py --quick --out "$OUT"
+else step bench python experiments/bench_gpu.py --out "$OUT"; fi
+cp -r experiments/results "$OUT/results" 2>/dev/null
+cat "$OUT/summary.txt"
+exit $fails

@@ -1,0 +1,322 @@
+// CUDA kernels of the GPU backend, over the very headers the CPU backend compiles (compiler.h,
+// vm.h). vramgym/vm/cuda.py inlines the includes and compiles this file once per process and
+// device with NVRTC (CuPy RawModule, cached on disk); CI compiles it with nvcc and NVRTC.
+//
+// Kernels (every one grid-stride over a whole batch, no host round trip between them):
+//   vg_compile_sources / vg_compile_tokens  one thread per program: the compiler is sequential.
+//       Its Lexer/Compiler structs (~17 KB) live in global scratch slots, one per thread; the
+//       recursive-descent parser's call stack needs a raised stack limit (cuda.py sets it).
+//   vg_validate_programs                    one thread per program: entry pc, or -2 invalid.
+//   vg_execute_{local,global}[_eval]        one warp per (program, up to 32 inputs): the lanes
+//       run the same bytecode on different inputs, so they decode and branch together. Each
+//       lane runs vg::run in its own workspace. The _local variants keep the operand stack in
+//       local memory, which the hardware interleaves across lanes (lanes at the same stack
+//       position touch one cache line) and caches in L1; _global ones are for stacks larger
+//       than VG_LOCAL_STACK. The _eval variants also sum passes and steps per program.
+// Failures are status codes in the outputs, never exceptions or aborts.
+#include "compiler.h"
+#include "vm.h"
+
+#ifndef VG_LOCAL_STACK
+#define VG_LOCAL_STACK 4096  // ints; = DEFAULT_STACK, so the default configuration runs _local
+#endif
+
+namespace vgk {
+
+using namespace vg;
+
+// Entry-function metadata that the compile kernels write: [pc or -1, nparams, ret kind,
+// param kinds[MAX_PARAMS]]; used to check a candidate's signature before running it.
+constexpr int ENTRY_META = 3 + MAX_PARAMS;
+
+__device__ inline int64_t global_tid() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ inline int64_t grid_threads() { return (int64_t)gridDim.x * blockDim.x; }
+
+__device__ inline void write_entry_meta(const Compiler& c, int32_t n, int32_t entry, int32_t* m) {
+  bool ok = n >= 0 && entry >= 0 && entry < c.nfuncs;
+  m[0] = ok ? c.funcs[entry].pc : -1;
+  m[1] = ok ? c.funcs[entry].nparams : -1;
+  m[2] = ok ? c.funcs[entry].ret : -1;
+  for (int32_t k = 0; k < MAX_PARAMS; k++) m[3 + k] = ok && k < c.funcs[entry].nparams ? c.funcs[entry].params[k] : -1;
+}
+
+__device__ inline void write_err(int32_t* err, int64_t i, const CompileError& e) {
+  err[4 * i] = e.code;
+  err[4 * i + 1] = e.line;
+  err[4 * i + 2] = e.col;
+  err[4 * i + 3] = e.arg;
+}
+
+struct ProgRef {
+  const uint32_t* code;
+  int32_t len;  // < 0: the program failed to compile
+};
+
+// Program p either packed (code_off[p] .. code_off[p + 1]) or a row of a code matrix.
+__device__ inline ProgRef prog_ref(const uint32_t* code, const int64_t* code_off, int64_t code_stride,
+                                   const int32_t* code_len, int32_t p) {
+  ProgRef r;
+  if (code_off) {
+    r.code = code + code_off[p];
+    int64_t len = code_off[p + 1] - code_off[p];
+    r.len = len > MAX_CODE ? MAX_CODE + 1 : (int32_t)len;
+  } else {
+    r.code = code + (int64_t)p * code_stride;
+    r.len = code_len[p];
+  }
+  return r;
+}
+
+// Per-lane workspace inside one global scratch slot: frames, lists, heap, [stack].
+struct LaneLayout {
+  int64_t frames, lists, heap, stack, total;  // offsets and size in int32 words
+};
+
+__device__ inline LaneLayout lane_layout(const VMConfig& cfg, bool with_stack) {
+  LaneLayout l;
+  int64_t md = cfg.max_depth > 1 ? cfg.max_depth : 1, ml = cfg.max_lists > 1 ? cfg.max_lists : 1;
+  int64_t hs = cfg.heap_size > 1 ? cfg.heap_size : 1;
+  l.frames = 0;
+  l.lists = l.frames + 3 * md;
+  l.heap = l.lists + 3 * ml;
+  l.stack = l.heap + hs;
+  l.total = l.stack + (with_stack ? cfg.stack_size : 0);
+  return l;
+}
+
+// One run: program p (entry_pc[p]: -2 invalid bytecode, -3 signature mismatch) on input j, then
+// what the CPU's finish_run does: a list result is checked and copied out, the result compared
+// with expected value j. Returns whether it passed; *nsteps receives the executed steps.
+__device__ inline bool run_one(const ProgRef& pr, int32_t p, int32_t n_prog, const int32_t* entry_pc,
+                               int32_t rk, const int32_t* in_words, const int64_t* in_off, int32_t j,
+                               int32_t n_in, const int32_t* exp_words, const int64_t* exp_off,
+                               const VMConfig& cfg, Workspace& ws, int64_t r, int32_t* status, int32_t* value,
+                               int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap,
+                               int32_t* nsteps) {
+  RunResult res;
+  res.value = res.steps = 0;
+  ws.nlists = 0;
+  int32_t pc = (uint32_t)p < (uint32_t)n_prog ? entry_pc[p] : -1;
+  if ((uint32_t)p >= (uint32_t)n_prog || (uint32_t)j >= (uint32_t)n_in) res.status = TRAP_BAD_INPUT;
+  else if (pc == -2) res.status = TRAP_BAD_BYTECODE;
+  else if (pc == -3) res.status = TRAP_BAD_INPUT;
+  else
+    res = run(pr.code, pr.len, pc, in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws);
+  if (res.status == TRAP_OK && rk == KIND_LIST) {
+    if ((uint32_t)res.value >= (uint32_t)ws.nlists) {
+      res.status = TRAP_BAD_BYTECODE;
+    } else if (out_list) {
+      const ListHdr& l = ws.lists[res.value];
+      for (int32_t k = 0; k < l.len && k < out_cap; k++) out_list[r * out_cap + k] = ws.heap[l.off + k];
+    }
+  }
+  bool ok = res.status == TRAP_OK && exp_words && (uint32_t)j < (uint32_t)n_in &&
+            matches(res, rk, ws, exp_words + exp_off[j], (int32_t)(exp_off[j + 1] - exp_off[j]));
+  if (res.status == TRAP_OK && rk == KIND_LIST) res.value = ws.lists[res.value].len;
+  if (status) {
+    status[r] = res.status;
+    value[r] = res.status == TRAP_OK ? res.value : 0;
+    steps[r] = res.steps;
+    if (passed) passed[r] = ok;
+  }
+  *nsteps = res.steps;
+  return ok;
+}
+
+// The execute kernels' body. A task is up to 32 runs of one program, one per lane:
+//   run_batch (EVAL false): task t = runs task_start[t] .. task_start[t + 1], listed explicitly;
+//   evaluate (EVAL true):   task t = program t / wpp on inputs (t % wpp) * 32 + lane, and the
+//                           warp adds its passes and steps to pass_count[p] and step_sum[p].
+// Warps loop over tasks (persistent grid): warp w owns scratch slot w, so scratch is bounded
+// by the grid, not by the batch.
+template <bool LOCAL, bool EVAL>
+__device__ inline void execute(const uint32_t* __restrict__ code, const int64_t* __restrict__ code_off,
+                               int64_t code_stride, const int32_t* __restrict__ code_len, int32_t n_prog,
+                               const int32_t* __restrict__ entry_pc, const int32_t* __restrict__ ret_kind,
+                               int32_t ret_kind_all, const int32_t* __restrict__ in_words,
+                               const int64_t* __restrict__ in_off, int32_t n_in, const int32_t* __restrict__ run_prog,
+                               const int32_t* __restrict__ run_in, const int64_t* __restrict__ task_start,
+                               int64_t n_tasks, int32_t wpp, const int32_t* __restrict__ exp_words,
+                               const int64_t* __restrict__ exp_off, VMConfig cfg, int32_t* __restrict__ scratch,
+                               int32_t* status, int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list,
+                               int32_t out_cap, int32_t* pass_count, unsigned long long* step_sum,
+                               int32_t* local_stack) {
+  const int32_t lane = threadIdx.x & 31;
+  const int64_t warp = global_tid() >> 5, nwarps = grid_threads() >> 5;
+  LaneLayout L = lane_layout(cfg, !LOCAL);
+  int32_t* mine = scratch + (warp * 32 + lane) * L.total;
+  Workspace ws;
+  ws.frames = reinterpret_cast<Frame*>(mine + L.frames);
+  ws.lists = reinterpret_cast<ListHdr*>(mine + L.lists);
+  ws.heap = mine + L.heap;
+  ws.stack = LOCAL ? local_stack : mine + L.stack;
+  ws.nlists = ws.hp = 0;
+  for (int64_t t = warp; t < n_tasks; t += nwarps) {  // uniform across the warp
+    int64_t r;
+    int32_t p, j;
+    bool active;
+    if (EVAL) {
+      p = (int32_t)(t / wpp);
+      j = (int32_t)(t % wpp) * 32 + lane;
+      r = (int64_t)p * n_in + j;
+      active = j < n_in;
+    } else {
+      r = task_start[t] + lane;
+      active = r < task_start[t + 1];
+      p = active ? run_prog[r] : 0;
+      j = active ? run_in[r] : 0;
+    }
+    bool ok = false;
+    int32_t ns = 0;
+    if (active) {
+      ProgRef pr;
+      pr.code = code;
+      pr.len = 0;
+      if ((uint32_t)p < (uint32_t)n_prog) pr = prog_ref(code, code_off, code_stride, code_len, p);
+      int32_t rk = (uint32_t)p < (uint32_t)n_prog ? (ret_kind ? ret_kind[p] : ret_kind_all) : KIND_INT;
+      ok = run_one(pr, p, n_prog, entry_pc, rk, in_words, in_off, j, n_in, exp_words, exp_off, cfg, ws, r,
+                   status, value, steps, passed, out_list, out_cap, &ns);
+    }
+    if (EVAL) {
+      unsigned int npass = __popc(__ballot_sync(0xffffffffu, ok));
+      unsigned long long s = (unsigned long long)ns;
+      for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(0xffffffffu, s, off);
+      if (lane == 0) {
+        if (npass) atomicAdd(pass_count + p, (int)npass);
+        atomicAdd(step_sum + p, s);
+      }
+    }
+  }
+}
+
+}  // namespace vgk
+
+using vgk::ENTRY_META;
+
+#define VG_EXEC_PARAMS                                                                                              \
+  const uint32_t *__restrict__ code, const int64_t *__restrict__ code_off, int64_t code_stride,                  \
+      const int32_t *__restrict__ code_len, int32_t n_prog, const int32_t *__restrict__ entry_pc,                \
+      const int32_t *__restrict__ ret_kind, int32_t ret_kind_all, const int32_t *__restrict__ in_words,          \
+      const int64_t *__restrict__ in_off, int32_t n_in, const int32_t *__restrict__ run_prog,                    \
+      const int32_t *__restrict__ run_in, const int64_t *__restrict__ task_start, int64_t n_tasks, int32_t wpp,  \
+      const int32_t *__restrict__ exp_words, const int64_t *__restrict__ exp_off, int32_t fuel, int32_t max_depth, \
+      int32_t heap_size, int32_t max_lists, int32_t stack_size, int32_t *__restrict__ scratch, int32_t *status,   \
+      int32_t *value, int32_t *steps, uint8_t *passed, int32_t *out_list, int32_t out_cap, int32_t *pass_count,   \
+      unsigned long long *step_sum
+#define VG_EXEC_ARGS(stack)                                                                                          \
+  code, code_off, code_stride, code_len, n_prog, entry_pc, ret_kind, ret_kind_all, in_words, in_off, n_in,         \
+      run_prog, run_in, task_start, n_tasks, wpp, exp_words, exp_off, cfg, scratch, status, value, steps, passed,  \
+      out_list, out_cap, pass_count, step_sum, stack
+#define VG_MAKE_CFG        \
+  vg::VMConfig cfg;        \
+  cfg.fuel = fuel;         \
+  cfg.max_depth = max_depth; \
+  cfg.heap_size = heap_size; \
+  cfg.max_lists = max_lists; \
+  cfg.stack_size = stack_size
+
+extern "C" {
+
+// Sizes of the scratch structs as device code lays them out (read once by cuda.py).
+__global__ void vg_sizes(int64_t* out) {
+  out[0] = sizeof(vg::Lexer);
+  out[1] = sizeof(vg::Compiler);
+  out[2] = sizeof(vg::Token);
+  out[3] = ENTRY_META;
+  out[4] = VG_LOCAL_STACK;
+}
+
+// Sources packed in src with byte offsets src_off[n + 1] -> code[i * code_cap ...], code_len[i]
+// (-1 on error), err[4 * i ...] = {code, line, col, arg}; entry_meta (nullable) ENTRY_META ints
+// per program for function number `entry`. Scratch: one Lexer, Compiler and tok_cap tokens per
+// thread of the grid. A source needs at most 2 * len + 2 tokens (every token but DEDENT and the
+// final NEWLINE/EOF starts at its own byte, and DEDENTs pair with INDENTs), so tok_cap =
+// min(MAX_TOKENS, 2 * max_len + 4) gives the CPU's results exactly; a source that would not
+// fit a smaller tok_cap (a wrong max_len from the caller) reports code_len -1 and error -1.
+__global__ void vg_compile_sources(const char* __restrict__ src, const int64_t* __restrict__ src_off, int32_t n,
+                                   uint32_t* code, int32_t code_cap, int32_t* code_len, int32_t* err, int32_t entry,
+                                   int32_t* entry_meta, vg::Lexer* lexers, vg::Compiler* compilers, vg::Token* tokens,
+                                   int32_t tok_cap) {
+  int64_t slot = vgk::global_tid();
+  vg::Lexer& L = lexers[slot];
+  vg::Compiler& c = compilers[slot];
+  vg::Token* toks = tokens + slot * tok_cap;
+  for (int64_t i = slot; i < n; i += vgk::grid_threads()) {
+    int64_t len = src_off[i + 1] - src_off[i];
+    vg::CompileError e;
+    int32_t m;
+    if (tok_cap < vg::MAX_TOKENS && 2 * len + 4 > tok_cap && len <= vg::MAX_SOURCE) {
+      m = -1;
+      e.code = -1;
+      e.line = e.col = e.arg = 0;
+    } else {
+      m = vg::compile_source(L, c, src + src_off[i], len, toks, tok_cap, code + i * (int64_t)code_cap, code_cap, &e);
+    }
+    code_len[i] = m;
+    vgk::write_err(err, i, e);
+    if (entry_meta) vgk::write_entry_meta(c, m, entry, entry_meta + i * ENTRY_META);
+  }
+}
+
+// Token arrays ((kind, value, line, col) int32 quadruples) with offsets tok_off[n + 1]; outputs
+// as vg_compile_sources. Scratch: one Compiler per thread of the grid.
+__global__ void vg_compile_tokens(const vg::Token* __restrict__ toks, const int64_t* __restrict__ tok_off, int32_t n,
+                                  uint32_t* code, int32_t code_cap, int32_t* code_len, int32_t* err, int32_t entry,
+                                  int32_t* entry_meta, vg::Compiler* compilers) {
+  int64_t slot = vgk::global_tid();
+  vg::Compiler& c = compilers[slot];
+  for (int64_t i = slot; i < n; i += vgk::grid_threads()) {
+    int32_t m = vg::compile_tokens(c, toks + tok_off[i], (int32_t)(tok_off[i + 1] - tok_off[i]),
+                                   code + i * (int64_t)code_cap, code_cap);
+    code_len[i] = m;
+    vgk::write_err(err, i, c.err);
+    if (entry_meta) vgk::write_entry_meta(c, m, entry, entry_meta + i * ENTRY_META);
+  }
+}
+
+// entry_pc[p] = the pc of function entry[p] (or entry_all when entry is null), -1 when there is
+// no such function, -2 when the bytecode is invalid (or failed to compile), and, when want_sig
+// ([nparams, ret, kinds...]) and entry_meta are given, -3 when the entry's signature differs.
+__global__ void vg_validate_programs(const uint32_t* __restrict__ code, const int64_t* __restrict__ code_off,
+                                     int64_t code_stride, const int32_t* __restrict__ code_len, int32_t n,
+                                     const int32_t* __restrict__ entry, int32_t entry_all,
+                                     const int32_t* __restrict__ entry_meta, const int32_t* __restrict__ want_sig,
+                                     int32_t* entry_pc) {
+  for (int64_t p = vgk::global_tid(); p < n; p += vgk::grid_threads()) {
+    vgk::ProgRef pr = vgk::prog_ref(code, code_off, code_stride, code_len, (int32_t)p);
+    int32_t pc = -1;
+    int32_t bad = (pr.len < 0 || pr.len > vg::MAX_CODE) ? 0 : vg::validate(pr.code, pr.len, entry ? entry[p] : entry_all, &pc);
+    int32_t out = bad >= 0 ? -2 : pc;
+    if (out >= 0 && want_sig && entry_meta) {
+      const int32_t* m = entry_meta + p * ENTRY_META;
+      bool same = m[1] == want_sig[0] && m[2] == want_sig[1];
+      for (int32_t k = 0; same && k < want_sig[0] && k < vg::MAX_PARAMS; k++) same = m[3 + k] == want_sig[2 + k];
+      if (!same) out = -3;
+    }
+    entry_pc[p] = out;
+  }
+}
+
+__global__ void vg_execute_local(VG_EXEC_PARAMS) {
+  int32_t stack[VG_LOCAL_STACK];
+  VG_MAKE_CFG;
+  vgk::execute<true, false>(VG_EXEC_ARGS(stack));
+}
+
+__global__ void vg_execute_global(VG_EXEC_PARAMS) {
+  VG_MAKE_CFG;
+  vgk::execute<false, false>(VG_EXEC_ARGS(nullptr));
+}
+
+__global__ void vg_execute_local_eval(VG_EXEC_PARAMS) {
+  int32_t stack[VG_LOCAL_STACK];
+  VG_MAKE_CFG;
+  vgk::execute<true, true>(VG_EXEC_ARGS(stack));
+}
+
+__global__ void vg_execute_global_eval(VG_EXEC_PARAMS) {
+  VG_MAKE_CFG;
+  vgk::execute<false, true>(VG_EXEC_ARGS(nullptr));
+}
+
+}  // extern "C"

@@ -1,0 +1,513 @@
+"""The CUDA backend: the C++ compiler and VM of the CPU backend, compiled for the GPU by NVRTC.
+
+    from vramgym.vm import run_batch
+    run_batch(programs, inputs, backend="cuda")            # same results as backend="cpu"
+
+    from vramgym.vm import cuda
+    res = cuda.evaluate(tokens, offsets, inputs, expected)  # torch CUDA tensors in and out
+    res.passed, res.steps, res.errors, res.reward
+
+Only this module imports cupy, and only when it is used. The kernels (vm/csrc/cuda_kernels.cu)
+include the very headers the CPU backend compiles; kernel_source() inlines them, so CuPy's
+on-disk cache (keyed on the source text) never serves a build of stale headers. The module
+is compiled once per process and device.
+
+Memory: scratch (per compile thread and per VM lane) is bounded by the grid, not the batch, and
+batches are processed in chunks sized from free device memory. The compiler is a recursive-
+descent parser, so the compile kernel needs a per-thread call stack of about 52 KB in the worst
+case (64 nested expressions, measured from ptxas frame sizes); the CUDA stack limit is raised
+to COMPILE_STACK_BYTES once per device, and the driver reserves that much local memory for
+every thread the GPU can hold (about 17 GB on an H100 at 64 KB). VRAMGYM_CUDA_COMPILE_STACK
+(bytes) lowers it where programs are known to nest less deeply.
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import opcodes as oc
+
+_CSRC = Path(__file__).resolve().parent / "csrc"
+KERNEL_FILE = _CSRC / "cuda_kernels.cu"
+LOCAL_STACK = oc.DEFAULT_STACK  # ints of operand stack kept in local memory (VG_LOCAL_STACK)
+COMPILE_STACK_BYTES = int(os.environ.get("VRAMGYM_CUDA_COMPILE_STACK", 64 * 1024))
+NVRTC_OPTIONS = ("-std=c++17", f"-DVG_LOCAL_STACK={LOCAL_STACK}")
+COMPILE_BLOCK = 64     # threads per block of the compile kernels (one program per thread)
+COMPILE_PER_SM = 256   # resident compile threads per SM worth their scratch
+EXEC_BLOCK = 128       # 4 warps per block of the execute kernels
+EXEC_WARPS_PER_SM = 16
+MEMORY_FRACTION = 0.5  # of free device memory a call may take for chunk buffers and scratch
+MAX_CHUNK: int | None = None  # items per chunk at most (None: as memory allows); tests lower it
+ENTRY_META = 3 + oc.LIMITS["MAX_PARAMS"]
+
+
+# --- the kernel source ----------------------------------------------------------------------
+
+def _include_dirs() -> tuple[Path, ...]:
+    import vramgym.compiler
+    return (_CSRC, Path(vramgym.compiler.__file__).resolve().parent / "csrc")
+
+
+def kernel_source() -> str:
+    """cuda_kernels.cu with every quoted #include inlined once (the text NVRTC compiles)."""
+    dirs = _include_dirs()
+    seen: set[str] = set()
+    include = re.compile(r'\s*#\s*include\s+"([^"]+)"')
+    once = re.compile(r"\s*#\s*pragma\s+once\b")
+
+    def expand(path: Path) -> list[str]:
+        out = [f'#line 1 "{path.name}"']
+        for no, line in enumerate(path.read_text().splitlines(), 1):
+            m = include.match(line)
+            if m:
+                name = m.group(1)
+                if name not in seen:
+                    seen.add(name)
+                    found = next((d / name for d in dirs if (d / name).exists()), None)
+                    if found is None:
+                        raise FileNotFoundError(f"{path.name}:{no}: include {name!r} not found in {dirs}")
+                    out += expand(found)
+                    out.append(f'#line {no + 1} "{path.name}"')
+                continue
+            out.append("" if once.match(line) else line)
+        return out
+
+    return "\n".join(expand(KERNEL_FILE)) + "\n"
+
+
+# --- availability and per-device state --------------------------------------------------------
+
+def available() -> bool:
+    """cupy imports and sees a usable CUDA device."""
+    try:
+        import cupy
+        return bool(cupy.cuda.is_available())
+    except Exception:  # ImportError, or a driver without a device raising instead of answering
+        return False
+
+
+class _Device:
+    """The compiled module and launch geometry of one device."""
+
+    def __init__(self, device_id: int):
+        import cupy as cp
+        self.id = device_id
+        with cp.cuda.Device(device_id):
+            self.module = cp.RawModule(code=kernel_source(), options=NVRTC_OPTIONS)
+            self.module.compile()
+            self.k = {name: self.module.get_function(name) for name in (
+                "vg_sizes", "vg_compile_sources", "vg_compile_tokens", "vg_validate_programs", "vg_execute_local",
+                "vg_execute_global", "vg_execute_local_eval", "vg_execute_global_eval")}
+            rt = cp.cuda.runtime
+            if rt.deviceGetLimit(rt.cudaLimitStackSize) < COMPILE_STACK_BYTES:
+                rt.deviceSetLimit(rt.cudaLimitStackSize, COMPILE_STACK_BYTES)
+            self.sms = rt.getDeviceProperties(device_id)["multiProcessorCount"]
+            sizes = cp.zeros(5, dtype=cp.int64)
+            self.k["vg_sizes"]((1,), (1,), (sizes,))
+            lexer, compiler, token, meta, local = (int(v) for v in sizes.get())
+            if token != 16 or meta != ENTRY_META or local != LOCAL_STACK:
+                raise RuntimeError(f"cuda_kernels.cu is out of date with vramgym: sizes {sizes.get()}")
+            self.lexer_bytes, self.compiler_bytes = lexer, compiler
+
+
+_devices: dict[int, _Device] = {}
+_lock = threading.Lock()
+
+
+def device(device_id: int | None = None) -> _Device:
+    """The compiled kernels for a device (the current one by default), built on first use."""
+    import cupy as cp
+    if device_id is None:
+        device_id = cp.cuda.Device().id
+    with _lock:
+        if device_id not in _devices:
+            _devices[device_id] = _Device(device_id)
+        return _devices[device_id]
+
+
+def _budget() -> int:
+    """Bytes a call may allocate: a fraction of what the driver and CuPy's pool have free."""
+    import cupy as cp
+    free, _ = cp.cuda.runtime.memGetInfo()
+    return int((free + cp.get_default_memory_pool().free_bytes()) * MEMORY_FRACTION)
+
+
+def _chunk_size(n: int, item_bytes: int) -> int:
+    """Items (programs or runs) per chunk: half the budget's worth, at least one."""
+    c = max(1, min(n, _budget() // 2 // item_bytes))
+    return min(c, MAX_CHUNK) if MAX_CHUNK else c
+
+
+_NULL = np.uint64(0)  # a null pointer argument (8 bytes, like a pointer)
+_i32, _i64 = np.int32, np.int64
+
+
+def _ptr(a):
+    return _NULL if a is None else a
+
+
+# --- torch interop ----------------------------------------------------------------------------
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "is_cuda")
+
+
+@contextmanager
+def _torch_stream(tensors):
+    """Run on torch's current stream of the tensors' device when any input is a torch CUDA
+    tensor (so the policy network and the evaluator share one stream and never sync);
+    otherwise on CuPy's current stream."""
+    import cupy as cp
+    t = next((x for x in tensors if _is_torch(x) and x.is_cuda), None)
+    if t is None:
+        yield False
+        return
+    import torch
+    ts = torch.cuda.current_stream(t.device)
+    try:
+        stream = cp.cuda.Stream.from_external(ts)
+    except (AttributeError, TypeError):  # torch without the __cuda_stream__ protocol
+        stream = cp.cuda.ExternalStream(ts.cuda_stream, t.device.index)
+    with cp.cuda.Device(t.device.index), stream:
+        yield True
+
+
+def _dev(x, dtype):
+    """A CuPy array of `dtype` over x: torch CUDA tensors and CuPy arrays without a copy (DLPack),
+    host arrays uploaded. A dtype conversion copies."""
+    import cupy as cp
+    if _is_torch(x):
+        x = cp.from_dlpack(x.detach()) if x.is_cuda else cp.asarray(x.numpy())
+    elif not isinstance(x, cp.ndarray):
+        x = cp.asarray(np.asarray(x))
+    if x.dtype != dtype:
+        x = x.astype(dtype)
+    return cp.ascontiguousarray(x)
+
+
+def _out(x, as_torch: bool):
+    if not as_torch:
+        return x
+    import torch
+    return torch.from_dlpack(x)
+
+
+# --- compile ----------------------------------------------------------------------------------
+
+def _compile_launch(d: _Device, kind: str, data, off, n: int, code, code_len, err, code_cap: int, entry: int,
+                    meta, tok_cap: int = 0):
+    """One launch of a compile kernel over programs [0, n) of data/off (device arrays)."""
+    import cupy as cp
+    if n == 0:
+        return
+    slot_bytes = d.compiler_bytes + (d.lexer_bytes + 16 * tok_cap if kind == "sources" else 0)
+    slots = min(n, d.sms * COMPILE_PER_SM, max(COMPILE_BLOCK, _budget() // slot_bytes))
+    blocks = -(-slots // COMPILE_BLOCK)
+    slots = blocks * COMPILE_BLOCK
+    compilers = cp.empty(slots * d.compiler_bytes, dtype=cp.uint8)
+    if kind == "sources":
+        lexers = cp.empty(slots * d.lexer_bytes, dtype=cp.uint8)
+        tokens = cp.empty(slots * tok_cap * 4, dtype=cp.int32)
+        d.k["vg_compile_sources"]((blocks,), (COMPILE_BLOCK,), (
+            data, off, _i32(n), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta), lexers, compilers,
+            tokens, _i32(tok_cap)))
+    else:
+        d.k["vg_compile_tokens"]((blocks,), (COMPILE_BLOCK,), (
+            data, off, _i32(n), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta), compilers))
+
+
+def token_capacity(max_source_len: int) -> int:
+    """Tokens of scratch per compile thread for sources of at most max_source_len bytes."""
+    return int(min(oc.LIMITS["MAX_TOKENS"], 2 * max(0, max_source_len) + 4))
+
+
+def compile_device(kind: str, data, offsets, *, code_cap: int = 1024, entry: int = 0, max_source_len: int | None = None,
+                   with_meta: bool = False):
+    """Compile on the device; device arrays in and out (CuPy, or torch CUDA tensors without a
+    copy). kind "tokens": data (T, 4) int32 rows (kind, value, line, col); kind "sources": data
+    uint8 bytes. offsets (N + 1,) int64. Returns (code (N, code_cap) uint32, lengths (N,) int32,
+    errors (N, 4) int32[, entry_meta (N, ENTRY_META) int32]), the layout of CompiledBatch.
+    max_source_len (sources) sizes the token scratch; None reads it from offsets (one sync)."""
+    import cupy as cp
+    if kind not in ("tokens", "sources"):
+        raise ValueError("kind must be 'tokens' or 'sources'")
+    if not 1 <= code_cap <= oc.LIMITS["MAX_CODE"]:
+        raise ValueError(f"code_cap must be in 1..{oc.LIMITS['MAX_CODE']}")
+    with _torch_stream((data, offsets)) as as_torch:
+        d = device()
+        data = _dev(data, cp.int32 if kind == "tokens" else cp.uint8)
+        off = _dev(offsets, cp.int64)
+        n = len(off) - 1
+        if kind == "tokens" and data.ndim != 2 and data.size % 4 == 0:
+            data = data.reshape(-1, 4)
+        tok_cap = 0
+        if kind == "sources":
+            if max_source_len is None:
+                max_source_len = int(cp.max(off[1:] - off[:-1])) if n else 0
+            tok_cap = token_capacity(max_source_len)
+        code = cp.zeros((n, code_cap), dtype=cp.uint32)
+        lengths = cp.zeros(n, dtype=cp.int32)
+        errors = cp.zeros((n, 4), dtype=cp.int32)
+        meta = cp.zeros((n, ENTRY_META), dtype=cp.int32) if with_meta else None
+        _compile_launch(d, kind, data, off, n, code, lengths, errors, code_cap, entry, meta, tok_cap)
+        outs = (code, lengths, errors) + ((meta,) if with_meta else ())
+        return tuple(_out(x, as_torch) for x in outs)
+
+
+def _compile_host(kind: str, data: np.ndarray, offsets: np.ndarray, code_cap: int):
+    """Host arrays in, CompiledBatch out, in chunks that fit the device."""
+    import cupy as cp
+    from vramgym.compiler.batch import CompiledBatch
+    d = device()
+    n = len(offsets) - 1
+    code = np.zeros((n, code_cap), dtype=np.uint32)
+    lengths = np.zeros(n, dtype=np.int32)
+    errors = np.zeros((n, 4), dtype=np.int32)
+    lens = np.diff(offsets)
+    tok_cap = token_capacity(int(lens.max()) if n else 0) if kind == "sources" else 0
+    per_prog = 4 * code_cap + 20
+    chunk = _chunk_size(n, per_prog)
+    dev_data = cp.asarray(data)
+    for a in range(0, n, chunk):
+        b = min(n, a + chunk)
+        off = cp.asarray(offsets[a: b + 1])
+        dc = cp.zeros((b - a, code_cap), dtype=cp.uint32)
+        dl = cp.zeros(b - a, dtype=cp.int32)
+        de = cp.zeros((b - a, 4), dtype=cp.int32)
+        _compile_launch(d, kind, dev_data, off, b - a, dc, dl, de, code_cap, 0, None, tok_cap)
+        code[a:b], lengths[a:b], errors[a:b] = dc.get(), dl.get(), de.get()
+    return CompiledBatch(code, lengths, errors)
+
+
+def compile_batch(sources, *, code_cap: int = 1024):
+    """vramgym.compiler.compile_batch on the GPU: the same CompiledBatch, bit for bit."""
+    from vramgym.compiler.batch import pack_sources
+    if not 1 <= code_cap <= oc.LIMITS["MAX_CODE"]:
+        raise ValueError(f"code_cap must be in 1..{oc.LIMITS['MAX_CODE']}")
+    blob, offsets = pack_sources(sources)
+    return _compile_host("sources", np.frombuffer(blob, dtype=np.uint8), offsets, code_cap)
+
+
+def compile_tokens(tokens, offsets, *, code_cap: int = 1024):
+    """vramgym.compiler.compile_tokens on the GPU (host arrays in, CompiledBatch out)."""
+    tokens = np.ascontiguousarray(tokens, dtype=np.int32)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    if tokens.ndim != 2 or tokens.shape[1] != 4:
+        raise ValueError("tokens must have shape (T, 4)")
+    if offsets[0] != 0 or offsets[-1] != len(tokens) or np.any(np.diff(offsets) < 0):
+        raise ValueError("offsets must be non-decreasing from 0 to len(tokens)")
+    if not 1 <= code_cap <= oc.LIMITS["MAX_CODE"]:
+        raise ValueError(f"code_cap must be in 1..{oc.LIMITS['MAX_CODE']}")
+    return _compile_host("tokens", tokens, offsets, code_cap)
+
+
+# --- execute ----------------------------------------------------------------------------------
+
+def _lane_words(config, local: bool) -> int:
+    """int32 words of one VM lane's global scratch (cuda_kernels.cu lane_layout)."""
+    md, ml, hs = max(config.max_depth, 1), max(config.max_lists, 1), max(config.heap_size, 1)
+    return 3 * md + 3 * ml + hs + (0 if local else config.stack_size)
+
+
+def _exec_grid(d: _Device, n_tasks: int, config, reserve: int = 0):
+    """(kernel suffix, blocks, scratch) for a persistent execute launch over n_tasks tasks."""
+    import cupy as cp
+    local = config.stack_size <= LOCAL_STACK
+    lane_bytes = 4 * _lane_words(config, local)
+    warp_bytes = 32 * lane_bytes
+    fit = (_budget() - reserve) // warp_bytes
+    per_block = EXEC_BLOCK // 32
+    if fit < per_block:
+        raise MemoryError(f"VMConfig {config} needs {warp_bytes * per_block} bytes of scratch per block of "
+                          f"{per_block} warps; the GPU has too little free memory")
+    warps = min(n_tasks, d.sms * EXEC_WARPS_PER_SM, fit)
+    blocks = max(1, -(-warps // per_block))
+    scratch = cp.empty(blocks * EXEC_BLOCK * lane_bytes // 4, dtype=cp.int32)
+    return ("local" if local else "global"), blocks, scratch
+
+
+def _cfg_args(config):
+    return (_i32(config.fuel), _i32(config.max_depth), _i32(config.heap_size), _i32(config.max_lists),
+            _i32(config.stack_size))
+
+
+def _validate(d: _Device, code, code_off, code_stride, code_len, n, entry, entry_all, meta, want_sig):
+    import cupy as cp
+    entry_pc = cp.empty(max(n, 1), dtype=cp.int32)
+    if n:
+        blocks = -(-n // 256)
+        d.k["vg_validate_programs"]((blocks,), (256,), (
+            code, _ptr(code_off), _i64(code_stride), _ptr(code_len), _i32(n), _ptr(entry), _i32(entry_all),
+            _ptr(meta), _ptr(want_sig), entry_pc))
+    return entry_pc
+
+
+def task_starts(run_prog: np.ndarray, lockstep: bool = True) -> np.ndarray:
+    """Start of every task (up to 32 consecutive runs of one program; one run each without
+    lockstep) and the end, as int64."""
+    r = len(run_prog)
+    if r == 0:
+        return np.zeros(1, dtype=np.int64)
+    if not lockstep:
+        return np.arange(r + 1, dtype=np.int64)
+    new = np.ones(r, dtype=bool)
+    new[1:] = run_prog[1:] != run_prog[:-1]
+    seg_start = np.flatnonzero(new)
+    pos = np.arange(r) - seg_start[np.cumsum(new) - 1]
+    return np.append(np.flatnonzero(pos % 32 == 0), r).astype(np.int64)
+
+
+def run_batch(programs, inputs, run_prog, run_in, expected, config, out_cap, nthreads, lockstep=True):
+    """The batch interface of vramgym.vm.batch on the GPU: exactly the CPU backend's results.
+    nthreads is ignored; lockstep=False runs one run per warp (slow, for cross-checks)."""
+    import cupy as cp
+    from .batch import BatchResult
+    d = device()
+    n_runs = len(run_prog)
+    status = np.zeros(n_runs, dtype=np.int32)
+    value = np.zeros(n_runs, dtype=np.int32)
+    steps = np.zeros(n_runs, dtype=np.int32)
+    passed = np.zeros(n_runs, dtype=bool) if expected is not None else None
+    out_list = np.zeros((n_runs, out_cap), dtype=np.int32) if out_cap > 0 else None
+    if n_runs == 0:
+        return BatchResult(status, value, steps, passed, out_list)
+    n_prog, n_in = len(programs), len(inputs)
+    code = cp.asarray(programs.code) if len(programs.code) else cp.zeros(1, cp.uint32)
+    code_off = cp.asarray(programs.offsets)
+    ret_kind = cp.asarray(programs.ret_kind) if n_prog else cp.zeros(1, cp.int32)
+    entry_pc = _validate(d, code, code_off, 0, None, n_prog, cp.asarray(programs.entry) if n_prog else None, 0,
+                         None, None)
+    in_words = cp.asarray(inputs.words) if len(inputs.words) else cp.zeros(1, cp.int32)
+    in_off = cp.asarray(inputs.offsets)
+    exp_words = exp_off = None
+    if expected is not None:
+        exp_words = cp.asarray(expected.words) if len(expected.words) else cp.zeros(1, cp.int32)
+        exp_off = cp.asarray(expected.offsets)
+    starts = task_starts(run_prog, lockstep)
+    n_tasks = len(starts) - 1
+    per_run = 8 + 12 + 1 + 4 * out_cap + 8
+    suffix, blocks, scratch = _exec_grid(d, n_tasks, config)
+    chunk_runs = _chunk_size(n_runs, per_run)
+    kernel = d.k[f"vg_execute_{suffix}"]
+    t0 = 0
+    while t0 < n_tasks:
+        r0 = int(starts[t0])
+        t1 = max(t0 + 1, int(np.searchsorted(starts, r0 + chunk_runs, side="right")) - 1)
+        t1 = min(t1, n_tasks)
+        r1 = int(starts[t1])
+        n = r1 - r0
+        d_prog, d_in = cp.asarray(run_prog[r0:r1]), cp.asarray(run_in[r0:r1])
+        d_starts = cp.asarray(starts[t0: t1 + 1] - r0)
+        d_status, d_value, d_steps = (cp.empty(n, dtype=cp.int32) for _ in range(3))
+        d_passed = cp.zeros(n, dtype=cp.uint8) if expected is not None else None
+        d_list = cp.zeros((n, out_cap), dtype=cp.int32) if out_cap > 0 else None
+        kernel((blocks,), (EXEC_BLOCK,), (
+            code, code_off, _i64(0), _NULL, _i32(n_prog), entry_pc, ret_kind, _i32(0), in_words, in_off, _i32(n_in),
+            d_prog, d_in, d_starts, _i64(t1 - t0), _i32(1), _ptr(exp_words), _ptr(exp_off), *_cfg_args(config),
+            scratch, d_status, d_value, d_steps, _ptr(d_passed), _ptr(d_list), _i32(out_cap), _NULL, _NULL))
+        status[r0:r1], value[r0:r1], steps[r0:r1] = d_status.get(), d_value.get(), d_steps.get()
+        if passed is not None:
+            passed[r0:r1] = d_passed.get().astype(bool)
+        if out_list is not None:
+            out_list[r0:r1] = d_list.get()
+        t0 = t1
+    return BatchResult(status, value, steps, passed, out_list)
+
+
+# --- evaluate: compile + execute + compare, on the device -------------------------------------
+
+@dataclass
+class EvalResult:
+    """Per candidate (N,): passed tests (int32), executed steps summed over the tests (int64),
+    reward = passed / n_tests (float32), compile errors (N, 4) int32 (code 0 where it
+    compiled). Arrays are torch tensors when the candidates came as torch tensors, else CuPy."""
+
+    passed: object
+    steps: object
+    reward: object
+    errors: object
+    n_tests: int
+
+
+def _encoded_dev(x):
+    """(words, offsets) device arrays of an Encoded or a (words, offsets) pair."""
+    import cupy as cp
+    words, offsets = (x.words, x.offsets) if hasattr(x, "words") else x
+    words = _dev(words, cp.int32)
+    return (words if words.size else cp.zeros(1, cp.int32)), _dev(offsets, cp.int64)
+
+
+def evaluate(programs, offsets, inputs, expected, *, source: bool = False, signature=None, entry: int = 0,
+             config=None, code_cap: int = 1024, max_source_len: int | None = None) -> EvalResult:
+    """Compile N candidates, run each on the M test inputs and count the tests whose result
+    equals the expected value, on one stream with nothing copied to the host in between.
+
+    programs/offsets: tokens (T, 4) int32 with (N + 1,) int64 token offsets, or with
+    source=True a uint8 byte buffer with byte offsets; torch CUDA tensors (used in place, on
+    torch's current stream), CuPy or host arrays. inputs/expected: Encoded (or (words, offsets)
+    pairs), M values each. signature: ((param kinds), ret kind), e.g. (("int", "int"), "int"):
+    candidates whose entry function (number `entry`) has another signature pass no test
+    (their runs trap bad_input); None checks nothing and compares results as ints.
+    Batches are compiled and run in chunks that fit in free device memory."""
+    import cupy as cp
+    from .batch import VMConfig
+    from .values import KIND_BY_NAME
+    config = config or VMConfig()
+    want = None
+    ret_kind = oc.KIND_INT
+    if signature is not None:
+        params, ret = signature
+        ret_kind = KIND_BY_NAME[ret]
+        want = np.array([len(params), ret_kind] + [KIND_BY_NAME[k] for k in params], dtype=np.int32)
+    kind = "sources" if source else "tokens"
+    with _torch_stream((programs, offsets)) as as_torch:
+        d = device()
+        data = _dev(programs, cp.uint8 if source else cp.int32)
+        off = _dev(offsets, cp.int64)
+        in_words, in_off = _encoded_dev(inputs)
+        exp_words, exp_off = _encoded_dev(expected)
+        n, m = len(off) - 1, len(in_off) - 1
+        if len(exp_off) - 1 != m:
+            raise ValueError("expected needs one value per input")
+        want_dev = cp.asarray(want) if want is not None else None
+        tok_cap = 0
+        if source:
+            if max_source_len is None:
+                max_source_len = int(cp.max(off[1:] - off[:-1])) if n else 0  # the one sync
+            tok_cap = token_capacity(max_source_len)
+        passed = cp.zeros(n, dtype=cp.int32)
+        steps = cp.zeros(n, dtype=cp.uint64)
+        errors = cp.zeros((n, 4), dtype=cp.int32)
+        lengths = cp.zeros(n, dtype=cp.int32)
+        wpp = max(1, -(-m // 32))
+        per_prog = 4 * code_cap + 4 * ENTRY_META + 8
+        suffix, blocks, scratch = _exec_grid(d, n * wpp, config)
+        chunk = _chunk_size(n, per_prog)
+        code = cp.empty((min(chunk, max(n, 1)), code_cap), dtype=cp.uint32)  # reused by every chunk
+        meta = cp.empty((code.shape[0], ENTRY_META), dtype=cp.int32)
+        kernel = d.k[f"vg_execute_{suffix}_eval"]
+        for a in range(0, n if m else 0, chunk):
+            b = min(n, a + chunk)
+            k = b - a
+            _compile_launch(d, kind, data, off[a: b + 1], k, code, lengths[a:b], errors[a:b], code_cap, entry, meta,
+                            tok_cap)
+            entry_pc = _validate(d, code, None, code_cap, lengths[a:b], k, None, entry, meta, want_dev)
+            kernel((blocks,), (EXEC_BLOCK,), (
+                code, _NULL, _i64(code_cap), lengths[a:b], _i32(k), entry_pc, _NULL, _i32(ret_kind), in_words, in_off,
+                _i32(m), _NULL, _NULL, _NULL, _i64(k * wpp), _i32(wpp), exp_words, exp_off, *_cfg_args(config),
+                scratch, _NULL, _NULL, _NULL, _NULL, _NULL, _i32(0), passed[a:b], steps[a:b]))
+        if not m:  # no tests: nothing runs, but compile errors are still reported
+            for a in range(0, n, chunk):
+                b = min(n, a + chunk)
+                _compile_launch(d, kind, data, off[a: b + 1], b - a, code, lengths[a:b], errors[a:b], code_cap, entry,
+                                meta, tok_cap)
+        reward = passed.astype(cp.float32) / max(m, 1)
+        steps = steps.view(cp.int64)
+        return EvalResult(_out(passed, as_torch), _out(steps, as_torch), _out(reward, as_torch),
+                          _out(errors, as_torch), m)
