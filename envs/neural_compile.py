@@ -1,0 +1,223 @@
+"""`vramgym/NeuralCompile-v0`: the observation is a source program, the actions write its
+bytecode, and the reward is the paper's (envs/reward.py: +1 structurally valid, +10 when every
+test passes, plus an efficiency term against the traditional compiler's executed steps).
+
+Actions are bytes: every instruction word is four consecutive actions, least significant byte
+first (so the opcode comes first, then the 24-bit argument); action 256 (END) ends the program.
+`bytecode_actions(code)` turns the traditional compiler's bytecode into that action sequence,
+which earns 11 (valid, all tests pass, same steps).
+
+Source programs are the bank's tasks' reference solutions: the observation holds their compiler
+token arrays ((S, 4) int32 rows of kind, value, line, col; zero rows after the end), the task's
+signature kinds and shown examples, and the bytes written so far.
+"""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
+
+from vramgym.compiler import tokenize
+from vramgym.vm import ProgramBatch, run_batch
+from vramgym.vm import cpu
+
+from .bank import TaskBank
+from .reward import NeuralCompileReward
+
+END = 256
+NUM_ACTIONS = 257
+INT32 = np.iinfo(np.int32)
+
+
+def bytecode_actions(code) -> list[int]:
+    """The action sequence that writes `code` (uint32 words), END included."""
+    b = np.asarray(code, dtype="<u4").view(np.uint8)
+    return [int(x) for x in b] + [END]
+
+
+class NeuralCompileCore:
+    """Batched state: task (N,), code bytes (N, 4 * max_words), length (N,)."""
+
+    def __init__(self, bank: TaskBank, max_words: int = 256, source_len: int = 256,
+                 reward: NeuralCompileReward | None = None):
+        self.bank, self.max_words, self.source_len = bank, max_words, source_len
+        self.reward = reward or NeuralCompileReward()
+        T = len(bank)
+        self.sources = np.zeros((T, source_len, 4), dtype=np.int32)
+        self.source_lengths = np.zeros(T, dtype=np.int64)
+        self.ref_code = []
+        for i, task in enumerate(bank.tasks):
+            toks = tokenize(task.reference)
+            if len(toks) > source_len:
+                raise ValueError(f"task {task.name}: {len(toks)} source tokens, more than source_len={source_len}")
+            self.sources[i, : len(toks)] = toks
+            self.source_lengths[i] = len(toks)
+            code = task.program.code
+            if len(code) > max_words:
+                raise ValueError(f"task {task.name}: its bytecode has {len(code)} words, more than max_words")
+            self.ref_code.append(code)
+        # Executed steps of the traditional compiler's bytecode, the efficiency baseline.
+        self.ref_steps = self._run([c for c in self.ref_code], np.arange(T))[1]
+
+    def observation_space(self) -> spaces.Dict:
+        T, E, W = self.bank.examples.shape
+        L = 4 * self.max_words
+        return spaces.Dict({
+            "source": spaces.Box(INT32.min, INT32.max, (self.source_len, 4), np.int32),
+            "source_length": spaces.Box(0, self.source_len, (), np.int64),
+            "task": spaces.Box(0, T - 1, (), np.int64),
+            "kinds": spaces.Box(-1, 2, (4,), np.int32),
+            "ret_kind": spaces.Box(0, 2, (), np.int32),
+            "examples": spaces.Box(INT32.min, INT32.max, (E, W), np.int32),
+            "outputs": spaces.Box(INT32.min, INT32.max, (E, self.bank.outputs.shape[2]), np.int32),
+            "code": spaces.Box(0, 255, (L,), np.int64),
+            "length": spaces.Box(0, L, (), np.int64),
+        })
+
+    def _run(self, codes: list[np.ndarray], task_ids: np.ndarray):
+        """(valid (N,), mean steps (N,), all tests pass (N,)) of bytecode images on their tasks."""
+        n, m = len(codes), self.bank.n_tests
+        lengths = np.array([len(c) for c in codes], dtype=np.int64)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        words = np.concatenate(codes).astype(np.uint32) if n else np.zeros(0, np.uint32)
+        valid = np.array([cpu.validate(c)[0] == -1 and cpu.validate(c)[1] >= 0 for c in codes], dtype=bool)
+        programs = ProgramBatch.build(words, offsets, 0, self.bank.ret_kind[task_ids])
+        run_prog = np.repeat(np.arange(n, dtype=np.int32), m)
+        run_in = (task_ids[:, None] * m + np.arange(m)[None, :]).ravel().astype(np.int32)
+        res = run_batch(programs, self.bank.inputs, (run_prog, run_in), expected=self.bank.expected,
+                        config=self.bank.config, out_cap=0, backend=self.bank.backend)
+        passed = res.passed.reshape(n, m).all(axis=1) & valid
+        return valid, res.steps.reshape(n, m).mean(axis=1), passed
+
+    def empty(self, n: int) -> dict:
+        return {"task": np.zeros(n, np.int64), "code": np.zeros((n, 4 * self.max_words), np.int64),
+                "length": np.zeros(n, np.int64)}
+
+    def reset_core(self, state: dict, idx: np.ndarray, rng: np.random.Generator, tasks=None) -> None:
+        state["task"][idx] = rng.integers(len(self.bank), size=len(idx)) if tasks is None else tasks
+        state["code"][idx] = 0
+        state["length"][idx] = 0
+
+    def observe(self, state: dict) -> dict:
+        t = state["task"]
+        return {"source": self.sources[t], "source_length": self.source_lengths[t], "task": t.copy(),
+                "kinds": self.bank.kinds[t], "ret_kind": self.bank.ret_kind[t], "examples": self.bank.examples[t],
+                "outputs": self.bank.outputs[t], "code": state["code"].copy(), "length": state["length"].copy()}
+
+    def score(self, state: dict, rows: np.ndarray) -> np.ndarray:
+        codes = []
+        for i in rows:  # whole words only: a trailing partial word makes the image invalid
+            nbytes = int(state["length"][i])
+            b = state["code"][i, : nbytes - nbytes % 4].astype(np.uint8)
+            codes.append(b.view("<u4").astype(np.uint32) if len(b) else np.zeros(0, np.uint32))
+        task_ids = state["task"][rows]
+        valid, steps, passed = self._run(codes, task_ids)
+        valid &= (state["length"][rows] % 4) == 0
+        return self.reward(valid, passed & valid, steps, self.ref_steps[task_ids])
+
+    def step_core(self, state: dict, actions: np.ndarray):
+        """(reward, terminated, truncated, invalid) per env; an out-of-range action is invalid and
+        ends the episode with reward 0 (no valid bytecode was written)."""
+        n = len(state["task"])
+        a = np.asarray(actions).reshape(n)
+        invalid = (a < 0) | (a >= NUM_ACTIONS)
+        byte = ~invalid & (a != END)
+        rows = np.flatnonzero(byte)
+        state["code"][rows, state["length"][rows]] = a[rows]
+        state["length"][rows] += 1
+        finished = ~invalid & (a == END)
+        truncated = byte & (state["length"] >= 4 * self.max_words)
+        reward = np.zeros(n, np.float32)
+        done = np.flatnonzero(finished | truncated)
+        if len(done):
+            reward[done] = self.score(state, done)
+        return reward, finished | invalid, truncated, invalid
+
+
+def _first(obs: dict) -> dict:
+    return {k: np.asarray(v[0]) for k, v in obs.items()}
+
+
+class NeuralCompileEnv(gym.Env):
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, bank: TaskBank | None = None, tasks: list[str] | None = None, max_words: int = 256,
+                 reward: NeuralCompileReward | None = None, n_tests: int = 16, seed: int = 0, backend: str = "cpu",
+                 render_mode: str | None = None):
+        bank = bank or TaskBank.from_names(tasks, n_tests=n_tests, seed=seed, backend=backend)
+        self.core = NeuralCompileCore(bank, max_words, reward=reward)
+        self.observation_space = self.core.observation_space()
+        self.action_space = spaces.Discrete(NUM_ACTIONS)
+        self.render_mode = render_mode
+        self.state = self.core.empty(1)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        task = None if not options or "task" not in options else np.array([options["task"]])
+        self.core.reset_core(self.state, np.array([0]), self.np_random, task)
+        return _first(self.core.observe(self.state)), {}
+
+    def step(self, action):
+        r, term, trunc, invalid = self.core.step_core(self.state, np.array([action]))
+        obs = _first(self.core.observe(self.state))
+        return obs, float(r[0]), bool(term[0]), bool(trunc[0]), {"invalid_action": bool(invalid[0])}
+
+    def render(self):
+        if self.render_mode != "ansi":
+            return None
+        from vramgym.vm.program import disassemble
+        task = self.core.bank.tasks[self.state["task"][0]]
+        nbytes = int(self.state["length"][0])
+        b = self.state["code"][0, : nbytes - nbytes % 4].astype(np.uint8)
+        return f"task {task.name}\n" + disassemble(b.view("<u4") if len(b) else []) + "\n"
+
+
+class NeuralCompileVectorEnv(gym.vector.VectorEnv):
+    metadata = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
+                 max_words: int = 256, reward: NeuralCompileReward | None = None, n_tests: int = 16, seed: int = 0,
+                 backend: str = "cpu", device: str | None = None, render_mode: str | None = None,
+                 max_episode_steps: int | None = None):
+        if device not in (None, "cpu"):
+            raise ValueError(f"device {device!r}: the environments' state lives on the host for now (cpu only)")
+        bank = bank or TaskBank.from_names(tasks, n_tests=n_tests, seed=seed, backend=backend)
+        self.num_envs = num_envs
+        self.core = NeuralCompileCore(bank, max_words, reward=reward)
+        self.single_observation_space = self.core.observation_space()
+        self.single_action_space = spaces.Discrete(NUM_ACTIONS)
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, num_envs)
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
+        self.render_mode = render_mode
+        self.state = self.core.empty(num_envs)
+        self._needs_reset = np.zeros(num_envs, bool)
+        self._pinned = None
+        self._rng = np.random.default_rng(seed)
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        idx = np.arange(self.num_envs)
+        self._pinned = None if not options or "task" not in options else np.broadcast_to(options["task"], idx.shape).copy()
+        self.core.reset_core(self.state, idx, self._rng, self._pinned)
+        self._needs_reset[:] = False
+        return self.core.observe(self.state), {}
+
+    def step(self, actions):
+        n = self.num_envs
+        a = np.asarray(actions).reshape(n)
+        live = np.flatnonzero(~self._needs_reset)
+        restart = np.flatnonzero(self._needs_reset)
+        reward, term, trunc, invalid = np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+        if len(live):
+            sub = {k: v[live] for k, v in self.state.items()}
+            r, t, tr, inv = self.core.step_core(sub, a[live])
+            for k in self.state:
+                self.state[k][live] = sub[k]
+            reward[live], term[live], trunc[live], invalid[live] = r, t, tr, inv
+        if len(restart):
+            self.core.reset_core(self.state, restart, self._rng, None if self._pinned is None else self._pinned[restart])
+        self._needs_reset = term | trunc
+        return self.core.observe(self.state), reward, term, trunc, {"invalid_action": invalid}

@@ -1,0 +1,45 @@
+"""Reward functions as objects handed to the environments (Jumanji style): the environment
+computes scores, the reward object turns them into numbers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SynthesisReward:
+    """Reward of a finished program in the synthesis environments.
+
+    compile failure: `compile_penalty`; otherwise `pass_weight * fraction of tests passed`,
+    plus `all_pass_bonus` when every test passes, minus `step_cost` per executed VM step (mean
+    over the tests) and `length_cost` per action of the program."""
+
+    compile_penalty: float = -1.0
+    pass_weight: float = 1.0
+    all_pass_bonus: float = 1.0
+    step_cost: float = 1e-5
+    length_cost: float = 1e-3
+
+    def __call__(self, scores) -> np.ndarray:
+        r = (self.pass_weight * scores.pass_frac + self.all_pass_bonus * scores.all_pass
+             - self.step_cost * scores.steps - self.length_cost * scores.length)
+        return np.where(scores.compiled, r, self.compile_penalty).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class NeuralCompileReward:
+    """The paper's reward for a neural compiler (arXiv 2512.11200, section on RL): `valid_bonus`
+    (+1) when the bytecode is structurally valid, `all_pass_bonus` (+10) when every test passes,
+    and an efficiency term: `efficiency_weight * (ref_steps - steps) / ref_steps`, clipped to
+    [-1, 1], against the executed steps of the traditional compiler's bytecode (only when every
+    test passes)."""
+
+    valid_bonus: float = 1.0
+    all_pass_bonus: float = 10.0
+    efficiency_weight: float = 1.0
+
+    def __call__(self, valid: np.ndarray, all_pass: np.ndarray, steps: np.ndarray, ref_steps: np.ndarray) -> np.ndarray:
+        eff = np.clip((ref_steps - steps) / np.maximum(ref_steps, 1), -1.0, 1.0)
+        r = self.valid_bonus * valid + all_pass * (self.all_pass_bonus + self.efficiency_weight * eff)
+        return r.astype(np.float32)

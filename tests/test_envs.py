@@ -1,0 +1,228 @@
+"""The environments: conformance of every registered id (spaces, check_env, seeding, autoreset),
+the vector env against N single envs, masks that always produce compiling programs, reachable
+reference solutions that earn the full reward, and bad actions that end episodes cleanly."""
+import os
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import vramgym.envs
+from vramgym.envs import vocab as V
+from vramgym.envs.bank import TaskBank
+from vramgym.envs.neural_compile import END as NC_END, bytecode_actions
+from vramgym.envs.synthesis import SynthesisVectorEnv
+
+SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
+TASKS = ["sum_list", "gcd", "reverse_list", "max_list", "count_evens"]
+BANK = TaskBank.from_names(TASKS, n_tests=8)
+
+
+def policy(rng, space, obs):
+    """A random action: masked where the env has a mask."""
+    if "action_mask" in obs:
+        return int(rng.choice(np.flatnonzero(obs["action_mask"])))
+    if isinstance(space, gym.spaces.Discrete):
+        return int(rng.integers(space.n))
+    return rng.integers(space.low, space.high + 1, size=space.shape).astype(space.dtype)
+
+
+def rollout(env, seed, steps=60):
+    rng = np.random.default_rng(seed)
+    obs, _ = env.reset(seed=seed)
+    trace = []
+    for _ in range(steps):
+        a = policy(rng, env.action_space, obs)
+        obs, r, term, trunc, info = env.step(a)
+        trace.append((r, term, trunc, obs["tokens"].copy() if "tokens" in obs else obs["code"].copy()))
+        if term or trunc:
+            obs, _ = env.reset()
+    return trace
+
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_conformance(env_id):
+    env = gym.make(env_id, bank=BANK)
+    check_env(env.unwrapped, skip_render_check=True)
+    obs, info = env.reset(seed=3)
+    assert env.observation_space.contains(obs)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        obs, r, term, trunc, info = env.step(policy(rng, env.action_space, obs))
+        assert env.observation_space.contains(obs) and isinstance(r, float)
+        if term or trunc:
+            obs, _ = env.reset()
+
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_seeding_gives_the_same_trajectory(env_id):
+    a = rollout(gym.make(env_id, bank=BANK), SEED)
+    b = rollout(gym.make(env_id, bank=BANK), SEED)
+    for (r1, t1, u1, o1), (r2, t2, u2, o2) in zip(a, b):
+        assert r1 == r2 and t1 == t2 and u1 == u2 and np.array_equal(o1, o2)
+
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_vector_env_spaces_and_autoreset(env_id):
+    vec = gym.make_vec(env_id, num_envs=4, vectorization_mode="vector_entry_point", bank=BANK)
+    assert vec.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
+    obs, _ = vec.reset(seed=1)
+    assert vec.observation_space.contains(obs)
+    rng = np.random.default_rng(SEED)
+    ended = np.zeros(4, bool)
+    for _ in range(80):
+        if "action_mask" in obs:
+            acts = np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]])
+        else:
+            acts = np.stack([policy(rng, vec.single_action_space, {}) for _ in range(4)])
+        obs, r, term, trunc, info = vec.step(acts)
+        assert vec.observation_space.contains(obs)
+        # The step after an episode ends is a reset: no reward, fresh episode (length 0).
+        assert np.all(r[ended] == 0) and not np.any((term | trunc)[ended])
+        assert np.all(obs["length"][ended] == 0)
+        ended = term | trunc
+    vec.close()
+
+
+def test_vector_env_equals_single_envs():
+    n = 6
+    tasks = np.arange(n) % len(TASKS)
+    vec = SynthesisVectorEnv(num_envs=n, bank=BANK)
+    vobs, _ = vec.reset(seed=0, options={"task": tasks})  # pinned: autoresets keep each env's task
+    singles = [gym.make("vramgym/Synthesis-v0", bank=BANK) for _ in range(n)]
+    for env, t in zip(singles, tasks):
+        env.reset(seed=0, options={"task": int(t)})
+    pending = np.zeros(n, bool)  # single envs whose episode ended: reset on the next step (NEXT_STEP)
+    rng = np.random.default_rng(SEED)
+    for _ in range(80):
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in vobs["action_mask"]])
+        vobs, vr, vt, vu, _ = vec.step(acts)
+        for i, env in enumerate(singles):
+            if pending[i]:
+                o, _ = env.reset(options={"task": int(tasks[i])})
+                r, t, u = 0.0, False, False
+            else:
+                o, r, t, u, _ = env.step(int(acts[i]))
+            pending[i] = t or u
+            assert r == pytest.approx(vr[i]) and t == vt[i] and u == vu[i]
+            for key in ("tokens", "length", "task", "action_mask", "examples"):
+                assert np.array_equal(o[key], vobs[key][i]), key
+
+
+def test_masked_rollouts_always_compile():
+    rng = np.random.default_rng(SEED)
+    vec = SynthesisVectorEnv(num_envs=16, bank=BANK, max_len=40)
+    obs, _ = vec.reset(seed=int(rng.integers(1 << 30)))
+    finished = 0
+    for _ in range(400):
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]])
+        before = vec.state.tokens.copy(), vec.state.task.copy()
+        obs, r, term, trunc, info = vec.step(acts)
+        for i in np.flatnonzero(term | trunc):
+            assert not info["invalid_action"][i]
+            body = np.append(before[0][i][: np.argmax(before[0][i] == V.END) if (before[0][i] == V.END).any() else None], acts[i])
+            s = BANK.score(body[None], before[1][i : i + 1])
+            assert s.compiled[0], V.detokenize(body, BANK.signatures[before[1][i]])
+            assert r[i] > vec.core.reward.compile_penalty
+            finished += 1
+    assert finished > 10
+
+
+REFERENCES = {  # task bodies in the vocabulary (names are slots: <P0> the first parameter)
+    "sum_list": r"v0 = 0 \n for v1 in <P0> : \n <INDENT> v0 += v1 \n <DEDENT> return v0 \n <END>",
+    "count_evens": r"v0 = 0 \n for v1 in <P0> : \n <INDENT> if v1 % 2 == 0 : \n <INDENT> v0 += 1 \n "
+                   r"<DEDENT> <DEDENT> return v0 \n <END>",
+    "reverse_list": r"v0 = [ ] \n for v1 in <P0> : \n <INDENT> v0 = [ v1 ] + v0 \n <DEDENT> return v0 \n <END>",
+}
+
+
+@pytest.mark.parametrize("task", sorted(REFERENCES))
+def test_reference_is_reachable_under_the_mask_and_earns_full_reward(task):
+    env = gym.make("vramgym/Synthesis-v0", bank=BANK)
+    obs, _ = env.reset(seed=0, options={"task": TASKS.index(task)})
+    actions = V.encode(REFERENCES[task])
+    for a in actions:
+        assert obs["action_mask"][a], f"{V.TOKENS[a]} is masked after {V.detokenize(obs['tokens'][:obs['length']], BANK.signatures[TASKS.index(task)])!r}"
+        obs, r, term, trunc, info = env.step(a)
+    assert term and not info["invalid_action"]
+    rw = env.unwrapped.core.reward
+    s = BANK.score(np.array(actions)[None], np.array([TASKS.index(task)]))
+    assert s.all_pass[0]
+    body_len = len(actions) - 1  # END is not part of the body
+    assert r == pytest.approx(rw.pass_weight + rw.all_pass_bonus - rw.step_cost * s.steps[0] - rw.length_cost * body_len)
+
+
+def test_bad_actions_end_the_episode_cleanly():
+    env = gym.make("vramgym/Synthesis-v0", bank=BANK)
+    penalty = env.unwrapped.core.reward.compile_penalty
+    for bad in (-1, V.VOCAB_SIZE, 10**9):
+        obs, _ = env.reset(seed=0)
+        obs, r, term, trunc, info = env.step(bad)
+        assert term and info["invalid_action"] and r == penalty
+    obs, _ = env.reset(seed=0)
+    masked = int(np.flatnonzero(obs["action_mask"] == 0)[0])
+    obs, r, term, trunc, info = env.step(masked)
+    assert term and info["invalid_action"] and r == penalty
+    assert obs["length"] == 0  # nothing was written
+
+
+def test_batch_env_scores_whole_programs_and_survives_garbage():
+    vec = gym.make_vec("vramgym/SynthesisBatch-v0", num_envs=4, vectorization_mode="vector_entry_point", bank=BANK)
+    obs, _ = vec.reset(seed=0, options={"task": TASKS.index("sum_list")})
+    good = np.full(vec.single_action_space.shape, V.END)
+    ref = V.encode(REFERENCES["sum_list"])
+    good[: len(ref)] = ref
+    garbage = np.random.default_rng(SEED).integers(-5, 100, size=(3,) + good.shape)
+    obs, r, term, trunc, _ = vec.step(np.vstack([good[None], garbage]))
+    assert term.all() and r[0] > 1.5 and np.all(r[1:] <= r[0])
+
+
+def test_neural_compile_reference_bytecode_earns_the_paper_reward():
+    env = gym.make("vramgym/NeuralCompile-v0", bank=BANK)
+    for t in range(len(TASKS)):
+        obs, _ = env.reset(seed=0, options={"task": t})
+        for a in bytecode_actions(env.unwrapped.core.ref_code[t]):
+            obs, r, term, trunc, info = env.step(a)
+        assert term and r == pytest.approx(11.0), TASKS[t]
+    obs, _ = env.reset(seed=0)
+    for a in [1, 2, 3, NC_END]:  # a partial word: not valid bytecode
+        obs, r, term, trunc, info = env.step(a)
+    assert term and r == 0.0
+    obs, _ = env.reset(seed=0)
+    obs, r, term, trunc, info = env.step(999)  # out of range: ends the episode, nothing earned
+    assert term and info["invalid_action"] and r == 0.0
+
+
+def test_ansi_render_shows_program_and_results():
+    env = gym.make("vramgym/Synthesis-v0", bank=BANK, render_mode="ansi")
+    obs, _ = env.reset(seed=0, options={"task": TASKS.index("sum_list")})
+    for a in V.encode(REFERENCES["sum_list"]):
+        env.step(a)
+    text = env.render()
+    assert "def sum_list" in text and "passed=8/8" in text
+
+
+def test_vectorized_compiler_tokens_equal_the_rendered_ones():
+    """bank.compiler_tokens (the batched scoring path) compiles to the same bytecode as
+    vocab.to_compiler_tokens (the per-program rendering) on random masked programs."""
+    from vramgym.compiler import compile_tokens
+    rng = np.random.default_rng(SEED)
+    vec = SynthesisVectorEnv(num_envs=32, bank=BANK, max_len=40)
+    obs, _ = vec.reset(seed=int(rng.integers(1 << 30)))
+    bodies, tasks = [], []
+    for _ in range(200):
+        before, btask = vec.state.tokens.copy(), vec.state.task.copy()
+        obs, r, term, trunc, _ = vec.step(np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]]))
+        for i in np.flatnonzero(term | trunc):
+            bodies.append(before[i])
+            tasks.append(btask[i])
+    bodies, tasks = np.array(bodies), np.array(tasks)
+    lengths = np.where((bodies == V.END).any(1), (bodies == V.END).argmax(1), bodies.shape[1])
+    fast = compile_tokens(*BANK.compiler_tokens(bodies, lengths, tasks))
+    slow_rows = [V.to_compiler_tokens(b[:n], BANK.signatures[t]) for b, n, t in zip(bodies, lengths, tasks)]
+    offsets = np.concatenate([[0], np.cumsum([len(x) for x in slow_rows])])
+    slow = compile_tokens(np.concatenate(slow_rows), offsets)
+    assert len(bodies) > 20 and fast.ok.all() and slow.ok.all()
+    for i in range(len(bodies)):
+        assert np.array_equal(fast.code[i, : fast.lengths[i]], slow.code[i, : slow.lengths[i]])
