@@ -45,9 +45,15 @@ struct Lexer {
   int32_t depth;  // open brackets: newlines inside them are ignored
   NameEntry names[MAX_NAMES];
   int32_t nnames;
+  int16_t bucket[256];          // hash of a name -> its latest entry (-1: none); chained by next
+  int16_t next[MAX_NAMES];
   CompileError err;
   bool failed;
 };
+
+VG_HD inline int32_t name_hash(const char* s, int32_t n) {
+  return (int32_t)(((uint32_t)n * 31u + (uint8_t)s[0] * 7u + (uint8_t)s[n - 1]) & 255u);
+}
 
 VG_HD inline bool vg_streq(const char* a, int32_t alen, const char* b) {
   int32_t i = 0;
@@ -115,17 +121,22 @@ VG_HD inline int32_t keyword(const char* s, int32_t n, int32_t* reserved_index) 
 
 VG_HD inline void lx_init_names(Lexer& L) {
   const char* b[] = {VG_BUILTIN_NAMES};
+  for (int i = 0; i < 256; i++) L.bucket[i] = -1;
   for (int i = 0; i < NUM_BUILTIN_NAMES; i++) {
     int32_t n = 0;
     while (b[i][n]) n++;
     L.names[i].ptr = b[i];
     L.names[i].len = n;
+    int32_t h = name_hash(b[i], n);
+    L.next[i] = L.bucket[h];
+    L.bucket[h] = (int16_t)i;
   }
   L.nnames = NUM_BUILTIN_NAMES;
 }
 
 VG_HD inline int32_t lx_intern(Lexer& L, const char* s, int32_t n, int64_t at) {
-  for (int32_t i = 0; i < L.nnames; i++) {
+  int32_t h = name_hash(s, n);
+  for (int32_t i = L.bucket[h]; i >= 0; i = L.next[i]) {
     if (L.names[i].len != n) continue;
     int32_t k = 0;
     while (k < n && L.names[i].ptr[k] == s[k]) k++;
@@ -137,6 +148,8 @@ VG_HD inline int32_t lx_intern(Lexer& L, const char* s, int32_t n, int64_t at) {
   }
   L.names[L.nnames].ptr = s;
   L.names[L.nnames].len = n;
+  L.next[L.nnames] = L.bucket[h];
+  L.bucket[h] = (int16_t)L.nnames;
   return L.nnames++;
 }
 
