@@ -13,10 +13,11 @@ signature kinds and shown examples, and the bytes written so far.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode
 
 from vramgym.compiler import tokenize
 from vramgym.vm import ProgramBatch, run_batch
@@ -24,6 +25,7 @@ from vramgym.vm import cpu
 
 from .bank import TaskBank
 from .reward import NeuralCompileReward
+from .vector import CoreVectorEnv
 
 END = 256
 NUM_ACTIONS = 257
@@ -36,8 +38,17 @@ def bytecode_actions(code) -> list[int]:
     return [int(x) for x in b] + [END]
 
 
+@dataclass
+class NeuralCompileState:
+    """Batched state of N neural-compile envs."""
+
+    task: np.ndarray    # (N,) int64: task index in the bank (its reference is the source)
+    code: np.ndarray    # (N, 4 * max_words) int64: the bytes written so far
+    length: np.ndarray  # (N,) int64: bytes written
+
+
 class NeuralCompileCore:
-    """Batched state: task (N,), code bytes (N, 4 * max_words), length (N,)."""
+    """The pure part shared by the single and vector envs."""
 
     def __init__(self, bank: TaskBank, max_words: int = 256, source_len: int = 256,
                  reward: NeuralCompileReward | None = None):
@@ -91,44 +102,49 @@ class NeuralCompileCore:
         passed = res.passed.reshape(n, m).all(axis=1) & valid
         return valid, res.steps.reshape(n, m).mean(axis=1), passed
 
-    def empty(self, n: int) -> dict:
-        return {"task": np.zeros(n, np.int64), "code": np.zeros((n, 4 * self.max_words), np.int64),
-                "length": np.zeros(n, np.int64)}
+    def empty(self, n: int) -> NeuralCompileState:
+        return NeuralCompileState(np.zeros(n, np.int64), np.zeros((n, 4 * self.max_words), np.int64),
+                                  np.zeros(n, np.int64))
 
-    def reset_core(self, state: dict, idx: np.ndarray, rng: np.random.Generator, tasks=None) -> None:
-        state["task"][idx] = rng.integers(len(self.bank), size=len(idx)) if tasks is None else tasks
-        state["code"][idx] = 0
-        state["length"][idx] = 0
+    def reset_core(self, state: NeuralCompileState, idx: np.ndarray, rng: np.random.Generator, tasks=None) -> None:
+        state.task[idx] = rng.integers(len(self.bank), size=len(idx)) if tasks is None else tasks
+        state.code[idx] = 0
+        state.length[idx] = 0
 
-    def observe(self, state: dict) -> dict:
-        t = state["task"]
+    def observe(self, state: NeuralCompileState) -> dict:
+        t = state.task
         return {"source": self.sources[t], "source_length": self.source_lengths[t], "task": t.copy(),
                 "kinds": self.bank.kinds[t], "ret_kind": self.bank.ret_kind[t], "examples": self.bank.examples[t],
-                "outputs": self.bank.outputs[t], "code": state["code"].copy(), "length": state["length"].copy()}
+                "outputs": self.bank.outputs[t], "code": state.code.copy(), "length": state.length.copy()}
 
-    def score(self, state: dict, rows: np.ndarray) -> np.ndarray:
-        codes = []
-        for i in rows:  # whole words only: a trailing partial word makes the image invalid
-            nbytes = int(state["length"][i])
-            b = state["code"][i, : nbytes - nbytes % 4].astype(np.uint8)
-            codes.append(b.view("<u4").astype(np.uint32) if len(b) else np.zeros(0, np.uint32))
-        task_ids = state["task"][rows]
-        valid, steps, passed = self._run(codes, task_ids)
-        valid &= (state["length"][rows] % 4) == 0
+    def words(self, state: NeuralCompileState, i: int) -> np.ndarray:
+        """Env i's bytecode: whole words only (a trailing partial word is left out)."""
+        nbytes = int(state.length[i])
+        b = state.code[i, : nbytes - nbytes % 4].astype(np.uint8)
+        return b.view("<u4").astype(np.uint32) if len(b) else np.zeros(0, np.uint32)
+
+    def render(self, state: NeuralCompileState, i: int = 0) -> str:
+        from vramgym.vm.program import disassemble
+        return f"task {self.bank.tasks[state.task[i]].name}\n" + disassemble(self.words(state, i)) + "\n"
+
+    def score(self, state: NeuralCompileState, rows: np.ndarray) -> np.ndarray:
+        task_ids = state.task[rows]
+        valid, steps, passed = self._run([self.words(state, i) for i in rows], task_ids)
+        valid &= (state.length[rows] % 4) == 0  # a partial last word is not a valid image
         return self.reward(valid, passed & valid, steps, self.ref_steps[task_ids])
 
-    def step_core(self, state: dict, actions: np.ndarray):
+    def step_core(self, state: NeuralCompileState, actions: np.ndarray):
         """(reward, terminated, truncated, invalid) per env; an out-of-range action is invalid and
         ends the episode with reward 0 (no valid bytecode was written)."""
-        n = len(state["task"])
+        n = len(state.task)
         a = np.asarray(actions).reshape(n)
         invalid = (a < 0) | (a >= NUM_ACTIONS)
         byte = ~invalid & (a != END)
         rows = np.flatnonzero(byte)
-        state["code"][rows, state["length"][rows]] = a[rows]
-        state["length"][rows] += 1
+        state.code[rows, state.length[rows]] = a[rows]
+        state.length[rows] += 1
         finished = ~invalid & (a == END)
-        truncated = byte & (state["length"] >= 4 * self.max_words)
+        truncated = byte & (state.length >= 4 * self.max_words)
         reward = np.zeros(n, np.float32)
         done = np.flatnonzero(finished | truncated)
         if len(done):
@@ -165,59 +181,21 @@ class NeuralCompileEnv(gym.Env):
         return obs, float(r[0]), bool(term[0]), bool(trunc[0]), {"invalid_action": bool(invalid[0])}
 
     def render(self):
-        if self.render_mode != "ansi":
-            return None
-        from vramgym.vm.program import disassemble
-        task = self.core.bank.tasks[self.state["task"][0]]
-        nbytes = int(self.state["length"][0])
-        b = self.state["code"][0, : nbytes - nbytes % 4].astype(np.uint8)
-        return f"task {task.name}\n" + disassemble(b.view("<u4") if len(b) else []) + "\n"
+        return self.core.render(self.state) if self.render_mode == "ansi" else None
 
 
-class NeuralCompileVectorEnv(gym.vector.VectorEnv):
-    metadata = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.NEXT_STEP}
-
+class NeuralCompileVectorEnv(CoreVectorEnv):
     def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
                  max_words: int = 256, reward: NeuralCompileReward | None = None, n_tests: int = 16, seed: int = 0,
                  backend: str = "cpu", device: str | None = None, render_mode: str | None = None,
                  max_episode_steps: int | None = None):
-        if device not in (None, "cpu"):
-            raise ValueError(f"device {device!r}: the environments' state lives on the host for now (cpu only)")
         bank = bank or TaskBank.from_names(tasks, n_tests=n_tests, seed=seed, backend=backend)
-        self.num_envs = num_envs
-        self.core = NeuralCompileCore(bank, max_words, reward=reward)
-        self.single_observation_space = self.core.observation_space()
-        self.single_action_space = spaces.Discrete(NUM_ACTIONS)
-        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, num_envs)
-        self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
-        self.render_mode = render_mode
-        self.state = self.core.empty(num_envs)
-        self._needs_reset = np.zeros(num_envs, bool)
-        self._pinned = None
-        self._rng = np.random.default_rng(seed)
+        core = NeuralCompileCore(bank, max_words, reward=reward)
+        super().__init__(core, num_envs, core.observation_space(), spaces.Discrete(NUM_ACTIONS), seed, device,
+                         render_mode)
 
-    def reset(self, *, seed=None, options=None):
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        idx = np.arange(self.num_envs)
-        self._pinned = None if not options or "task" not in options else np.broadcast_to(options["task"], idx.shape).copy()
-        self.core.reset_core(self.state, idx, self._rng, self._pinned)
-        self._needs_reset[:] = False
-        return self.core.observe(self.state), {}
+    def _observe(self, state):
+        return self.core.observe(state)
 
-    def step(self, actions):
-        n = self.num_envs
-        a = np.asarray(actions).reshape(n)
-        live = np.flatnonzero(~self._needs_reset)
-        restart = np.flatnonzero(self._needs_reset)
-        reward, term, trunc, invalid = np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
-        if len(live):
-            sub = {k: v[live] for k, v in self.state.items()}
-            r, t, tr, inv = self.core.step_core(sub, a[live])
-            for k in self.state:
-                self.state[k][live] = sub[k]
-            reward[live], term[live], trunc[live], invalid[live] = r, t, tr, inv
-        if len(restart):
-            self.core.reset_core(self.state, restart, self._rng, None if self._pinned is None else self._pinned[restart])
-        self._needs_reset = term | trunc
-        return self.core.observe(self.state), reward, term, trunc, {"invalid_action": invalid}
+    def _step(self, state, actions):
+        return self.core.step_core(state, actions)

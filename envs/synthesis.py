@@ -7,7 +7,7 @@ action ids), scored at once: the "thousands of candidates per step" interface.
 
 A functional core over batched state (the `reset_core` / `step_core` functions, every array
 with the batch first) and thin Gymnasium shells: `SynthesisEnv` (one env, numpy) and
-`SynthesisVectorEnv` (N envs in one state, autoreset NEXT_STEP). The task bank and the reward
+`SynthesisVectorEnv` (N envs in one state, autoreset NEXT_STEP; envs/vector.py). The task bank and the reward
 function are objects handed to the constructor.
 
 Bad actions: an action out of range or not allowed by the mask ends the episode with the
@@ -20,12 +20,12 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode
 
 from . import vocab as V
 from .bank import TaskBank
 from .grammar import STATE_SIZE, Grammar
 from .reward import SynthesisReward
+from .vector import CoreVectorEnv
 
 INT32 = np.iinfo(np.int32)
 
@@ -191,88 +191,32 @@ class SynthesisEnv(gym.Env):
         return None
 
 
-class SynthesisVectorEnv(gym.vector.VectorEnv):
-    """N synthesis envs in one batched state: one grammar/score call per step for all of them,
-    autoreset NEXT_STEP (the step after an episode ends resets that env and ignores its action)."""
-
-    metadata = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.NEXT_STEP}
+class SynthesisVectorEnv(CoreVectorEnv):
+    """N synthesis envs in one batched state: one mask and one score call per step for all of
+    them, autoreset NEXT_STEP (envs/vector.py)."""
 
     def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
                  max_len: int = 48, reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16,
                  seed: int = 0, backend: str = "cpu", device: str | None = None, render_mode: str | None = None,
                  max_episode_steps: int | None = None):
-        if device not in (None, "cpu"):
-            raise ValueError(f"device {device!r}: the environments' state lives on the host for now (cpu only)")
-        self.num_envs = num_envs
-        self.core = SynthesisCore(_bank(bank, tasks, n_tests, seed, backend), max_len, reward)
+        core = SynthesisCore(_bank(bank, tasks, n_tests, seed, backend), max_len, reward)
         self.batch = batch
-        self.single_observation_space = self.core.observation_space(not batch)
-        self.single_action_space = (spaces.Box(0, V.VOCAB_SIZE - 1, (max_len,), np.int64) if batch
-                                    else spaces.Discrete(V.VOCAB_SIZE))
-        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, num_envs)
-        self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
-        self.render_mode = render_mode
-        self.state = self.core.empty(num_envs)
-        self._needs_reset = np.zeros(num_envs, dtype=bool)
-        self._pinned = None
-        self._rng = np.random.default_rng(seed)
+        action = (spaces.Box(0, V.VOCAB_SIZE - 1, (max_len,), np.int64) if batch else spaces.Discrete(V.VOCAB_SIZE))
+        super().__init__(core, num_envs, core.observation_space(not batch), action, seed, device, render_mode)
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        idx = np.arange(self.num_envs)
-        # options={"task": t or (N,) tasks} pins envs to tasks, autoresets included (e.g. groups
-        # of candidates per task); a reset without it samples tasks again.
-        self._pinned = None if not options or "task" not in options else np.broadcast_to(options["task"], idx.shape).copy()
-        self.core.reset_core(self.state, idx, self._rng, self._pinned)
-        self._needs_reset[:] = False
-        return self.core.observe(self.state, not self.batch), {}
+    def _observe(self, state):
+        return self.core.observe(state, not self.batch)
 
-    def step(self, actions):
-        n = self.num_envs
-        restart = np.flatnonzero(self._needs_reset)
-        live = ~self._needs_reset
-        reward = np.zeros(n, np.float32)
-        term = np.zeros(n, bool)
-        trunc = np.zeros(n, bool)
-        invalid = np.zeros(n, bool)
+    def _step(self, state, actions):
         if self.batch:
-            rows = np.flatnonzero(live)
-            if len(rows):
-                sub = _subset(self.state, rows)
-                reward[rows] = self.core.step_programs(sub, np.asarray(actions).reshape(n, -1)[rows])
-                _write_back(self.state, sub, rows)
-                term[rows] = True
-        else:
-            actions = np.asarray(actions).reshape(n)
-            rows = np.flatnonzero(live)
-            if len(rows):
-                sub = _subset(self.state, rows)
-                r, t, tr, inv = self.core.step_core(sub, actions[rows])
-                _write_back(self.state, sub, rows)
-                reward[rows], term[rows], trunc[rows], invalid[rows] = r, t, tr, inv
-        if len(restart):
-            self.core.reset_core(self.state, restart, self._rng, None if self._pinned is None else self._pinned[restart])
-        self._needs_reset = term | trunc
-        obs = self.core.observe(self.state, not self.batch)
-        return obs, reward, term, trunc, {"invalid_action": invalid}
-
-    def render(self):
-        if self.render_mode == "ansi":
-            return "".join(self.core.render(self.state, i) for i in range(self.num_envs))
-        return None
+            r = self.core.step_programs(state, actions)
+            n = len(r)
+            return r, np.ones(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+        return self.core.step_core(state, actions)
 
 
 def _first(obs: dict) -> dict:
     return {k: np.asarray(v[0]) for k, v in obs.items()}
-
-
-def _subset(state: SynthesisState, rows: np.ndarray) -> SynthesisState:
-    return SynthesisState(state.task[rows], state.tokens[rows], state.length[rows], state.grammar[rows])
-
-
-def _write_back(state: SynthesisState, sub: SynthesisState, rows: np.ndarray) -> None:
-    state.tokens[rows], state.length[rows], state.grammar[rows] = sub.tokens, sub.length, sub.grammar
 
 
 def make_batch_env(**kw) -> SynthesisEnv:

@@ -226,3 +226,11 @@ def test_vectorized_compiler_tokens_equal_the_rendered_ones():
     assert len(bodies) > 20 and fast.ok.all() and slow.ok.all()
     for i in range(len(bodies)):
         assert np.array_equal(fast.code[i, : fast.lengths[i]], slow.code[i, : slow.lengths[i]])
+
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_vector_ansi_render(env_id):
+    vec = gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", bank=BANK, render_mode="ansi")
+    vec.reset(seed=0)
+    text = vec.render()
+    assert text.count("task ") == 2
