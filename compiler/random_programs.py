@@ -264,6 +264,7 @@ class _FuncGen:
             self.activations = 1
         self.mult = self.activations       # executions of the code being generated, per call
         self.self_calls_left = f.branching if f.recursive else 0
+        self.in_base_case = False
         self.scopes: list[dict[str, _Var]] = [{}]
         self._vis: dict[str, _Var] | None = None
         for i, (p, k) in enumerate(f.params):
@@ -329,7 +330,9 @@ class _FuncGen:
         if f.recursive:
             d = self.depth_param
             cond = r.choice((f"{d} <= 0", f"{d} < 1", f"not {d} > 0", f"0 >= {d}"))
+            self.in_base_case = True  # no call at all: a self-call here would never end
             base = self.expr(f.ret, 1, nocall=True)
+            self.in_base_case = False
             stmts.append(("clauses", [(f"if {cond}:", [("simple", f"return {base.text}")])]))
         ctx = _Ctx()
         stmts += self.block(ctx, must_return=True, top=True)
@@ -1072,6 +1075,8 @@ class _FuncGen:
 
     def call(self, kind, depth, ctx, any_kind=False, nogrow=False, force_self=False) -> _Expr | None:
         """A call to a callee (or, outside loops, a recursive self-call) returning `kind`."""
+        if self.in_base_case:  # nested helpers (divisors, indices) reach here without `nocall`
+            return None
         r = self.r
         f = self.f
         cands = [g for g in self.callees if (any_kind or g.ret == kind)
