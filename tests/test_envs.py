@@ -234,3 +234,9 @@ def test_vector_ansi_render(env_id):
     vec.reset(seed=0)
     text = vec.render()
     assert text.count("task ") == 2
+
+
+def test_make_with_module_prefix():
+    env = gym.make("vramgym.envs:vramgym/SynthesisBatch-v0", bank=BANK)
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
