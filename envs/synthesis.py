@@ -23,7 +23,7 @@ from gymnasium import spaces
 
 from . import vocab as V
 from .bank import TaskBank
-from .grammar import STATE_SIZE, Grammar
+from .grammar import STATE_SIZE, BatchedAutomaton, Grammar
 from .reward import SynthesisReward
 from .vector import CoreVectorEnv
 
@@ -47,6 +47,7 @@ class SynthesisCore:
         self.bank, self.max_len = bank, max_len
         self.reward = reward or SynthesisReward()
         self.grammars = [Grammar(sig, max_len=max_len) for sig in bank.signatures]
+        self.automaton = BatchedAutomaton(self.grammars)  # every env's row in one call, whatever its task
 
     def observation_space(self, masked: bool) -> spaces.Dict:
         T, E, W = self.bank.examples.shape
@@ -79,10 +80,12 @@ class SynthesisCore:
 
     def masks(self, state: SynthesisState) -> np.ndarray:
         """(N, VOCAB_SIZE) bool."""
-        out = np.zeros((len(state.task), V.VOCAB_SIZE), dtype=bool)
-        for t in np.unique(state.task):
-            sel = np.flatnonzero(state.task == t)
-            out[sel] = self.grammars[t].mask(state.grammar[sel])
+        if len(state.task) >= Grammar.reference_below:
+            out = self.automaton.mask(state.grammar, state.task)
+        else:  # a few rows: the per-row automaton is cheaper than the batched one's fixed cost
+            out = np.zeros((len(state.task), V.VOCAB_SIZE), dtype=bool)
+            for i, t in enumerate(state.task):
+                out[i] = self.grammars[t].mask(state.grammar[i : i + 1])[0]
         # A finished episode allows END alone: its next action is ignored (autoreset), and a
         # masked softmax over an all-false mask would be NaN.
         out[~out.any(axis=1), V.END] = True
@@ -102,14 +105,16 @@ class SynthesisCore:
         n = len(state.task)
         actions = np.asarray(actions).reshape(n)
         in_range = (actions >= 0) & (actions < V.VOCAB_SIZE)
-        allowed = np.zeros(n, dtype=bool)
         a = np.where(in_range, actions, 0).astype(np.int64)
-        for t in np.unique(state.task):
-            sel = np.flatnonzero(state.task == t)
-            new, invalid = self.grammars[t].step(state.grammar[sel], a[sel])
-            ok = ~invalid & in_range[sel]
-            allowed[sel] = ok
-            state.grammar[sel[ok]] = new[ok]
+        if n >= Grammar.reference_below:
+            new, invalid = self.automaton.step(state.grammar, a, state.task)
+        else:
+            new, invalid = state.grammar.copy(), np.zeros(n, dtype=bool)
+            for i, t in enumerate(state.task):
+                row, bad = self.grammars[t].step(state.grammar[i : i + 1], a[i : i + 1])
+                new[i], invalid[i] = row[0], bad[0]
+        allowed = ~invalid & in_range
+        state.grammar[allowed] = new[allowed]
         rows = np.flatnonzero(allowed & (state.length < self.max_len))
         state.tokens[rows, state.length[rows]] = a[rows]
         state.length[rows] += 1
