@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Everything a session with a GPU runs on the device machine, in one go (results under $OUT):
-#   1. install vramgym with its CUDA extra, torch and ray;
+#   1. install vramgym (the device machine has no network: torch, cupy, numpy, pytest and
+#      hypothesis are in its image; anything else, e.g. ray, travels as wheels in .whl/, made
+#      on the development machine as /work/.library/device/README.md shows, and the `run`
+#      call names .whl in `carry`);
 #   2. the GPU tests (CPU == GPU on the corpus, 100,000 random programs, fuzzed bytecode and
 #      sources, torch round trip, chunking, Ray);
 #   3. compute-sanitizer memcheck on a corpus + fuzz run of the kernels;
@@ -20,8 +23,11 @@ step() {  # step NAME COMMAND...: run, log, record
   else echo "   FAILED ($((SECONDS - t0)) s, see $name.log)" | tee -a "$OUT/summary.txt"; fails=$((fails + 1)); fi
 }
 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
-CUPY=${CUPY:-cupy-cuda12x}  # the wheel matching the driver: cupy-cuda12x or cupy-cuda13x
-step install pip install -e ".[test]" "$CUPY" torch ray
+if compgen -G ".whl/*.whl" >/dev/null; then
+  step wheels python -m pip install -q --no-index --no-deps --no-compile .whl/*.whl
+fi
+# No network: no build isolation and no dependency resolution; the image provides the rest.
+step install python -m pip install -q --no-index --no-deps --no-build-isolation -e .
 export CUPY_CACHE_DIR="$OUT/cupy_cache"
 step build python -c "from vramgym.vm import cuda; cuda.device(); print(cuda.device().k)"
 step gpu_tests python -m pytest -q -rs tests/test_cuda_backend.py tests/test_corpus.py -k "cuda or gpu or identically or evaluate or torch or chunking or ray"
