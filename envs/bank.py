@@ -108,23 +108,18 @@ class TaskBank:
             self.prefix[i, : len(p)] = p
         self.kinds = np.full((T, V.NUM_PARAMS), -1, dtype=np.int32)
         self.ret_kind = np.zeros(T, dtype=np.int32)
-        words, offsets, exp_words, exp_offsets = [], [np.zeros(1, np.int64)], [], [np.zeros(1, np.int64)]
-        shown_in, shown_out = [], []
+        enc_inputs, enc_expected, shown_in, shown_out = [], [], [], []
         for i, task in enumerate(self.tasks):
             kinds = task.signature.kinds
             self.kinds[i, : len(kinds)] = [KIND_BY_NAME[k] for k in kinds]
             self.ret_kind[i] = KIND_BY_NAME[task.signature.ret]
             inputs, outputs = task.examples(seed, n_tests)
-            enc_in = encode_tuples(inputs, kinds)
-            enc_out = encode_results(outputs, task.signature.ret)
-            words.append(enc_in.words)
-            offsets.append(enc_in.offsets[1:] + offsets[-1][-1])  # offsets stay absolute
-            exp_words.append(enc_out.words)
-            exp_offsets.append(enc_out.offsets[1:] + exp_offsets[-1][-1])
-            shown_in.append(_pad_rows(Encoded(enc_in.words, enc_in.offsets), example_width)[:n_examples])
-            shown_out.append(_pad_rows(Encoded(enc_out.words, enc_out.offsets), example_width)[:n_examples])
-        self.inputs = Encoded(np.concatenate(words), np.concatenate(offsets))
-        self.expected = Encoded(np.concatenate(exp_words), np.concatenate(exp_offsets))
+            enc_inputs.append(encode_tuples(inputs, kinds))
+            enc_expected.append(encode_results(outputs, task.signature.ret))
+            shown_in.append(_pad_rows(enc_inputs[-1], example_width)[:n_examples])
+            shown_out.append(_pad_rows(enc_expected[-1], example_width)[:n_examples])
+        self.inputs = Encoded.concat(enc_inputs)      # task t's tests are items t*M .. t*M + M - 1
+        self.expected = Encoded.concat(enc_expected)
         self.examples = np.stack(shown_in)   # (T, E, W)
         self.outputs = np.stack(shown_out)   # (T, E, W_OUT)
 

@@ -599,15 +599,6 @@ def _w_end_to_end(rng):
 KIND_CODE = {"int": oc.KIND_INT, "bool": oc.KIND_BOOL, "list": oc.KIND_LIST}
 
 
-def concat_encoded(parts: list[Encoded]) -> Encoded:
-    if len(parts) == 1:
-        return parts[0]
-    words = np.concatenate([p.words for p in parts])
-    shifts = np.cumsum([0] + [len(p.words) for p in parts[:-1]])
-    offsets = np.concatenate([parts[0].offsets[:1]] + [p.offsets[1:] + s for p, s in zip(parts, shifts)])
-    return Encoded(words, offsets)
-
-
 def vg_encode(tasks, with_expected: bool):
     """Inputs (and expected values) of every task, grouped by signature; run i*M + j is task i on
     its input j. Returns (inputs, expected or None, (run_prog, run_in))."""
@@ -625,7 +616,7 @@ def vg_encode(tasks, with_expected: bool):
         total += m * len(idx)
     run_prog = np.repeat(np.arange(len(tasks), dtype=np.int32), m)
     run_in = (base[:, None] + np.arange(m, dtype=np.int32)).ravel()
-    return concat_encoded(parts), concat_encoded(eparts) if with_expected else None, (run_prog, run_in)
+    return Encoded.concat(parts), Encoded.concat(eparts) if with_expected else None, (run_prog, run_in)
 
 
 def vg_programs(tasks, nthreads, code_cap=1024):

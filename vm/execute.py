@@ -40,7 +40,7 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
             base[f.params] = total
             parts.append(encode_tuples(args_list, f.params, f"{entry}() argument"))
             total += len(args_list)
-    inputs = _concat(parts)
+    inputs = Encoded.concat(parts)
     batch = ProgramBatch.from_programs(programs, entry)
     m = len(args_list)
     run_prog = np.repeat(np.arange(len(programs), dtype=np.int32), m)
@@ -76,11 +76,3 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
         results.append(row)
     return results[0] if single else results
 
-
-def _concat(parts: list[Encoded]) -> Encoded:
-    if len(parts) == 1:
-        return parts[0]
-    words = np.concatenate([p.words for p in parts])
-    shifts = np.cumsum([0] + [len(p.words) for p in parts[:-1]])
-    offsets = np.concatenate([parts[0].offsets[:1]] + [p.offsets[1:] + s for p, s in zip(parts, shifts)])
-    return Encoded(words, offsets)

@@ -86,6 +86,16 @@ class Encoded:
     def __len__(self):
         return len(self.offsets) - 1
 
+    @classmethod
+    def concat(cls, parts: Sequence["Encoded"]) -> "Encoded":
+        """The items of several batches, in order, as one batch."""
+        if len(parts) == 1:
+            return parts[0]
+        words = np.concatenate([p.words for p in parts])
+        shifts = np.cumsum([0] + [len(p.words) for p in parts[:-1]])
+        offsets = np.concatenate([np.zeros(1, np.int64)] + [p.offsets[1:] + s for p, s in zip(parts, shifts)])
+        return cls(words, offsets)
+
 
 def _int_array(values: Sequence, where: str) -> np.ndarray:
     """Ints (not bools) in the int32 range as an int64 array; TypeError/ValueError otherwise."""

@@ -88,21 +88,14 @@ void finish_run(RunResult res, const Workspace& ws, int32_t p, int32_t n_prog, c
                 int32_t n_in, const int32_t* exp_words, const int64_t* exp_off, int64_t r, int32_t* status,
                 int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap) {
   int32_t rk = (uint32_t)p < (uint32_t)n_prog ? ret_kind[p] : KIND_INT;
-  if (res.status == TRAP_OK && rk == KIND_LIST) {
-    if ((uint32_t)res.value >= (uint32_t)ws.nlists) {
-      res.status = TRAP_BAD_BYTECODE;
-    } else if (out_list) {
-      const ListHdr& l = ws.lists[res.value];
-      for (int32_t k = 0; k < l.len && k < out_cap; k++) out_list[r * out_cap + k] = ws.heap[l.off + k];
-    }
-  }
-  if (passed) {
-    passed[r] = res.status == TRAP_OK && (uint32_t)j < (uint32_t)n_in &&
-                matches(res, rk, ws, exp_words + exp_off[j], (int32_t)(exp_off[j + 1] - exp_off[j]));
-  }
-  if (res.status == TRAP_OK && rk == KIND_LIST) res.value = ws.lists[res.value].len;
+  bool have_exp = exp_words && (uint32_t)j < (uint32_t)n_in;
+  bool ok;
+  res = finish_run(res, rk, ws, have_exp ? exp_words + exp_off[j] : nullptr,
+                   have_exp ? (int32_t)(exp_off[j + 1] - exp_off[j]) : 0, out_list ? out_list + r * out_cap : nullptr,
+                   out_cap, &ok);
+  if (passed) passed[r] = ok;
   status[r] = res.status;
-  value[r] = res.status == TRAP_OK ? res.value : 0;
+  value[r] = res.value;
   steps[r] = res.steps;
 }
 

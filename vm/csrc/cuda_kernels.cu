@@ -85,7 +85,7 @@ __device__ inline LaneLayout lane_layout(const VMConfig& cfg, bool with_stack) {
 }
 
 // One run: program p (entry_pc[p]: -2 invalid bytecode, -3 signature mismatch) on input j, then
-// what the CPU's finish_run does: a list result is checked and copied out, the result compared
+// vg::finish_run, as on the CPU: a list result is checked and copied out, the result compared
 // with expected value j. Returns whether it passed; *nsteps receives the executed steps.
 __device__ inline bool run_one(const ProgRef& pr, int32_t p, int32_t n_prog, const int32_t* entry_pc,
                                int32_t rk, const int32_t* in_words, const int64_t* in_off, int32_t j,
@@ -102,20 +102,14 @@ __device__ inline bool run_one(const ProgRef& pr, int32_t p, int32_t n_prog, con
   else if (pc == -3) res.status = TRAP_BAD_INPUT;
   else
     res = run(pr.code, pr.len, pc, in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws);
-  if (res.status == TRAP_OK && rk == KIND_LIST) {
-    if ((uint32_t)res.value >= (uint32_t)ws.nlists) {
-      res.status = TRAP_BAD_BYTECODE;
-    } else if (out_list) {
-      const ListHdr& l = ws.lists[res.value];
-      for (int32_t k = 0; k < l.len && k < out_cap; k++) out_list[r * out_cap + k] = ws.heap[l.off + k];
-    }
-  }
-  bool ok = res.status == TRAP_OK && exp_words && (uint32_t)j < (uint32_t)n_in &&
-            matches(res, rk, ws, exp_words + exp_off[j], (int32_t)(exp_off[j + 1] - exp_off[j]));
-  if (res.status == TRAP_OK && rk == KIND_LIST) res.value = ws.lists[res.value].len;
+  bool have_exp = exp_words && (uint32_t)j < (uint32_t)n_in;
+  bool ok;
+  res = finish_run(res, rk, ws, have_exp ? exp_words + exp_off[j] : nullptr,
+                   have_exp ? (int32_t)(exp_off[j + 1] - exp_off[j]) : 0, out_list ? out_list + r * out_cap : nullptr,
+                   out_cap, &ok);
   if (status) {
     status[r] = res.status;
-    value[r] = res.status == TRAP_OK ? res.value : 0;
+    value[r] = res.value;
     steps[r] = res.steps;
     if (passed) passed[r] = ok;
   }

@@ -493,4 +493,23 @@ VG_HD inline bool matches(const RunResult& r, int32_t ret_kind, const Workspace&
   return true;
 }
 
+// After a run: a list result must be a valid reference (else bad_bytecode) and its first out_cap
+// elements go to `out` (nullable); *passed says whether it equals the expected value (exp
+// nullable). Returns the final result, whose value for a list is its length.
+VG_HD inline RunResult finish_run(RunResult res, int32_t ret_kind, const Workspace& ws, const int32_t* exp,
+                                  int32_t exp_len, int32_t* out, int32_t out_cap, bool* passed) {
+  if (res.status == TRAP_OK && ret_kind == KIND_LIST) {
+    if ((uint32_t)res.value >= (uint32_t)ws.nlists) {
+      res.status = TRAP_BAD_BYTECODE;
+    } else if (out) {
+      const ListHdr& l = ws.lists[res.value];
+      for (int32_t k = 0; k < l.len && k < out_cap; k++) out[k] = ws.heap[l.off + k];
+    }
+  }
+  *passed = res.status == TRAP_OK && exp && matches(res, ret_kind, ws, exp, exp_len);
+  if (res.status == TRAP_OK && ret_kind == KIND_LIST) res.value = ws.lists[res.value].len;
+  if (res.status != TRAP_OK) res.value = 0;
+  return res;
+}
+
 }  // namespace vg
