@@ -122,6 +122,7 @@ class TaskBank:
         self.expected = Encoded.concat(enc_expected)
         self.examples = np.stack(shown_in)   # (T, E, W)
         self.outputs = np.stack(shown_out)   # (T, E, W_OUT)
+        self._tensors: dict = {}
 
     @classmethod
     def from_names(cls, names: Sequence[str] | None = None, **kw) -> "TaskBank":
@@ -131,72 +132,147 @@ class TaskBank:
     def __len__(self):
         return len(self.tasks)
 
-    def compiler_tokens(self, bodies: np.ndarray, lengths: np.ndarray, task_ids: np.ndarray):
-        """Compiler token arrays of N bodies, vectorized (no Python loop per program): the
-        signature's tokens, the body's, then NEWLINE if missing, the DEDENTs that close every
-        open block and EOF. Lines are exact; columns count tokens (vocab.to_compiler_tokens
-        gives the rendered source's exact columns, for messages). Returns ((R, 4) int32, (N+1,))."""
+    # ---- device tables -----------------------------------------------------------------------
+    def tensors(self, device) -> dict:
+        """The bank's per-task arrays as torch tensors on `device` (made once per device)."""
+        import torch
+        device = torch.device(device)
+        key = str(device)
+        if key not in self._tensors:
+            as_t = lambda a: torch.as_tensor(np.ascontiguousarray(a)).to(device)  # noqa: E731
+            self._tensors[key] = {
+                "prefix": as_t(self.prefix), "prefix_len": as_t(self.prefix_len), "actions": as_t(_ACTION_TOKENS),
+                "kinds": as_t(self.kinds), "ret_kind": as_t(self.ret_kind), "examples": as_t(self.examples),
+                "outputs": as_t(self.outputs)}
+        return self._tensors[key]
+
+    def slot_size(self, L: int) -> int:
+        """Compiler tokens a body of L actions can need: the signature, the body, a NEWLINE,
+        the DEDENTs of at most L + 1 open blocks and EOF."""
+        return int(self.prefix.shape[1]) + 2 * L + 3
+
+    def compiler_token_slots(self, bodies, lengths, task_ids):
+        """Compiler token arrays of N bodies, one fixed-size slot per body, as torch ops on the
+        bodies' device (no host sync, no Python loop per program): the signature's tokens, the
+        body's, then NEWLINE if missing, the DEDENTs that close every open block and EOF. Lines
+        are exact; columns count tokens (vocab.to_compiler_tokens gives the rendered source's
+        exact columns, for messages). A body ends at its first END or out-of-range action.
+
+        bodies (N, L), lengths (N,), task_ids (N,): int tensors. Returns ((N, S, 4) int32,
+        (N,) int64 tokens used per slot), S = slot_size(L)."""
+        import torch
+        t = self.tensors(bodies.device)
+        tc = oc.TOKEN_CODES
+        bodies, lengths, task_ids = bodies.long(), lengths.long(), task_ids.long()
         n, L = bodies.shape
-        pos = np.arange(L)[None, :]
-        live = pos < lengths[:, None]
-        a = np.where(live & (bodies >= 0) & (bodies < V.VOCAB_SIZE), bodies, V.END)
-        live &= a != V.END  # anything out of range ends the body there
-        body_len = np.where(live.all(axis=1), L, np.argmin(live, axis=1))
+        dev = bodies.device
+        pos = torch.arange(L, device=dev)[None, :]
+        live = (pos < lengths[:, None]) & (bodies >= 0) & (bodies < V.VOCAB_SIZE)
+        a = torch.where(live, bodies, V.END)
+        live &= a != V.END
+        stop = (~live).to(torch.uint8).argmax(dim=1)            # the first non-live position
+        body_len = torch.where(live.all(dim=1), L, stop)
         live = pos < body_len[:, None]
-        kind = np.where(live, _ACTION_TOKENS[a, 0], -1)
-        is_nl = kind == oc.TOKEN_CODES["NEWLINE"]
-        depth = 1 + (kind == oc.TOKEN_CODES["INDENT"]).sum(axis=1) - (kind == oc.TOKEN_CODES["DEDENT"]).sum(axis=1)
-        last = kind[np.arange(n), np.maximum(body_len - 1, 0)]
-        add_nl = (body_len > 0) & (last != oc.TOKEN_CODES["NEWLINE"])
-        close = np.maximum(depth, 0)
-        plen = self.prefix_len[task_ids]
-        sizes = plen + body_len + add_nl + close + 1
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        out = np.zeros((int(offsets[-1]), 4), dtype=np.int32)
-        # prefix
-        pm = np.arange(self.prefix.shape[1])[None, :] < plen[:, None]
-        out[(offsets[:-1, None] + np.arange(self.prefix.shape[1])[None, :])[pm]] = self.prefix[task_ids][pm]
-        # body: line 2 + NEWLINEs before the token, column = position in the body + 1
-        line = 2 + np.cumsum(is_nl, axis=1) - is_nl
-        at = (offsets[:-1, None] + plen[:, None] + pos)[live]
-        col = np.broadcast_to(pos + 1, live.shape)
-        out[at] = np.stack([kind[live], _ACTION_TOKENS[a, 1][live], line[live], col[live]], axis=1)
-        # closing: NEWLINE, DEDENTs, EOF on the line after the last
-        end_line = 2 + is_nl.sum(axis=1) + add_nl
-        base = offsets[:-1] + plen + body_len
-        nl_rows = np.flatnonzero(add_nl)
-        out[base[nl_rows]] = np.stack([np.full(len(nl_rows), oc.TOKEN_CODES["NEWLINE"]), np.zeros(len(nl_rows), int),
-                                       end_line[nl_rows] - 1, body_len[nl_rows] + 1], axis=1)
-        ded_row = np.repeat(np.arange(n), close)
-        ded_k = np.arange(len(ded_row)) - np.repeat(np.cumsum(close) - close, close)
-        out[base[ded_row] + add_nl[ded_row] + ded_k] = np.stack(
-            [np.full(len(ded_row), oc.TOKEN_CODES["DEDENT"]), np.zeros(len(ded_row), int), end_line[ded_row],
-             np.ones(len(ded_row), int)], axis=1)
-        out[offsets[1:] - 1] = np.stack([np.full(n, oc.TOKEN_CODES["EOF"]), np.zeros(n, int), end_line, np.ones(n, int)], axis=1)
-        return out, offsets
+        kind = torch.where(live, t["actions"][a, 0].long(), -1)
+        is_nl = (kind == tc["NEWLINE"]).long()
+        depth = 1 + (kind == tc["INDENT"]).sum(dim=1) - (kind == tc["DEDENT"]).sum(dim=1)
+        last = kind.gather(1, (body_len - 1).clamp(min=0)[:, None])[:, 0]
+        add_nl = ((body_len > 0) & (last != tc["NEWLINE"])).long()
+        close = depth.clamp(min=0)
+        plen = t["prefix_len"][task_ids]
+        count = plen + body_len + add_nl + close + 1
+        line = 2 + torch.cumsum(is_nl, dim=1) - is_nl           # line of each body token
+        end_line = 2 + is_nl.sum(dim=1) + add_nl                 # line of the DEDENTs and EOF
+
+        S = self.slot_size(L)
+        P = t["prefix"].shape[1]
+        j = torch.arange(S, device=dev)[None, :]
+        k = (j - plen[:, None]).clamp(0, L - 1)                   # body position of slot j
+        pre = t["prefix"][task_ids[:, None], j.clamp(max=P - 1)].long()   # (n, S, 4)
+        body = torch.stack([kind.gather(1, k), t["actions"][a.gather(1, k), 1].long(), line.gather(1, k), k + 1], dim=2)
+        nl_at = (plen + body_len)[:, None]
+        zeros = torch.zeros_like(j).expand(n, S)
+
+        def row(kind_code, line_no, col):
+            return torch.stack([torch.full_like(zeros, kind_code), zeros, line_no.expand(n, S), col.expand(n, S)], dim=2)
+
+        nl = row(tc["NEWLINE"], (end_line - 1)[:, None], (body_len + 1)[:, None])
+        ded = row(tc["DEDENT"], end_line[:, None], torch.ones_like(j))
+        eof = row(tc["EOF"], end_line[:, None], torch.ones_like(j))
+        out = torch.where((j == count[:, None] - 1)[..., None], eof, torch.zeros_like(eof))
+        out = torch.where(((j >= nl_at + add_nl[:, None]) & (j < count[:, None] - 1))[..., None], ded, out)
+        out = torch.where(((j == nl_at) & (add_nl[:, None] == 1))[..., None], nl, out)
+        out = torch.where((j < nl_at)[..., None], body, out)
+        out = torch.where((j < plen[:, None])[..., None], pre, out)
+        return out.to(torch.int32), count
+
+    def compiler_tokens(self, bodies: np.ndarray, lengths: np.ndarray, task_ids: np.ndarray):
+        """The slots of `compiler_token_slots`, packed for `compile_tokens`: ((R, 4) int32, (N+1,) int64)."""
+        import torch
+        slots, count = self.compiler_token_slots(torch.as_tensor(np.asarray(bodies)), torch.as_tensor(np.asarray(lengths)),
+                                                 torch.as_tensor(np.asarray(task_ids)))
+        slots, count = slots.numpy(), count.numpy()
+        offsets = np.zeros(len(count) + 1, dtype=np.int64)
+        np.cumsum(count, out=offsets[1:])
+        return slots[np.arange(slots.shape[1])[None, :] < count[:, None]], offsets
+
+    # ---- scoring ---------------------------------------------------------------------------------
+    def evaluate(self, bodies, lengths, task_ids, active=None):
+        """Compile and run N candidate bodies on their tasks' tests: torch tensors in, torch
+        tensors out on the same device. Returns (compiled (N,) bool, tests passed (N,) int64,
+        executed steps summed over the tests (N,) int64); rows where `active` is False are not
+        compiled or run and give (False, 0, 0). On a CUDA device everything stays there (one
+        sync-free launch sequence, vm.cuda.evaluate_tasks); on the CPU the active rows are
+        packed and run by the CPU backend."""
+        import torch
+        n = bodies.shape[0]
+        dev = bodies.device
+        if active is None:
+            active = torch.ones(n, dtype=torch.bool, device=dev)
+        slots, count = self.compiler_token_slots(bodies, lengths, task_ids)
+        if dev.type == "cuda":
+            from vramgym.vm import cuda
+            passed, steps, ok = cuda.evaluate_tasks(slots, count, task_ids, active, self.inputs, self.expected,
+                                                    self.n_tests, self.tensors(dev)["ret_kind"], config=self.config)
+            return ok, passed.long(), steps.long()
+        rows = np.flatnonzero(active.cpu().numpy())
+        ok, passed, steps = np.zeros(n, bool), np.zeros(n, np.int64), np.zeros(n, np.int64)
+        if len(rows):
+            s, c = slots.cpu().numpy()[rows], count.cpu().numpy()[rows]
+            offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+            np.cumsum(c, out=offsets[1:])
+            tids = task_ids.cpu().numpy().astype(np.int64)[rows]
+            compiled = compile_tokens(s[np.arange(s.shape[1])[None, :] < c[:, None]], offsets)
+            programs = compiled.to_programs(entry=0, ret_kind=self.ret_kind[tids])
+            m = self.n_tests
+            run_prog = np.repeat(np.arange(len(rows), dtype=np.int32), m)
+            run_in = (tids[:, None] * m + np.arange(m)[None, :]).ravel().astype(np.int32)
+            res = run_batch(programs, self.inputs, (run_prog, run_in), expected=self.expected, config=self.config,
+                            out_cap=0, backend=self.backend)
+            good = compiled.ok
+            ok[rows] = good
+            passed[rows] = np.where(good, res.passed.reshape(-1, m).sum(axis=1), 0)
+            steps[rows] = np.where(good, res.steps.reshape(-1, m).sum(axis=1), 0)
+        as_t = lambda x: torch.from_numpy(x).to(dev)  # noqa: E731
+        return as_t(ok), as_t(passed), as_t(steps)
+
+    def scores(self, ok, passed, steps, length) -> Scores:
+        """Scores from `evaluate`'s counts (numpy arrays or torch tensors alike)."""
+        m = self.n_tests
+        f64 = (lambda x: x.astype(np.float64)) if isinstance(passed, np.ndarray) else (lambda x: x.double())
+        return Scores(ok, f64(passed) / m, ok & (passed == m), f64(steps) / m, length)
 
     def score(self, bodies: np.ndarray, task_ids: np.ndarray, lengths: np.ndarray | None = None) -> Scores:
-        """Compile and run N candidate bodies on their tasks' tests in one batch.
+        """Compile and run N candidate bodies on their tasks' tests in one batch (numpy in and out).
 
         bodies: (N, L) action ids (a body ends at its first END or at L); task_ids: (N,)."""
-        bodies = np.asarray(bodies)
+        import torch
+        bodies = np.asarray(bodies, dtype=np.int64)
         task_ids = np.asarray(task_ids, dtype=np.int64)
         n, L = bodies.shape
         if lengths is None:
             is_end = bodies == V.END
             lengths = np.where(is_end.any(axis=1), is_end.argmax(axis=1), L)
-        tokens, offsets = self.compiler_tokens(bodies, lengths, task_ids)
-        compiled = compile_tokens(tokens, offsets)
-        ok = compiled.ok
-        programs = compiled.to_programs(entry=0, ret_kind=self.ret_kind[task_ids])
-        m = self.n_tests
-        run_prog = np.repeat(np.arange(n, dtype=np.int32), m)
-        run_in = (task_ids[:, None] * m + np.arange(m)[None, :]).ravel().astype(np.int32)
-        res = run_batch(programs, self.inputs, (run_prog, run_in), expected=self.expected, config=self.config,
-                        out_cap=0, backend=self.backend)
-        passed = res.passed.reshape(n, m) & ok[:, None]
-        steps = np.where(ok, res.steps.reshape(n, m).mean(axis=1), 0.0)
-        pass_frac = passed.mean(axis=1)
-        return Scores(ok, pass_frac, passed.all(axis=1), steps, np.asarray(lengths))
-
+        ok, passed, steps = (x.numpy() for x in self.evaluate(torch.from_numpy(bodies), torch.as_tensor(lengths),
+                                                               torch.from_numpy(task_ids)))
+        return self.scores(ok, passed, steps, np.asarray(lengths))

@@ -10,6 +10,10 @@ which earns 11 (valid, all tests pass, same steps).
 Source programs are the bank's tasks' reference solutions: the observation holds their compiler
 token arrays ((S, 4) int32 rows of kind, value, line, col; zero rows after the end), the task's
 signature kinds and shown examples, and the bytes written so far.
+
+State is torch tensors on one device, as in envs/synthesis.py; `device=None` vector envs return
+numpy. Scoring a finished image runs on the CPU backend: on a CUDA device the finished rows are
+copied to the host for it (the one host sync of this env's step; the synthesis envs have none).
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
+import torch
 from gymnasium import spaces
 
 from vramgym.compiler import tokenize
@@ -25,7 +30,7 @@ from vramgym.vm import cpu
 
 from .bank import TaskBank
 from .reward import NeuralCompileReward
-from .vector import CoreVectorEnv
+from .vector import TensorVectorEnv, to_device
 
 END = 256
 NUM_ACTIONS = 257
@@ -40,11 +45,11 @@ def bytecode_actions(code) -> list[int]:
 
 @dataclass
 class NeuralCompileState:
-    """Batched state of N neural-compile envs."""
+    """Batched state of N neural-compile envs (torch tensors on one device)."""
 
-    task: np.ndarray    # (N,) int64: task index in the bank (its reference is the source)
-    code: np.ndarray    # (N, 4 * max_words) int64: the bytes written so far
-    length: np.ndarray  # (N,) int64: bytes written
+    task: torch.Tensor    # (N,) int64: task index in the bank (its reference is the source)
+    code: torch.Tensor    # (N, 4 * max_words) int64: the bytes written so far
+    length: torch.Tensor  # (N,) int64: bytes written
 
 
 class NeuralCompileCore:
@@ -53,6 +58,7 @@ class NeuralCompileCore:
     def __init__(self, bank: TaskBank, max_words: int = 256, source_len: int = 256,
                  reward: NeuralCompileReward | None = None):
         self.bank, self.max_words, self.source_len = bank, max_words, source_len
+        self.n_tasks = len(bank)
         self.reward = reward or NeuralCompileReward()
         T = len(bank)
         self.sources = np.zeros((T, source_len, 4), dtype=np.int32)
@@ -70,6 +76,14 @@ class NeuralCompileCore:
             self.ref_code.append(code)
         # Executed steps of the traditional compiler's bytecode, the efficiency baseline.
         self.ref_steps = self._run([c for c in self.ref_code], np.arange(T))[1]
+        self._tensors: dict = {}
+
+    def tensors(self, device) -> dict:
+        key = str(device)
+        if key not in self._tensors:
+            self._tensors[key] = {"sources": torch.from_numpy(self.sources).to(device),
+                                  "source_lengths": torch.from_numpy(self.source_lengths).to(device)}
+        return self._tensors[key]
 
     def observation_space(self) -> spaces.Dict:
         T, E, W = self.bank.examples.shape
@@ -103,58 +117,59 @@ class NeuralCompileCore:
         passed = res.passed.reshape(n, m).all(axis=1) & valid
         return valid, res.steps.reshape(n, m).mean(axis=1), passed
 
-    def empty(self, n: int) -> NeuralCompileState:
-        return NeuralCompileState(np.zeros(n, np.int64), np.zeros((n, 4 * self.max_words), np.int64),
-                                  np.zeros(n, np.int64))
+    def empty(self, n: int, device) -> NeuralCompileState:
+        z = lambda *shape: torch.zeros(shape, dtype=torch.int64, device=device)  # noqa: E731
+        return NeuralCompileState(z(n), z(n, 4 * self.max_words), z(n))
 
-    def reset_core(self, state: NeuralCompileState, idx: np.ndarray, rng: np.random.Generator, tasks=None) -> None:
-        state.task[idx] = rng.integers(len(self.bank), size=len(idx)) if tasks is None else tasks
-        state.code[idx] = 0
-        state.length[idx] = 0
+    def reset_rows(self, state: NeuralCompileState, rows: torch.Tensor, tasks: torch.Tensor) -> None:
+        state.task.copy_(torch.where(rows, tasks, state.task))
+        state.code.masked_fill_(rows[:, None], 0)
+        state.length.masked_fill_(rows, 0)
 
     def observe(self, state: NeuralCompileState) -> dict:
         t = state.task
-        return {"source": self.sources[t], "source_length": self.source_lengths[t], "task": t.copy(),
-                "kinds": self.bank.kinds[t], "ret_kind": self.bank.ret_kind[t], "examples": self.bank.examples[t],
-                "outputs": self.bank.outputs[t], "code": state.code.copy(), "length": state.length.copy()}
+        tb, src = self.bank.tensors(t.device), self.tensors(t.device)
+        return {"source": src["sources"][t], "source_length": src["source_lengths"][t], "task": t.clone(),
+                "kinds": tb["kinds"][t], "ret_kind": tb["ret_kind"][t], "examples": tb["examples"][t],
+                "outputs": tb["outputs"][t], "code": state.code.clone(), "length": state.length.clone()}
 
     def words(self, state: NeuralCompileState, i: int) -> np.ndarray:
         """Env i's bytecode: whole words only (a trailing partial word is left out)."""
         nbytes = int(state.length[i])
-        b = state.code[i, : nbytes - nbytes % 4].astype(np.uint8)
+        b = state.code[i, : nbytes - nbytes % 4].cpu().numpy().astype(np.uint8)
         return b.view("<u4").astype(np.uint32) if len(b) else np.zeros(0, np.uint32)
 
     def render(self, state: NeuralCompileState, i: int = 0) -> str:
         from vramgym.vm.program import disassemble
-        return f"task {self.bank.tasks[state.task[i]].name}\n" + disassemble(self.words(state, i)) + "\n"
+        return f"task {self.bank.tasks[int(state.task[i])].name}\n" + disassemble(self.words(state, i)) + "\n"
 
-    def score(self, state: NeuralCompileState, rows: np.ndarray) -> np.ndarray:
-        task_ids = state.task[rows]
-        valid, steps, passed = self._run([self.words(state, i) for i in rows], task_ids)
-        valid &= (state.length[rows] % 4) == 0  # a partial last word is not a valid image
-        return self.reward(valid, passed & valid, steps, self.ref_steps[task_ids])
+    def score(self, state: NeuralCompileState, done: torch.Tensor) -> torch.Tensor:
+        """Rewards of the finished images where `done` (others 0), on the state's device."""
+        rows = np.flatnonzero(done.cpu().numpy())
+        out = np.zeros(len(done), np.float32)
+        if len(rows):
+            task_ids = state.task.cpu().numpy()[rows]
+            valid, steps, passed = self._run([self.words(state, i) for i in rows], task_ids)
+            valid &= (state.length.cpu().numpy()[rows] % 4) == 0  # a partial last word is not a valid image
+            out[rows] = self.reward(valid, passed & valid, steps, self.ref_steps[task_ids])
+        return torch.from_numpy(out).to(done.device)
 
-    def step_core(self, state: NeuralCompileState, actions: np.ndarray):
-        """(reward, terminated, truncated, invalid) per env; an out-of-range action is invalid and
-        ends the episode with reward 0 (no valid bytecode was written)."""
-        n = len(state.task)
-        a = np.asarray(actions).reshape(n)
-        invalid = (a < 0) | (a >= NUM_ACTIONS)
-        byte = ~invalid & (a != END)
-        rows = np.flatnonzero(byte)
-        state.code[rows, state.length[rows]] = a[rows]
-        state.length[rows] += 1
-        finished = ~invalid & (a == END)
+    def step(self, state: NeuralCompileState, actions: torch.Tensor, live: torch.Tensor):
+        """(reward, terminated, truncated, invalid) per env where `live`; an out-of-range action
+        is invalid and ends the episode with reward 0 (no valid bytecode was written)."""
+        invalid = live & ((actions < 0) | (actions >= NUM_ACTIONS))
+        byte = live & ~invalid & (actions != END)
+        col = state.length.clamp(max=4 * self.max_words - 1)[:, None]
+        state.code.scatter_(1, col, torch.where(byte, actions, state.code.gather(1, col)[:, 0])[:, None])
+        state.length += byte.long()
+        finished = live & ~invalid & (actions == END)
         truncated = byte & (state.length >= 4 * self.max_words)
-        reward = np.zeros(n, np.float32)
-        done = np.flatnonzero(finished | truncated)
-        if len(done):
-            reward[done] = self.score(state, done)
+        reward = self.score(state, finished | truncated)
         return reward, finished | invalid, truncated, invalid
 
 
 def _first(obs: dict) -> dict:
-    return {k: np.asarray(v[0]) for k, v in obs.items()}
+    return {k: v[0].numpy() for k, v in obs.items()}
 
 
 class NeuralCompileEnv(gym.Env):
@@ -168,16 +183,23 @@ class NeuralCompileEnv(gym.Env):
         self.observation_space = self.core.observation_space()
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self.render_mode = render_mode
-        self.state = self.core.empty(1)
+        self.state = self.core.empty(1, torch.device("cpu"))
+        self._live = torch.ones(1, dtype=torch.bool)
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
-        task = None if not options or "task" not in options else np.array([options["task"]])
-        self.core.reset_core(self.state, np.array([0]), self.np_random, task)
+        if options and "task" in options:
+            task = int(options["task"])
+            if not 0 <= task < self.core.n_tasks:
+                raise ValueError(f"task must be in 0..{self.core.n_tasks - 1}, got {task}")
+        else:
+            task = int(self.np_random.integers(self.core.n_tasks))
+        self.core.reset_rows(self.state, self._live, torch.tensor([task]))
         return _first(self.core.observe(self.state)), {}
 
     def step(self, action):
-        r, term, trunc, invalid = self.core.step_core(self.state, np.array([action]))
+        a = to_device(action, torch.device("cpu"), torch.int64).reshape(1)
+        r, term, trunc, invalid = self.core.step(self.state, a, self._live)
         obs = _first(self.core.observe(self.state))
         return obs, float(r[0]), bool(term[0]), bool(trunc[0]), {"invalid_action": bool(invalid[0])}
 
@@ -185,18 +207,12 @@ class NeuralCompileEnv(gym.Env):
         return self.core.render(self.state) if self.render_mode == "ansi" else None
 
 
-class NeuralCompileVectorEnv(CoreVectorEnv):
+class NeuralCompileVectorEnv(TensorVectorEnv):
     def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
                  max_words: int = 256, reward: NeuralCompileReward | None = None, n_tests: int = 16, seed: int = 0,
-                 backend: str = "cpu", device: str | None = None, render_mode: str | None = None,
+                 backend: str = "cpu", device=None, render_mode: str | None = None,
                  max_episode_steps: int | None = None):
         bank = bank or TaskBank.from_names(tasks, n_tests=n_tests, seed=seed, backend=backend)
         core = NeuralCompileCore(bank, max_words, reward=reward)
         super().__init__(core, num_envs, core.observation_space(), spaces.Discrete(NUM_ACTIONS), seed, device,
                          render_mode)
-
-    def _observe(self, state):
-        return self.core.observe(state)
-
-    def _step(self, state, actions):
-        return self.core.step_core(state, actions)

@@ -1,10 +1,32 @@
 """Reward functions as objects handed to the environments (Jumanji style): the environment
-computes scores, the reward object turns them into numbers."""
+computes scores, the reward object turns them into numbers. Scores arrive as numpy arrays or
+as torch tensors on the envs' device; a reward returns float32 of the same kind, so it runs on
+the GPU with the envs (write custom rewards with operators and `where`, which both support)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
+
+def where(cond, a, b):
+    """np.where or torch.where, by the type of `cond`."""
+    if isinstance(cond, np.ndarray):
+        return np.where(cond, a, b)
+    import torch
+    return torch.where(cond, a, b)
+
+
+def clip(x, lo, hi):
+    return np.clip(x, lo, hi) if isinstance(x, np.ndarray) else x.clamp(lo, hi)
+
+
+def maximum(x, lo):
+    return np.maximum(x, lo) if isinstance(x, np.ndarray) else x.clamp(min=lo)
+
+
+def f32(x):
+    return x.astype(np.float32) if isinstance(x, np.ndarray) else x.float()
 
 
 @dataclass(frozen=True)
@@ -24,7 +46,7 @@ class SynthesisReward:
     def __call__(self, scores) -> np.ndarray:
         r = (self.pass_weight * scores.pass_frac + self.all_pass_bonus * scores.all_pass
              - self.step_cost * scores.steps - self.length_cost * scores.length)
-        return np.where(scores.compiled, r, self.compile_penalty).astype(np.float32)
+        return f32(where(scores.compiled, r, self.compile_penalty))
 
 
 @dataclass(frozen=True)
@@ -40,6 +62,6 @@ class NeuralCompileReward:
     efficiency_weight: float = 1.0
 
     def __call__(self, valid: np.ndarray, all_pass: np.ndarray, steps: np.ndarray, ref_steps: np.ndarray) -> np.ndarray:
-        eff = np.clip((ref_steps - steps) / np.maximum(ref_steps, 1), -1.0, 1.0)
+        eff = clip((ref_steps - steps) / maximum(ref_steps, 1), -1.0, 1.0)
         r = self.valid_bonus * valid + all_pass * (self.all_pass_bonus + self.efficiency_weight * eff)
-        return r.astype(np.float32)
+        return f32(r)

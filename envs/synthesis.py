@@ -1,14 +1,20 @@
 """Program-synthesis environments: the agent writes the body of a task's function.
 
 `Synthesis-v0`: one action per step (a token of envs/vocab.py), under a grammar- and type-aware
-action mask (envs/grammar.py); the episode ends at END, and the program is then compiled and run
-on the task's tests. `SynthesisBatch-v0`: one step is one whole body per env (an (L,) array of
-action ids), scored at once: the "thousands of candidates per step" interface.
+action mask (envs/grammar.py); the episode ends at END or at the length limit, and the program is
+then compiled and run on the task's tests. `SynthesisBatch-v0`: one step is one whole body per
+env (an (L,) array of action ids), scored at once: the "thousands of candidates per step"
+interface.
 
-A functional core over batched state (the `reset_core` / `step_core` functions, every array
-with the batch first) and thin Gymnasium shells: `SynthesisEnv` (one env, numpy) and
-`SynthesisVectorEnv` (N envs in one state, autoreset NEXT_STEP; envs/vector.py). The task bank and the reward
-function are objects handed to the constructor.
+A functional core over batched torch state (`SynthesisCore`: every tensor with the batch first,
+on one device) and thin Gymnasium shells: `SynthesisEnv` (one env, numpy) and
+`SynthesisVectorEnv` (N envs, autoreset NEXT_STEP; envs/vector.py: numpy out by default, torch
+tensors on `device=` otherwise). The task bank and the reward function are objects handed to the
+constructor.
+
+The mask automaton: on the CPU the numpy one (envs/grammar.py, per-row reference below 8 rows),
+elsewhere the torch port (envs/grammar_torch.py); they give identical masks and states (tested),
+`automaton="torch"` forces the port on the CPU too.
 
 Bad actions: an action out of range or not allowed by the mask ends the episode with the
 reward's compile penalty and `info["invalid_action"] = True`; the state is otherwise unchanged.
@@ -19,37 +25,87 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
+import torch
 from gymnasium import spaces
 
 from . import vocab as V
 from .bank import TaskBank
 from .grammar import STATE_SIZE, BatchedAutomaton, Grammar
 from .reward import SynthesisReward
-from .vector import CoreVectorEnv
+from .vector import TensorVectorEnv, to_device
 
 INT32 = np.iinfo(np.int32)
 
 
 @dataclass
 class SynthesisState:
-    """Batched state of N synthesis envs."""
+    """Batched state of N synthesis envs (torch tensors on one device)."""
 
-    task: np.ndarray     # (N,) int64: task index in the bank
-    tokens: np.ndarray   # (N, L) int64: the body's actions so far, END-padded
-    length: np.ndarray   # (N,) int64: actions taken
-    grammar: np.ndarray  # (N, STATE_SIZE) int32: mask automaton rows (of each env's task signature)
+    task: torch.Tensor     # (N,) int64: task index in the bank
+    tokens: torch.Tensor   # (N, L) int64: the body's actions so far, END-padded
+    length: torch.Tensor   # (N,) int64: actions taken
+    grammar: torch.Tensor  # (N, STATE_SIZE) int32: mask automaton rows (of each env's task signature)
+
+
+class _NumpyAutomaton:
+    """The numpy automaton behind the torch automaton's interface, for CPU tensors (shared
+    memory, no copies); a few rows go through the per-row reference, which is cheaper than the
+    batched code's fixed cost per call."""
+
+    def __init__(self, grammars):
+        self.grammars = grammars
+        self.batched = BatchedAutomaton(grammars)
+        self.init = torch.from_numpy(np.concatenate([g.reset(1) for g in grammars]))
+
+    def initial(self, gid):
+        return self.init[gid]
+
+    def mask(self, state, gid):
+        S, G = state.numpy(), gid.numpy()
+        if len(G) >= Grammar.reference_below:
+            return torch.from_numpy(self.batched.mask(S, G))
+        return torch.from_numpy(np.concatenate([self.grammars[t].mask(S[i: i + 1]) for i, t in enumerate(G)])
+                                if len(G) else np.zeros((0, V.VOCAB_SIZE), bool))
+
+    def step(self, state, actions, gid):
+        S, A, G = state.numpy(), actions.numpy(), gid.numpy()
+        if len(G) >= Grammar.reference_below:
+            new, bad = self.batched.step(S, A, G)
+        else:
+            new, bad = S.copy(), np.zeros(len(G), dtype=bool)
+            for i, t in enumerate(G):
+                row, b = self.grammars[t].step(S[i: i + 1], A[i: i + 1])
+                new[i], bad[i] = row[0], b[0]
+        return torch.from_numpy(new), torch.from_numpy(bad)
 
 
 class SynthesisCore:
     """The pure part shared by the single and vector envs: a bank, a length budget, a reward."""
 
-    def __init__(self, bank: TaskBank, max_len: int = 48, reward: SynthesisReward | None = None):
-        self.bank, self.max_len = bank, max_len
+    def __init__(self, bank: TaskBank, max_len: int = 48, reward: SynthesisReward | None = None,
+                 automaton: str = "auto", batch: bool = False):
+        if automaton not in ("auto", "numpy", "torch"):
+            raise ValueError(f"automaton must be 'auto', 'numpy' or 'torch', got {automaton!r}")
+        self.bank, self.max_len, self.batch = bank, max_len, batch
         self.reward = reward or SynthesisReward()
         self.grammars = [Grammar(sig, max_len=max_len) for sig in bank.signatures]
-        self.automaton = BatchedAutomaton(self.grammars)  # every env's row in one call, whatever its task
+        self.n_tasks = len(bank)
+        self._automaton_kind = automaton
+        self._automata: dict = {}
 
-    def observation_space(self, masked: bool) -> spaces.Dict:
+    def automaton(self, device: torch.device):
+        key = str(device)
+        if key not in self._automata:
+            if device.type == "cpu" and self._automaton_kind != "torch":
+                self._automata[key] = _NumpyAutomaton(self.grammars)
+            else:
+                if self._automaton_kind == "numpy":
+                    raise ValueError("the numpy automaton runs on the CPU only")
+                from .grammar_torch import TorchAutomaton
+                self._automata[key] = TorchAutomaton(self.grammars, device)
+        return self._automata[key]
+
+    def observation_space(self) -> spaces.Dict:
         T, E, W = self.bank.examples.shape
         d = {
             "tokens": spaces.Box(0, V.VOCAB_SIZE - 1, (self.max_len,), np.int64),
@@ -60,93 +116,102 @@ class SynthesisCore:
             "examples": spaces.Box(INT32.min, INT32.max, (E, W), np.int32),
             "outputs": spaces.Box(INT32.min, INT32.max, (E, self.bank.outputs.shape[2]), np.int32),
         }
-        if masked:
+        if not self.batch:
             d["action_mask"] = spaces.Box(0, 1, (V.VOCAB_SIZE,), np.int8)
         return spaces.Dict(d)
 
-    def empty(self, n: int) -> SynthesisState:
-        return SynthesisState(np.zeros(n, np.int64), np.zeros((n, self.max_len), np.int64), np.zeros(n, np.int64),
-                              np.zeros((n, STATE_SIZE), np.int32))
+    def empty(self, n: int, device) -> SynthesisState:
+        z = lambda *shape, dtype=torch.int64: torch.zeros(shape, dtype=dtype, device=device)  # noqa: E731
+        return SynthesisState(z(n), z(n, self.max_len), z(n), z(n, STATE_SIZE, dtype=torch.int32))
 
-    def reset_core(self, state: SynthesisState, idx: np.ndarray, rng: np.random.Generator,
-                   tasks: np.ndarray | None = None) -> None:
-        """Start new episodes in envs `idx` (in place), on random tasks unless given."""
-        state.task[idx] = rng.integers(len(self.bank), size=len(idx)) if tasks is None else tasks
-        state.tokens[idx] = V.END
-        state.length[idx] = 0
-        for t in np.unique(state.task[idx]):
-            sel = idx[state.task[idx] == t]
-            state.grammar[sel] = self.grammars[t].reset(len(sel))
+    def reset_rows(self, state: SynthesisState, rows: torch.Tensor, tasks: torch.Tensor) -> None:
+        """Start new episodes in the envs where `rows` is True (in place), on `tasks`."""
+        state.task.copy_(torch.where(rows, tasks, state.task))
+        state.tokens.masked_fill_(rows[:, None], V.END)
+        state.length.masked_fill_(rows, 0)
+        init = self.automaton(state.grammar.device).initial(state.task)
+        state.grammar.copy_(torch.where(rows[:, None], init, state.grammar))
 
-    def masks(self, state: SynthesisState) -> np.ndarray:
+    def masks(self, state: SynthesisState) -> torch.Tensor:
         """(N, VOCAB_SIZE) bool."""
-        if len(state.task) >= Grammar.reference_below:
-            out = self.automaton.mask(state.grammar, state.task)
-        else:  # a few rows: the per-row automaton is cheaper than the batched one's fixed cost
-            out = np.zeros((len(state.task), V.VOCAB_SIZE), dtype=bool)
-            for i, t in enumerate(state.task):
-                out[i] = self.grammars[t].mask(state.grammar[i : i + 1])[0]
+        out = self.automaton(state.grammar.device).mask(state.grammar, state.task).clone()
         # A finished episode allows END alone: its next action is ignored (autoreset), and a
         # masked softmax over an all-false mask would be NaN.
-        out[~out.any(axis=1), V.END] = True
+        out[:, V.END] |= ~out.any(dim=1)
         return out
 
-    def observe(self, state: SynthesisState, masked: bool) -> dict:
+    def action_space(self) -> spaces.Space:
+        if self.batch:
+            return spaces.Box(0, V.VOCAB_SIZE - 1, (self.max_len,), np.int64)
+        return spaces.Discrete(V.VOCAB_SIZE)
+
+    def observe(self, state: SynthesisState) -> dict:
         t = state.task
-        obs = {"tokens": state.tokens.copy(), "length": state.length.copy(), "task": t.copy(),
-               "kinds": self.bank.kinds[t], "ret_kind": self.bank.ret_kind[t],
-               "examples": self.bank.examples[t], "outputs": self.bank.outputs[t]}
-        if masked:
-            obs["action_mask"] = self.masks(state).astype(np.int8)
+        tb = self.bank.tensors(t.device)
+        obs = {"tokens": state.tokens.clone(), "length": state.length.clone(), "task": t.clone(),
+               "kinds": tb["kinds"][t], "ret_kind": tb["ret_kind"][t], "examples": tb["examples"][t],
+               "outputs": tb["outputs"][t]}
+        if not self.batch:
+            obs["action_mask"] = self.masks(state).to(torch.int8)
         return obs
 
-    def step_core(self, state: SynthesisState, actions: np.ndarray):
-        """One token per env (in place). Returns (reward, terminated, truncated, invalid), (N,) each."""
-        n = len(state.task)
-        actions = np.asarray(actions).reshape(n)
-        in_range = (actions >= 0) & (actions < V.VOCAB_SIZE)
-        a = np.where(in_range, actions, 0).astype(np.int64)
-        if n >= Grammar.reference_below:
-            new, invalid = self.automaton.step(state.grammar, a, state.task)
-        else:
-            new, invalid = state.grammar.copy(), np.zeros(n, dtype=bool)
-            for i, t in enumerate(state.task):
-                row, bad = self.grammars[t].step(state.grammar[i : i + 1], a[i : i + 1])
-                new[i], invalid[i] = row[0], bad[0]
-        allowed = ~invalid & in_range
-        state.grammar[allowed] = new[allowed]
-        rows = np.flatnonzero(allowed & (state.length < self.max_len))
-        state.tokens[rows, state.length[rows]] = a[rows]
-        state.length[rows] += 1
-        finished = allowed & (a == V.END)
-        truncated = allowed & ~finished & (state.length >= self.max_len)
-        reward = np.zeros(n, dtype=np.float32)
-        reward[~allowed] = self.reward.compile_penalty
-        done = np.flatnonzero(finished | truncated)
-        if len(done):
-            reward[done] = self.reward(self.bank.score(state.tokens[done], state.task[done]))
-        return reward, finished | ~allowed, truncated, ~allowed
+    def _score(self, tokens, length, body_len, task, done) -> torch.Tensor:
+        ok, passed, steps = self.bank.evaluate(tokens, length, task, done)
+        return self.reward(self.bank.scores(ok, passed, steps, body_len))
 
-    def step_programs(self, state: SynthesisState, bodies: np.ndarray) -> np.ndarray:
-        """Score one whole body per env: (N, L) action ids. Returns the (N,) rewards."""
-        bodies = np.asarray(bodies, dtype=np.int64).reshape(len(state.task), -1)[:, : self.max_len]
-        bodies = np.where((bodies >= 0) & (bodies < V.VOCAB_SIZE), bodies, V.END)  # out of range ends it
-        state.tokens[:] = V.END
-        state.tokens[:, : bodies.shape[1]] = bodies
-        is_end = state.tokens == V.END
-        state.length[:] = np.where(is_end.any(axis=1), is_end.argmax(axis=1) + 1, self.max_len)
-        return self.reward(self.bank.score(state.tokens, state.task))
+    def step(self, state: SynthesisState, actions: torch.Tensor, live: torch.Tensor):
+        """One step where `live`: a token per env, or with batch=True a whole body per env."""
+        return (self.step_programs if self.batch else self.step_tokens)(state, actions, live)
+
+    def step_tokens(self, state: SynthesisState, actions: torch.Tensor, live: torch.Tensor):
+        """One token per env (in place) where `live`. Returns (reward, terminated, truncated,
+        invalid), (N,) each; rows not live are left as they are and get zeros."""
+        L = self.max_len
+        in_range = (actions >= 0) & (actions < V.VOCAB_SIZE)
+        a = torch.where(in_range, actions, 0)
+        new, invalid = self.automaton(state.grammar.device).step(state.grammar, a, state.task)
+        allowed = ~invalid & in_range & live
+        bad = live & ~allowed
+        state.grammar.copy_(torch.where(allowed[:, None], new, state.grammar))
+        write = allowed & (state.length < L)
+        col = state.length.clamp(max=L - 1)[:, None]
+        state.tokens.scatter_(1, col, torch.where(write, a, state.tokens.gather(1, col)[:, 0])[:, None])
+        state.length += write.long()
+        finished = allowed & (a == V.END)
+        truncated = allowed & ~finished & (state.length >= L)
+        done = finished | truncated
+        r = self._score(state.tokens, state.length, state.length - finished.long(), state.task, done)
+        reward = torch.where(done, r, torch.where(bad, self.reward.compile_penalty, 0.0)).float()
+        return reward, finished | bad, truncated, bad
+
+    def step_programs(self, state: SynthesisState, bodies: torch.Tensor, live: torch.Tensor):
+        """Score one whole body per env ((N, L') action ids; beyond L ignored, an out-of-range
+        action ends the body) where `live`. Returns (reward, terminated, truncated, invalid)."""
+        L = self.max_len
+        bodies = bodies.reshape(len(live), -1)[:, :L]
+        bodies = torch.where((bodies >= 0) & (bodies < V.VOCAB_SIZE), bodies, V.END)
+        tokens = torch.full_like(state.tokens, V.END)
+        tokens[:, : bodies.shape[1]] = bodies
+        is_end = tokens == V.END
+        first_end = is_end.to(torch.uint8).argmax(dim=1)
+        has_end = is_end.any(dim=1)
+        state.tokens.copy_(torch.where(live[:, None], tokens, state.tokens))
+        state.length.copy_(torch.where(live, torch.where(has_end, first_end + 1, L), state.length))
+        r = self._score(tokens, state.length, torch.where(has_end, first_end, L), state.task, live)
+        zero = torch.zeros_like(live)
+        return torch.where(live, r, 0.0).float(), live.clone(), zero, zero
 
     def render(self, state: SynthesisState, i: int = 0) -> str:
-        task = self.bank.tasks[state.task[i]]
-        body = state.tokens[i, : state.length[i]]
+        ti = int(state.task[i])
+        task = self.bank.tasks[ti]
+        body = state.tokens[i, : int(state.length[i])].cpu().numpy()
         try:
-            source = V.detokenize(body, self.bank.signatures[state.task[i]])
+            source = V.detokenize(body, self.bank.signatures[ti])
         except ValueError as e:
             source = f"{task.signature_line()}\n    # (cannot render: {e})"
         lines = [f"task {task.name}: {task.description}", source]
         if len(body) and body[-1] == V.END:
-            s = self.bank.score(state.tokens[i : i + 1], state.task[i : i + 1])
+            s = self.bank.score(body[None], np.array([ti]))
             lines.append(f"compiled={bool(s.compiled[0])} passed={s.pass_frac[0] * self.bank.n_tests:.0f}/"
                          f"{self.bank.n_tests} steps={s.steps[0]:.0f}")
         return "\n".join(lines) + "\n"
@@ -158,37 +223,42 @@ def _bank(bank, tasks, n_tests, seed, backend) -> TaskBank:
     return TaskBank.from_names(tasks, n_tests=n_tests, seed=seed, backend=backend)
 
 
+def _first(obs: dict) -> dict:
+    return {k: v[0].numpy() for k, v in obs.items()}
+
+
 class SynthesisEnv(gym.Env):
     """`vramgym/Synthesis-v0` (batch=False) and `vramgym/SynthesisBatch-v0` (batch=True) as one
-    Gymnasium env with numpy observations."""
+    Gymnasium env with numpy observations (the core on the CPU with one row)."""
 
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, bank: TaskBank | None = None, tasks: list[str] | None = None, max_len: int = 48,
                  reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16, seed: int = 0,
                  backend: str = "cpu", render_mode: str | None = None):
-        self.core = SynthesisCore(_bank(bank, tasks, n_tests, seed, backend), max_len, reward)
-        self.batch = batch
-        self.observation_space = self.core.observation_space(not batch)
-        self.action_space = (spaces.Box(0, V.VOCAB_SIZE - 1, (max_len,), np.int64) if batch
-                             else spaces.Discrete(V.VOCAB_SIZE))
+        self.core = SynthesisCore(_bank(bank, tasks, n_tests, seed, backend), max_len, reward, batch=batch)
+        self.observation_space = self.core.observation_space()
+        self.action_space = self.core.action_space()
         self.render_mode = render_mode
-        self.state = self.core.empty(1)
+        self.state = self.core.empty(1, torch.device("cpu"))
+        self._live = torch.ones(1, dtype=torch.bool)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        task = None if not options or "task" not in options else np.array([options["task"]])
-        self.core.reset_core(self.state, np.array([0]), self.np_random, task)
-        return _first(self.core.observe(self.state, not self.batch)), {}
+        if options and "task" in options:
+            task = int(options["task"])
+            if not 0 <= task < self.core.n_tasks:
+                raise ValueError(f"task must be in 0..{self.core.n_tasks - 1}, got {task}")
+        else:
+            task = int(self.np_random.integers(self.core.n_tasks))
+        self.core.reset_rows(self.state, self._live, torch.tensor([task]))
+        return _first(self.core.observe(self.state)), {}
 
     def step(self, action):
-        if self.batch:
-            reward = self.core.step_programs(self.state, np.asarray(action)[None])
-            obs = _first(self.core.observe(self.state, False))
-            return obs, float(reward[0]), True, False, {}
-        reward, term, trunc, invalid = self.core.step_core(self.state, np.array([action]))
-        obs = _first(self.core.observe(self.state, True))
-        return obs, float(reward[0]), bool(term[0]), bool(trunc[0]), {"invalid_action": bool(invalid[0])}
+        a = to_device(action, torch.device("cpu"), torch.int64).reshape((1,) + self.action_space.shape)
+        r, term, trunc, invalid = self.core.step(self.state, a, self._live)
+        obs = _first(self.core.observe(self.state))
+        return obs, float(r[0]), bool(term[0]), bool(trunc[0]), {"invalid_action": bool(invalid[0])}
 
     def render(self):
         if self.render_mode == "ansi":
@@ -196,32 +266,17 @@ class SynthesisEnv(gym.Env):
         return None
 
 
-class SynthesisVectorEnv(CoreVectorEnv):
+class SynthesisVectorEnv(TensorVectorEnv):
     """N synthesis envs in one batched state: one mask and one score call per step for all of
-    them, autoreset NEXT_STEP (envs/vector.py)."""
+    them, autoreset NEXT_STEP (envs/vector.py). `device=None`: numpy out; a device: torch
+    tensors there, state and scoring included."""
 
     def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
                  max_len: int = 48, reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16,
-                 seed: int = 0, backend: str = "cpu", device: str | None = None, render_mode: str | None = None,
-                 max_episode_steps: int | None = None):
-        core = SynthesisCore(_bank(bank, tasks, n_tests, seed, backend), max_len, reward)
-        self.batch = batch
-        action = (spaces.Box(0, V.VOCAB_SIZE - 1, (max_len,), np.int64) if batch else spaces.Discrete(V.VOCAB_SIZE))
-        super().__init__(core, num_envs, core.observation_space(not batch), action, seed, device, render_mode)
-
-    def _observe(self, state):
-        return self.core.observe(state, not self.batch)
-
-    def _step(self, state, actions):
-        if self.batch:
-            r = self.core.step_programs(state, actions)
-            n = len(r)
-            return r, np.ones(n, bool), np.zeros(n, bool), np.zeros(n, bool)
-        return self.core.step_core(state, actions)
-
-
-def _first(obs: dict) -> dict:
-    return {k: np.asarray(v[0]) for k, v in obs.items()}
+                 seed: int = 0, backend: str = "cpu", device=None, render_mode: str | None = None,
+                 automaton: str = "auto", max_episode_steps: int | None = None):
+        core = SynthesisCore(_bank(bank, tasks, n_tests, seed, backend), max_len, reward, automaton, batch)
+        super().__init__(core, num_envs, core.observation_space(), core.action_space(), seed, device, render_mode)
 
 
 def make_batch_env(**kw) -> SynthesisEnv:

@@ -1,78 +1,116 @@
-"""The vector-env shell shared by the environments: N envs in one batched state owned by a core,
-tasks optionally pinned per env, autoreset NEXT_STEP (the step after an episode ends resets that
-env and ignores its action). Subclasses supply `_observe(state)` and `_step(state, actions)`."""
-from __future__ import annotations
+"""The vector-env shell shared by the environments: N envs whose state is a dataclass of torch
+tensors on one device, stepped by a core's batched functions (no Python loop over envs), with
+autoreset NEXT_STEP (the step after an episode ends resets that env and ignores its action).
 
-from dataclasses import fields
+`device=None` keeps the state on the CPU and returns numpy arrays, what RLlib and most Gymnasium
+code expect; `device="cpu"`, `"cuda"`, `"cuda:1"` or a torch.device returns torch tensors on
+that device. On a CUDA device nothing in `step` or `reset` waits for the GPU: masks, the
+automaton, autoresets, task sampling and the scoring of finished programs are all device ops.
+
+Tasks: an env's task is a counter-based hash of (seed, env index, episode number) computed with
+int64 tensor arithmetic, so CPU and GPU envs built with one seed see the same tasks in the same
+envs. `reset(options={"task": t or (N,) tasks})` pins envs to tasks, autoresets included (e.g.
+groups of candidates per task); a reset without it samples again.
+
+A core supplies: `empty(n, device) -> state`, `reset_rows(state, rows, tasks)` (in place, rows a
+(N,) bool mask), `step(state, actions, live) -> (reward, terminated, truncated, invalid)` (rows
+not `live` unchanged, all-zero outputs), `observe(state) -> dict` and `render(state, i) -> str`.
+"""
+from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
+import torch
 from gymnasium.vector import AutoresetMode
 
-
-def take(state, rows: np.ndarray):
-    """The envs `rows` of a batched state dataclass (copies)."""
-    return type(state)(**{f.name: getattr(state, f.name)[rows] for f in fields(state)})
+_M32 = 0xFFFFFFFF
 
 
-def put(state, rows: np.ndarray, sub) -> None:
-    """Write a sub-state back into envs `rows`."""
-    for f in fields(state):
-        getattr(state, f.name)[rows] = getattr(sub, f.name)
+def _mix32(x: torch.Tensor) -> torch.Tensor:
+    """An avalanche step on 32-bit values held in int64 (products stay below 2**59, so int64
+    arithmetic is exact on every device)."""
+    x = (((x >> 16) ^ x) * 0x45D9F3B) & _M32
+    x = (((x >> 16) ^ x) * 0x45D9F3B) & _M32
+    return (x >> 16) ^ x
 
 
-class CoreVectorEnv(gym.vector.VectorEnv):
+def hash_tasks(seed: int, env: torch.Tensor, episode: torch.Tensor, n_tasks: int) -> torch.Tensor:
+    """Task index of each env for its episode number: the same on every device."""
+    h = _mix32(torch.full_like(env, seed & _M32) ^ ((seed >> 32) & _M32))
+    h = _mix32(h ^ (env & _M32))
+    h = _mix32(h ^ (episode & _M32))
+    return h % n_tasks
+
+
+def to_device(x, device: torch.device, dtype=None) -> torch.Tensor:
+    """A user's actions (numpy, list, scalar or tensor) as a tensor on `device`."""
+    t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
+    return t.to(device=device, dtype=dtype) if dtype is not None else t.to(device)
+
+
+class TensorVectorEnv(gym.vector.VectorEnv):
     metadata = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, core, num_envs: int, single_observation_space, single_action_space, seed: int = 0,
-                 device: str | None = None, render_mode: str | None = None):
-        if device not in (None, "cpu"):
-            raise ValueError(f"device {device!r}: the environments' state lives on the host for now (cpu only)")
+                 device=None, render_mode: str | None = None):
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.core, self.num_envs = core, num_envs
+        self.as_numpy = device is None
+        self.device = torch.device("cpu" if device is None else device)
+        if self.device.type == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError(f"device {device!r}: torch sees no CUDA device here")
         self.single_observation_space = single_observation_space
         self.single_action_space = single_action_space
         self.observation_space = gym.vector.utils.batch_space(single_observation_space, num_envs)
         self.action_space = gym.vector.utils.batch_space(single_action_space, num_envs)
         self.render_mode = render_mode
-        self.state = core.empty(num_envs)
-        self._needs_reset = np.zeros(num_envs, dtype=bool)
-        self._pinned = None
-        self._rng = np.random.default_rng(seed)
+        self.state = core.empty(num_envs, self.device)
+        self._env = torch.arange(num_envs, device=self.device)
+        self._episode = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+        self._needs_reset = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
+        self._pinned: torch.Tensor | None = None
+        self._seed = int(seed)
 
-    def _observe(self, state) -> dict:
-        raise NotImplementedError
+    def _tasks(self) -> torch.Tensor:
+        if self._pinned is not None:
+            return self._pinned
+        return hash_tasks(self._seed, self._env, self._episode, self.core.n_tasks)
 
-    def _step(self, state, actions: np.ndarray):
-        """(reward, terminated, truncated, invalid), (n,) each, for the envs of `state`."""
-        raise NotImplementedError
+    def _out(self, x):
+        if isinstance(x, dict):
+            return {k: self._out(v) for k, v in x.items()}
+        return x.numpy() if self.as_numpy else x
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        idx = np.arange(self.num_envs)
-        # options={"task": t or (N,) tasks} pins envs to tasks, autoresets included (e.g. groups
-        # of candidates per task); a reset without it samples tasks again.
-        self._pinned = None if not options or "task" not in options else np.broadcast_to(options["task"], idx.shape).copy()
-        self.core.reset_core(self.state, idx, self._rng, self._pinned)
-        self._needs_reset[:] = False
-        return self._observe(self.state), {}
+            self._seed = int(seed)
+        self._episode.zero_()
+        self._pinned = None
+        if options and "task" in options:
+            tasks = to_device(options["task"], self.device, torch.int64).expand(self.num_envs).clone()
+            if bool(((tasks < 0) | (tasks >= self.core.n_tasks)).any()):  # a reset may sync; a step never does
+                raise ValueError(f"task ids must be in 0..{self.core.n_tasks - 1}")
+            self._pinned = tasks
+        self.core.reset_rows(self.state, torch.ones_like(self._needs_reset), self._tasks())
+        self._needs_reset.zero_()
+        return self._out(self.core.observe(self.state)), {}
 
     def step(self, actions):
-        n = self.num_envs
-        actions = np.asarray(actions)
-        actions = actions.reshape((n,) + actions.shape[1:]) if actions.ndim else actions.reshape(n)
-        live = np.flatnonzero(~self._needs_reset)
-        restart = np.flatnonzero(self._needs_reset)
-        reward, term, trunc, invalid = np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
-        if len(live):
-            sub = take(self.state, live)
-            r, t, tr, inv = self._step(sub, actions[live])
-            put(self.state, live, sub)
-            reward[live], term[live], trunc[live], invalid[live] = r, t, tr, inv
-        if len(restart):
-            self.core.reset_core(self.state, restart, self._rng, None if self._pinned is None else self._pinned[restart])
+        a = to_device(actions, self.device, torch.int64)
+        per_env = (-1,) if self.single_action_space.shape else ()   # whole bodies may be longer or shorter
+        if a.numel() == 0 or a.numel() % self.num_envs or (not per_env and a.numel() != self.num_envs):
+            raise ValueError(f"actions of shape {tuple(a.shape)} for {self.num_envs} envs of action shape "
+                             f"{self.single_action_space.shape}")
+        a = a.reshape((self.num_envs,) + per_env)
+        restart = self._needs_reset
+        reward, term, trunc, invalid = self.core.step(self.state, a, ~restart)
+        self._episode += restart.long()
+        self.core.reset_rows(self.state, restart, self._tasks())
         self._needs_reset = term | trunc
-        return self._observe(self.state), reward, term, trunc, {"invalid_action": invalid}
+        obs = self.core.observe(self.state)
+        return (self._out(obs), self._out(reward), self._out(term), self._out(trunc),
+                {"invalid_action": self._out(invalid)})
 
     def render(self):
         if self.render_mode == "ansi":

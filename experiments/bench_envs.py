@@ -52,10 +52,10 @@ def sample_bodies(bank, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     obs, _ = env.reset(seed=seed)
     rng = np.random.default_rng(seed)
     bodies = np.zeros((n, env.core.max_len), np.int64)
-    tasks = env.state.task.copy()
+    tasks = env.state.task.numpy().copy()
     done = np.zeros(n, bool)
     for _ in range(env.core.max_len + 1):
-        before = env.state.tokens.copy()
+        before = env.state.tokens.numpy().copy()
         obs, r, term, trunc, _ = env.step(masked_actions(rng, obs["action_mask"]))
         new = (term | trunc) & ~done
         bodies[new] = before[new]  # END-padded: the body without its final END

@@ -117,7 +117,7 @@ def test_masked_rollouts_always_compile():
     finished = 0
     for _ in range(400):
         acts = np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]])
-        before = vec.state.tokens.copy(), vec.state.task.copy()
+        before = vec.state.tokens.numpy().copy(), vec.state.task.numpy().copy()
         obs, r, term, trunc, info = vec.step(acts)
         for i in np.flatnonzero(term | trunc):
             assert not info["invalid_action"][i]
@@ -212,7 +212,7 @@ def test_vectorized_compiler_tokens_equal_the_rendered_ones():
     obs, _ = vec.reset(seed=int(rng.integers(1 << 30)))
     bodies, tasks = [], []
     for _ in range(200):
-        before, btask = vec.state.tokens.copy(), vec.state.task.copy()
+        before, btask = vec.state.tokens.numpy().copy(), vec.state.task.numpy().copy()
         obs, r, term, trunc, _ = vec.step(np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]]))
         for i in np.flatnonzero(term | trunc):
             bodies.append(before[i])
