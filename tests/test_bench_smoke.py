@@ -41,3 +41,14 @@ def test_corpus_templates_are_valid():
     tasks = bench.make_corpus(2 * len(bench.TEMPLATES), 4, seed=3, bug_rate=0.5)
     cpy, vg = bench.verify(tasks, "corpus")
     bench.check_same(tasks, vg, cpy, "corpus")
+
+
+def test_bench_envs_quick(tmp_path):
+    spec = importlib.util.spec_from_file_location("vramgym_bench_envs", BENCH.parent / "bench_envs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    res = mod.main(["--quick", "--device", "numpy", "cpu", "--out", str(tmp_path)])
+    assert {(r["env"], r["device"]) for r in res["rows"]} == {
+        (e, d) for e in ("Synthesis-v0", "SynthesisBatch-v0") for d in ("numpy", "cpu")}
+    assert all(r["steps_per_s"] > 0 for r in res["rows"])
+    assert "| env | device |" in (tmp_path / "bench_envs.md").read_text()
