@@ -65,12 +65,15 @@ struct LaneScratch {
   std::vector<int32_t> stack, heap;
   std::vector<ListHdr> lists;
   std::vector<Frame> frames;
+  std::vector<Fused> fx;
+  std::vector<uint8_t> target;
   LaneState state;
   explicit LaneScratch(const VMConfig& cfg)
       : stack((size_t)cfg.stack_size * LANES), heap((size_t)std::max(cfg.heap_size, 1) * LANES),
         lists((size_t)std::max(cfg.max_lists, 1) * LANES), frames((size_t)std::max(cfg.max_depth, 1) * LANES) {
     state.stack = stack.data();
     state.frame_pool = frames.data();
+    state.fx = nullptr;
     for (int l = 0; l < LANES; l++) {
       Workspace& w = state.lane[l];
       w.stack = nullptr;
@@ -198,7 +201,8 @@ VG_EXPORT int32_t vg_validate(const uint32_t* code, int32_t len, int32_t entry, 
 // steps, and, when exp_words is not null, passed[r] = the result equals expected value
 // run_in[r] (encoded like an argument, offsets exp_off[n_in + 1]).
 // mode 0: consecutive runs of one program go through the lockstep lane interpreter (up to 32
-// at once); mode 1: every run through the scalar interpreter. Both give identical results.
+// at once) with superinstructions (fuse.h); mode 1: every run through the scalar interpreter;
+// mode 2: lockstep without superinstructions (for tests). All give identical results.
 VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
                   const int32_t* ret_kind, const int32_t* in_words, const int64_t* in_off, int32_t n_in,
                   const int32_t* run_prog, const int32_t* run_in, int64_t n_runs, const int32_t* exp_words,
@@ -218,7 +222,7 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
   for (int64_t r = 0; r < n_runs;) {
     task_start.push_back(r);
     int64_t e = r + 1;
-    if (mode == 0)
+    if (mode != 1)
       while (e < n_runs && e - r < LANES && run_prog[e] == run_prog[r]) e++;
     r = e;
   }
@@ -243,7 +247,15 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
     }
     if (lockstep) {
       if (!lane_scratch[tid]) lane_scratch[tid] = new LaneScratch(cfg);
-      LaneState& S = lane_scratch[tid]->state;
+      LaneScratch& LS = *lane_scratch[tid];
+      LaneState& S = LS.state;
+      int32_t len = (int32_t)(code_off[p + 1] - code_off[p]);
+      S.fx = nullptr;
+      if (mode == 0) {  // superinstructions, translated once for these runs
+        if ((int32_t)LS.fx.size() < len) LS.fx.resize(len), LS.target.resize(len + 1);
+        fuse_program(code + code_off[p], len, LS.fx.data(), LS.target.data());
+        S.fx = LS.fx.data();
+      }
       RunResult res[LANES];
       run_lanes(code + code_off[p], (int32_t)(code_off[p + 1] - code_off[p]), entry_pc[p], ins, lens,
                 (int32_t)(r1 - r0), cfg, S, res);

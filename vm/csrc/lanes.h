@@ -12,6 +12,7 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#include "fuse.h"
 #include "vm.h"
 
 namespace vg {
@@ -35,6 +36,7 @@ struct LaneState {
   LaneGroup groups[LANES];
   int32_t ngroups;
   int32_t steps[LANES];
+  const Fused* fx;  // [len] superinstructions of the program (fuse.h), or null: plain steps only
 };
 
 namespace lanes_detail {
@@ -55,6 +57,27 @@ inline uint32_t nonzero_mask(const int32_t* v) {
   for (int32_t l = 0; l < LANES; l++) m |= (uint32_t)(v[l] != 0) << l;
   return m;
 #endif
+}
+
+// Python's x // y (div) or x % y of LANES lanes, 4 at a time through doubles: idiv is not
+// pipelined (20-40 cycles a lane), and the double quotient of two int32 truncates to the exact
+// integer quotient (its rounding error, below |q| * 2^-53, is smaller than the 1/|y| gap to the
+// next integer). Lanes with y == 0 or INT_MIN // -1 get a meaningless value (they trap).
+typedef int32_t vi4 __attribute__((vector_size(16)));
+typedef double vd4 __attribute__((vector_size(32)));
+inline void floor_divmod(const int32_t* xs, const int32_t* ys, int32_t* out, bool div) {
+  for (int32_t l = 0; l < LANES; l += 4) {
+    vi4 x, y;
+    __builtin_memcpy(&x, xs + l, sizeof x);
+    __builtin_memcpy(&y, ys + l, sizeof y);
+    vi4 odd = (y == 0) | ((x == VG_INT32_MIN) & (y == -1));
+    y = (y & ~odd) | (odd & 1);
+    vi4 q = __builtin_convertvector(__builtin_convertvector(x, vd4) / __builtin_convertvector(y, vd4), vi4);
+    vi4 r = (vi4)((__attribute__((vector_size(16))) uint32_t)x - (__attribute__((vector_size(16))) uint32_t)q * (__attribute__((vector_size(16))) uint32_t)y);
+    vi4 adj = (r != 0) & ((r ^ y) < 0);  // -1 where floor differs from truncation
+    vi4 v = div ? q + adj : r + (y & adj);
+    __builtin_memcpy(out + l, &v, sizeof v);
+  }
 }
 
 inline bool same_state(const LaneGroup& a, const LaneGroup& b) {
@@ -88,6 +111,7 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
   using namespace lanes_detail;
   const int32_t fuel = cfg.fuel, stack_size = cfg.stack_size, max_depth = cfg.max_depth;
   int32_t* st = S.stack;
+  const Fused* fx = S.fx;
   uint32_t live = 0;
   for (int32_t l = 0; l < LANES; l++) {
     S.steps[l] = 0;
@@ -224,7 +248,157 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
   } while (0)
 
     LN_RECOMPUTE();
+    uint32_t w;
+    int32_t arg;
     for (;;) {
+      if (fx && (uint32_t)pc < (uint32_t)len) {
+        // A superinstruction when every lane has fuel for all its steps and its stack checks
+        // pass; else the plain instruction, which traps exactly where the sequence would.
+        const Fused& f = fx[pc];
+        if (f.kind != FX_NONE && max_steps + pending + f.n <= fuel && sp + f.pushes <= stack_size &&
+            sp - f.pops >= obase) {
+          const int32_t n = f.n, next = pc + n;
+          switch (f.kind) {
+            case FX_BIN: {
+              int32_t cl[LANES], cr[LANES], res[LANES], bad[LANES], zero[LANES];
+              const int32_t s0 = sp - f.pops;  // the left operand's slot when on the stack; the result's slot
+              const int32_t* L = COL(s0);
+              const int32_t* R = COL(sp - 1);
+              if (f.lk == SRC_VAR) L = COL(base + f.a);
+              else if (f.lk == SRC_CONST) {
+                for (int32_t l = 0; l < LANES; l++) cl[l] = f.a;
+                L = cl;
+              }
+              if (f.rk == SRC_VAR) R = COL(base + f.b);
+              else if (f.rk == SRC_CONST) {
+                for (int32_t l = 0; l < LANES; l++) cr[l] = f.b;
+                R = cr;
+              }
+              int32_t any = 0;
+              switch (f.op) {
+#define FX_LOOP(EXPR) for (int32_t l = 0; l < LANES; l++) { int32_t x = L[l], y = R[l]; res[l] = (int32_t)(EXPR); } break;
+#define FX_OVF(EXPR, OVF)                          \
+  for (int32_t l = 0; l < LANES; l++) {            \
+    int32_t x = L[l], y = R[l];                    \
+    int32_t r = (EXPR);                            \
+    res[l] = r;                                    \
+    bad[l] = (OVF) & mk[l];                        \
+    any |= bad[l];                                 \
+  }                                                \
+  break;
+                case OP_BINARY_ADD: FX_OVF((int32_t)((uint32_t)x + (uint32_t)y), ((x ^ r) & (y ^ r)) >> 31)
+                case OP_BINARY_SUB: FX_OVF((int32_t)((uint32_t)x - (uint32_t)y), ((x ^ y) & (x ^ r)) >> 31)
+                case OP_BINARY_MUL:
+                  FX_OVF((int32_t)((int64_t)x * y), -(int32_t)((int64_t)x * y != (int64_t)(int32_t)((int64_t)x * y)))
+                case OP_BINARY_DIV: case OP_BINARY_MOD: {
+                  bool div = f.op == OP_BINARY_DIV;
+                  for (int32_t l = 0; l < LANES; l++) {
+                    int32_t big = -(int32_t)((L[l] == VG_INT32_MIN) & (R[l] == -1));
+                    zero[l] = -(int32_t)(R[l] == 0) & mk[l];
+                    bad[l] = div ? big & mk[l] : 0;
+                    any |= zero[l] | bad[l];
+                  }
+                  floor_divmod(L, R, res, div);
+                  break;
+                }
+                case OP_MIN: FX_LOOP(y < x ? y : x)
+                case OP_MAX: FX_LOOP(y > x ? y : x)
+                case OP_COMPARE_LT: FX_LOOP(x < y)
+                case OP_COMPARE_LE: FX_LOOP(x <= y)
+                case OP_COMPARE_GT: FX_LOOP(x > y)
+                case OP_COMPARE_GE: FX_LOOP(x >= y)
+                case OP_COMPARE_EQ: FX_LOOP(x == y)
+                default: FX_LOOP(x != y)
+#undef FX_LOOP
+#undef FX_OVF
+              }
+              if (any) {  // lanes that trap stop at the binary op, the sequence's (pushes + 1)th step
+                const int32_t j = f.pushes + 1;
+                pending += j;
+                if (f.op == OP_BINARY_DIV || f.op == OP_BINARY_MOD) LN_TRAP_LANES(nonzero_mask(zero), TRAP_ZERO_DIVISION);
+                LN_TRAP_LANES(nonzero_mask(bad), TRAP_OVERFLOW);
+                pending += n - j;
+              } else {
+                pending += n;
+              }
+              switch (f.tail) {
+                case TAIL_PUSH: {
+                  int32_t* d = COL(s0);
+                  for (int32_t l = 0; l < LANES; l++) BLEND(d[l], res[l]);
+                  sp = s0 + 1;
+                  pc = next;
+                  break;
+                }
+                case TAIL_STORE: case TAIL_STORE_JUMP: {
+                  int32_t* d = COL(base + f.t);
+                  for (int32_t l = 0; l < LANES; l++) BLEND(d[l], res[l]);
+                  sp = s0;
+                  pc = f.tail == TAIL_STORE ? next : f.t2;
+                  break;
+                }
+                case TAIL_JIF: case TAIL_JIT: {
+                  uint32_t nz = nonzero_mask(res);
+                  LN_FORK(f.tail == TAIL_JIT ? nz : ~nz, f.t, s0, next, s0);
+                  break;
+                }
+                default: {  // JUMP_IF_*_OR_POP: the value stays where the jump is taken
+                  int32_t* d = COL(s0);
+                  for (int32_t l = 0; l < LANES; l++) BLEND(d[l], res[l]);
+                  uint32_t nz = nonzero_mask(res);
+                  LN_FORK(f.tail == TAIL_JIT_OR_POP ? nz : ~nz, f.t, s0 + 1, next, s0);
+                  break;
+                }
+              }
+              break;
+            }
+            case FX_MOV: {
+              int32_t* d = COL(base + f.t);
+              if (f.lk == SRC_VAR) {
+                const int32_t* s = COL(base + f.a);
+                for (int32_t l = 0; l < LANES; l++) BLEND(d[l], s[l]);
+              } else {
+                for (int32_t l = 0; l < LANES; l++) BLEND(d[l], f.a);
+              }
+              pending += n;
+              pc = next;
+              break;
+            }
+            case FX_TEST: {
+              pending += n;
+              uint32_t nz = nonzero_mask(COL(base + f.a));
+              LN_FORK(f.tail == TAIL_JIT ? nz : ~nz, f.t, sp, next, sp);
+              break;
+            }
+            default: {  // FX_FOR_RANGE
+              int32_t *ctr = COL(base + f.a), *stop = COL(base + f.a + 1), *step = COL(base + f.a + 2);
+              int32_t *x = COL(base + f.t), go[LANES];
+              int32_t anyz = 0;
+              for (int32_t l = 0; l < LANES; l++) {
+                go[l] = -(int32_t)(step[l] == 0) & mk[l];
+                anyz |= go[l];
+              }
+              pending += n - 1;  // FOR_RANGE is the last step but one
+              if (anyz) LN_TRAP_LANES(nonzero_mask(go), TRAP_VALUE_ERROR);
+              pending += 1;
+              int32_t anyg = 0;
+              for (int32_t l = 0; l < LANES; l++) {
+                int32_t c = ctr[l];
+                int32_t g = -(int32_t)(step[l] > 0 ? c < stop[l] : c > stop[l]) & mk[l];
+                int32_t nx = (int32_t)((uint32_t)c + (uint32_t)step[l]);
+                int32_t past = ((c ^ nx) & (step[l] ^ nx)) >> 31;  // wrapped: past int32 is past stop
+                nx = (stop[l] & past) | (nx & ~past);
+                ctr[l] = (nx & g) | (c & ~g);
+                x[l] = (c & g) | (x[l] & ~g);  // after the counter: the loop variable may be a range slot
+                go[l] = g;
+                anyg |= g;
+              }
+              LN_FORK(anyg ? nonzero_mask(go) : 0u, f.b, sp, f.t2, sp);
+              break;
+            }
+          }
+          goto stepped;
+        }
+      }
       if (max_steps + pending >= fuel) {  // some lane has used its budget
         LN_FLUSH();
         uint32_t spent = 0;
@@ -233,8 +407,8 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
         LN_TRAP_LANES(spent, TRAP_OUT_OF_FUEL);
       }
       if ((uint32_t)pc >= (uint32_t)len) LN_TRAP_ALL(TRAP_BAD_BYTECODE);
-      uint32_t w = code[pc++];
-      int32_t arg = (int32_t)(w >> 8);
+      w = code[pc++];
+      arg = (int32_t)(w >> 8);
       pending++;
       switch (w & 0xFF) {
         case OP_LOAD_CONST: {
@@ -346,32 +520,34 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
         LN_ARITH(OP_BINARY_SUB, (int32_t)((uint32_t)x - (uint32_t)y), ((x ^ y) & (x ^ r)) >> 31)
         LN_ARITH(OP_BINARY_MUL, (int32_t)((int64_t)x * y), -(int32_t)((int64_t)x * y != (int64_t)(int32_t)((int64_t)x * y)))
 #undef LN_ARITH
-        case OP_BINARY_DIV: case OP_BINARY_MOD: {
-          LN_NEED(2);
-          int32_t* a = COL(sp - 2);
-          const int32_t* b = COL(sp - 1);
-          uint32_t zero = 0, ovf = 0;
-          bool div = (w & 0xFF) == OP_BINARY_DIV;
-          for (uint32_t m = mask; m; m &= m - 1) {
-            int32_t l = ctz(m);
-            int32_t x = a[l], y = b[l];
-            if (y == 0) { zero |= 1u << l; continue; }
-            if (div) {
-              if (x == VG_INT32_MIN && y == -1) { ovf |= 1u << l; continue; }
-              int32_t q = x / y;
-              if ((x % y != 0) && ((x < 0) != (y < 0))) q--;
-              a[l] = q;
-            } else {
-              int32_t r = y == -1 ? 0 : x % y;
-              if (r != 0 && ((r < 0) != (y < 0))) r += y;
-              a[l] = r;
-            }
-          }
-          sp--;
-          LN_TRAP_LANES(zero, TRAP_ZERO_DIVISION);
-          LN_TRAP_LANES(ovf, TRAP_OVERFLOW);
-          break;
-        }
+        // Every lane at once through doubles: idiv is not pipelined (20-40 cycles a lane), and a
+        // double quotient of two int32 truncates to the exact integer quotient (its rounding
+        // error, below |q| * 2^-53, is smaller than the 1/|y| gap to the next integer).
+#define LN_DIVMOD(OPC, DIV)                                                          \
+  case OPC: {                                                                        \
+    LN_NEED(2);                                                                      \
+    int32_t* a = COL(sp - 2);                                                        \
+    const int32_t* b = COL(sp - 1);                                                  \
+    int32_t zero[LANES], ovf[LANES], res[LANES];                                     \
+    int32_t any = 0;                                                                 \
+    for (int32_t l = 0; l < LANES; l++) {                                            \
+      int32_t big = -(int32_t)((a[l] == VG_INT32_MIN) & (b[l] == -1));               \
+      zero[l] = -(int32_t)(b[l] == 0) & mk[l];                                       \
+      ovf[l] = (DIV) ? big & mk[l] : 0;                                              \
+      any |= zero[l] | ovf[l];                                                       \
+    }                                                                                \
+    floor_divmod(a, b, res, DIV);                                                    \
+    for (int32_t l = 0; l < LANES; l++) BLEND(a[l], res[l]);                         \
+    sp--;                                                                            \
+    if (any) {                                                                       \
+      LN_TRAP_LANES(nonzero_mask(zero), TRAP_ZERO_DIVISION);                         \
+      LN_TRAP_LANES(nonzero_mask(ovf), TRAP_OVERFLOW);                               \
+    }                                                                                \
+    break;                                                                           \
+  }
+        LN_DIVMOD(OP_BINARY_DIV, true)
+        LN_DIVMOD(OP_BINARY_MOD, false)
+#undef LN_DIVMOD
         case OP_UNARY_NEG: case OP_ABS: {
           LN_NEED(1);
           int32_t* a = COL(sp - 1);
@@ -425,26 +601,32 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
         }
         case OP_FOR_RANGE: {
           int32_t *ctr = COL(base + arg), *stop = COL(base + arg + 1), *step = COL(base + arg + 2);
-          uint32_t zero = 0;
-          for (uint32_t m = mask; m; m &= m - 1)
-            if (step[ctz(m)] == 0) zero |= 1u << ctz(m);
-          LN_TRAP_LANES(zero, TRAP_VALUE_ERROR);
-          uint32_t go = 0;
-          for (uint32_t m = mask; m; m &= m - 1) {
-            int32_t l = ctz(m);
-            if (step[l] > 0 ? ctr[l] < stop[l] : ctr[l] > stop[l]) go |= 1u << l;
+          int32_t zero[LANES], go[LANES];
+          int32_t anyz = 0;
+          for (int32_t l = 0; l < LANES; l++) {
+            zero[l] = -(int32_t)(step[l] == 0) & mk[l];
+            anyz |= zero[l];
           }
-          if (go) {
-            if (sp + 1 > stack_size) LN_TRAP_LANES(go, TRAP_RECURSION);
+          if (anyz) LN_TRAP_LANES(nonzero_mask(zero), TRAP_VALUE_ERROR);
+          int32_t anyg = 0;
+          for (int32_t l = 0; l < LANES; l++) {
+            go[l] = -(int32_t)(step[l] > 0 ? ctr[l] < stop[l] : ctr[l] > stop[l]) & mk[l];
+            anyg |= go[l];
+          }
+          uint32_t gm = anyg ? nonzero_mask(go) : 0;
+          if (gm) {
+            if (sp + 1 > stack_size) LN_TRAP_LANES(gm, TRAP_RECURSION);
             int32_t* d = COL(sp);
-            for (uint32_t m = go & mask; m; m &= m - 1) {
-              int32_t l = ctz(m);
-              d[l] = ctr[l];
-              int64_t nx = (int64_t)ctr[l] + step[l];
-              ctr[l] = (nx > VG_INT32_MAX || nx < VG_INT32_MIN) ? stop[l] : (int32_t)nx;
+            for (int32_t l = 0; l < LANES; l++) {
+              int32_t g = go[l] & mk[l], c = ctr[l];
+              int32_t nx = (int32_t)((uint32_t)c + (uint32_t)step[l]);
+              int32_t past = ((c ^ nx) & (step[l] ^ nx)) >> 31;  // wrapped: past int32 is past stop
+              nx = (stop[l] & past) | (nx & ~past);
+              d[l] = (c & g) | (d[l] & ~g);
+              ctr[l] = (nx & g) | (c & ~g);
             }
           }
-          LN_FORK(go, pc + 1, sp + 1, pc, sp);
+          LN_FORK(gm, pc + 1, sp + 1, pc, sp);
           break;
         }
         case OP_FOR_LIST: {
@@ -628,6 +810,7 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
         }
         default: LN_TRAP_ALL(TRAP_BAD_BYTECODE);  // FUNC (fell off a function) or an unknown opcode
       }
+    stepped:
       // Checked after the instruction, so a group tied with another makes progress.
       if (pc >= yield_pc) {
         // Reconverge in place with a waiting group in the same state, else reschedule.

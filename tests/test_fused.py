@@ -1,0 +1,147 @@
+"""Superinstructions (vm/csrc/fuse.h) in the lockstep interpreter must be invisible: fused runs
+(mode 0), plain lockstep runs (mode 2) and the scalar interpreter (mode 1) give the same status,
+value, steps and list contents, also when the step budget runs out or a trap happens inside a
+fused sequence. Fuel is swept over every cut point of small programs on purpose."""
+import os
+
+import numpy as np
+import pytest
+
+from vramgym.compiler import compile_source
+from vramgym.compiler.random_programs import generate_program, random_args
+from vramgym.vm import Program, ProgramBatch, VMConfig, cpu, encode_tuples, opcodes as oc, run_batch
+
+SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
+MODES = {"fused": 0, "scalar": 1, "plain": 2}
+
+
+class _ModeLib:
+    """The core library with vg_run_batch's mode argument replaced."""
+
+    def __init__(self, so, mode):
+        self._so, self._mode = so, mode
+
+    def __getattr__(self, name):
+        return getattr(self._so, name)
+
+    def vg_run_batch(self, *args):
+        return self._so.vg_run_batch(*args[:-1], self._mode)
+
+
+def run_mode(batch, inputs, config, mode, monkeypatch):
+    so = cpu.lib()
+    with monkeypatch.context() as m:
+        m.setattr(cpu, "lib", lambda: _ModeLib(so, mode))
+        return run_batch(batch, inputs, config=config, out_cap=64, nthreads=1, lockstep=True)
+
+
+def assert_modes_agree(batch, inputs, config, what, monkeypatch):
+    res = {name: run_mode(batch, inputs, config, mode, monkeypatch) for name, mode in MODES.items()}
+    ref = res["scalar"]
+    for name in ("fused", "plain"):
+        for field in ("status", "value", "steps", "out_list"):
+            x, y = getattr(res[name], field), getattr(ref, field)
+            if x is None:
+                continue
+            bad = np.flatnonzero((x != y).reshape(len(x), -1).any(axis=1))
+            assert not len(bad), (f"{what} ({config}): {name} and scalar differ in {field} at runs "
+                                  f"{bad[:5].tolist()}: {x[bad[:5]].tolist()} vs {y[bad[:5]].tolist()} (seed {SEED})")
+    return ref
+
+
+# Programs whose hot paths are the fused shapes: var/const operands, compare-and-branch,
+# `and`/`or` chains, store-and-jump, for-range heads, and traps at the fused binary op.
+PROGRAMS = [
+    ("def f(a: int, b: int) -> int:\n    while b != 0:\n        a, b = b, a % b\n    return a\n",
+     ("int", "int"), lambda r: (int(r.integers(-50, 50)), int(r.integers(-50, 50)))),
+    ("def f(n: int, k: int) -> int:\n    s = 0\n    while n > 0:\n        s += n % k\n        n //= k\n    return s\n",
+     ("int", "int"), lambda r: (int(r.integers(-5, 3000)), int(r.integers(-1, 4)))),
+    ("def f(n: int) -> bool:\n    if n < 2:\n        return False\n    d = 2\n    while d * d <= n:\n"
+     "        if n % d == 0 or d == 7:\n            return False\n        d += 1\n    return True\n",
+     ("int",), lambda r: (int(r.integers(-3, 400)),)),
+    ("def f(n: int, s: int) -> int:\n    t = 0\n    for i in range(1, n, s):\n        t += i * i + 1\n"
+     "        if t > 1000 and i != 3:\n            t = t - 999\n    return t\n",
+     ("int", "int"), lambda r: (int(r.integers(-10, 40)), int(r.integers(-2, 4)))),
+    ("def f(x: int, y: int) -> int:\n    for i in range(5):\n        x = x * y + i\n        y = y - x // (i - 2)\n"
+     "    return max(x, y) - min(x, 3)\n",
+     ("int", "int"), lambda r: (int(r.integers(-2**31, 2**31)), int(r.integers(-3000, 3000)))),
+    ("def f(xs: list[int], t: int) -> list[int]:\n    out = []\n    for x in xs:\n        if x % 3 == t or x < 0:\n"
+     "            out.append(x * 2)\n    i = 0\n    while i < len(out) and out[i] != t:\n        i += 1\n    return out\n",
+     ("list", "int"), lambda r: ([int(v) for v in r.integers(-9, 9, size=int(r.integers(0, 8)))], int(r.integers(-1, 3)))),
+]
+
+
+@pytest.mark.parametrize("k", range(len(PROGRAMS)))
+def test_every_fuel_cut(k, monkeypatch):
+    src, params, gen = PROGRAMS[k]
+    rng = np.random.default_rng(SEED + k)
+    batch = ProgramBatch.from_programs([compile_source(src)], "f")
+    inputs = encode_tuples([gen(rng) for _ in range(32)], params)
+    full = assert_modes_agree(batch, inputs, VMConfig(), src, monkeypatch)
+    top = int(full.steps.max()) + 2
+    fuels = range(1, top) if top <= 400 else sorted(set(range(1, 200)) | set(rng.integers(200, top, 100).tolist()))
+    for fuel in fuels:
+        assert_modes_agree(batch, inputs, VMConfig(fuel=int(fuel)), src, monkeypatch)
+    for stack in range(1, 12):  # the room checks of fused pushes fall back to plain steps
+        assert_modes_agree(batch, inputs, VMConfig(stack_size=stack), src, monkeypatch)
+
+
+def test_traps_inside_fused_sequences(monkeypatch):
+    src = ("def f(a: int, b: int) -> int:\n    c = a % b\n    d = a * b + 1\n    if a // b < 3:\n"
+           "        return c\n    for i in range(0, 3, b - 1):\n        d = d + i\n    return d\n")
+    batch = ProgramBatch.from_programs([compile_source(src)], "f")
+    cases = [(7, 0), (2**31 - 1, 2), (-2**31, -1), (5, 1), (100, 3), (-2**31, 1), (46341, 46341), (9, 2)]
+    res = assert_modes_agree(batch, encode_tuples(cases, ("int", "int")), VMConfig(), src, monkeypatch)
+    names = [oc.TRAP_NAMES[int(s)] for s in res.status]
+    assert names[:4] == ["zero_division", "overflow", "overflow", "value_error"], names
+
+
+@pytest.mark.parametrize("tight", [False, True], ids=["default", "tight"])
+def test_random_programs(tight, monkeypatch):
+    rng = np.random.default_rng(SEED)
+    for i in range(150):
+        g = generate_program(rng)
+        p = compile_source(g.source)
+        args = random_args(rng, g.params, 32)
+        fuel = int(rng.integers(1, 400)) if tight else oc.DEFAULT_FUEL
+        stack = int(rng.integers(4, 80)) if tight else oc.DEFAULT_STACK
+        cfg = VMConfig(fuel=fuel, stack_size=stack, max_depth=int(rng.integers(1, 8)) if tight else oc.DEFAULT_MAX_DEPTH)
+        assert_modes_agree(ProgramBatch.from_programs([p], g.entry), encode_tuples(args, p.function(g.entry).params),
+                           cfg, g.source, monkeypatch)
+
+
+def test_random_fusable_bytecode(monkeypatch):
+    """Hand-made bytecode built from the fused shapes, with stores into range slots, jumps into
+    the middle of sequences and stack underflow: all modes agree on it."""
+    rng = np.random.default_rng(SEED)
+    binops = ["BINARY_ADD", "BINARY_SUB", "BINARY_MUL", "BINARY_DIV", "BINARY_MOD", "MIN", "MAX",
+              "COMPARE_LT", "COMPARE_LE", "COMPARE_GT", "COMPARE_GE", "COMPARE_EQ", "COMPARE_NE"]
+    jumps = ["JUMP_IF_FALSE", "JUMP_IF_TRUE", "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "JUMP"]
+    for i in range(300):
+        body = []
+        n = int(rng.integers(4, 30))
+        for _ in range(n):
+            c = rng.random()
+            if c < 0.3:
+                body.append(("LOAD_VAR", int(rng.integers(0, 6))))
+            elif c < 0.45:
+                body.append(("LOAD_CONST", int(rng.integers(-3, 4))))
+            elif c < 0.65:
+                body.append((str(rng.choice(binops)), 0))
+            elif c < 0.78:
+                body.append(("STORE_VAR", int(rng.integers(0, 6))))
+            elif c < 0.9:
+                body.append((str(rng.choice(jumps)), -1))
+            else:
+                body += [("FOR_RANGE", int(rng.integers(0, 4))), ("JUMP", -1), ("STORE_VAR", int(rng.integers(0, 6)))]
+        body.append(("RETURN", 0))
+        words = [oc.encode("FUNC", 2 | 6 << 8)]
+        for op, arg in body:
+            if arg == -1:
+                arg = int(rng.integers(1, len(body) + 2))  # anywhere in the function, or its end
+            words.append(oc.encode(op, arg))
+        p = Program.from_code(words)
+        ints = [(int(a), int(b)) for a, b in rng.integers(-4, 5, size=(32, 2))]
+        cfg = VMConfig(fuel=int(rng.integers(1, 300)), stack_size=int(rng.integers(6, 20)))
+        assert_modes_agree(ProgramBatch.from_programs([p], "f0"), encode_tuples(ints, ("int", "int")), cfg,
+                           f"bytecode #{i}: {words}", monkeypatch)

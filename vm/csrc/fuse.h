@@ -1,0 +1,167 @@
+// Superinstructions for the CPU lockstep interpreter (lanes.h): a load-time translation of
+// validated bytecode into fused operations, one per pc where a common sequence starts
+// (LOAD_VAR LOAD_CONST COMPARE_LT JUMP_IF_FALSE, FOR_RANGE + STORE_VAR, ...). The public
+// bytecode is unchanged: a fused op is an internal shortcut that an interpreter may take at its
+// first pc, and must behave exactly as its n single steps (same values, traps, step counts).
+// The interpreter takes it only when every lane has fuel for all n steps and the stack checks of
+// the sequence pass; otherwise it runs the plain instruction at that pc. Words after the first
+// keep their own entry, so jumps into a sequence run it from there.
+#pragma once
+#include "vm.h"
+
+namespace vg {
+
+enum FusedKind : uint8_t {
+  FX_NONE = 0,
+  FX_BIN,        // [operand pushes] binary op [tail]: see Fused
+  FX_MOV,        // LOAD_VAR a | LOAD_CONST a; STORE_VAR t
+  FX_TEST,       // LOAD_VAR a; JUMP_IF_FALSE t | JUMP_IF_TRUE t (tail says which)
+  FX_FOR_RANGE,  // [JUMP to it;] FOR_RANGE a; JUMP e; STORE_VAR t  (go: pc = after the store)
+};
+
+enum FusedSrc : uint8_t { SRC_STACK = 0, SRC_VAR = 1, SRC_CONST = 2 };
+
+enum FusedTail : uint8_t {
+  TAIL_PUSH = 0,    // result stays on the stack
+  TAIL_STORE,       // STORE_VAR t
+  TAIL_JIF,         // JUMP_IF_FALSE t
+  TAIL_JIT,         // JUMP_IF_TRUE t
+  TAIL_JIF_OR_POP,  // JUMP_IF_FALSE_OR_POP t
+  TAIL_JIT_OR_POP,  // JUMP_IF_TRUE_OR_POP t
+  TAIL_STORE_JUMP,  // STORE_VAR t; JUMP t2
+};
+
+struct Fused {
+  uint8_t kind;    // FusedKind
+  uint8_t n;       // bytecode words (= steps) it covers
+  uint8_t op;      // FX_BIN: the binary opcode
+  uint8_t lk, rk;  // FX_BIN: where the left / right operand comes from (FusedSrc)
+  uint8_t tail;    // FusedTail (FX_TEST: TAIL_JIF or TAIL_JIT)
+  uint8_t pushes;  // values the sequence pushes before its first pop (for the room check)
+  uint8_t pops;    // FX_BIN: values taken from the stack as it was (for the underflow check)
+  int32_t a, b;    // operands: a local slot or a constant (FX_FOR_RANGE: a = the range's slots)
+  int32_t t, t2;   // store slot or jump target; TAIL_STORE_JUMP: t2 = jump target
+                   // FX_FOR_RANGE: t = loop variable slot, t2 = exit target, b = go pc
+};
+
+namespace fuse_detail {
+
+inline bool is_binop(int32_t op) {
+  switch (op) {
+    case OP_BINARY_ADD: case OP_BINARY_SUB: case OP_BINARY_MUL: case OP_BINARY_DIV: case OP_BINARY_MOD:
+    case OP_MIN: case OP_MAX: case OP_COMPARE_LT: case OP_COMPARE_LE: case OP_COMPARE_GT:
+    case OP_COMPARE_GE: case OP_COMPARE_EQ: case OP_COMPARE_NE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A plain operand push: LOAD_VAR (a slot) or a one-word LOAD_CONST (not followed by CONST_EXT).
+inline bool operand(const uint32_t* code, int32_t len, int32_t pc, uint8_t* src, int32_t* v) {
+  uint32_t w = code[pc];
+  if ((w & 0xFF) == OP_LOAD_VAR) {
+    *src = SRC_VAR;
+    *v = (int32_t)(w >> 8);
+    return true;
+  }
+  if ((w & 0xFF) == OP_LOAD_CONST && !(pc + 1 < len && (code[pc + 1] & 0xFF) == OP_CONST_EXT)) {
+    *src = SRC_CONST;
+    *v = ((int32_t)w) >> 8;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace fuse_detail
+
+// Translate a program validated by vg::validate into fx[0 .. len). Sequences never continue
+// across a jump target, so groups of lanes that wait at a join point meet the running group
+// there (lanes.h reconverges at equal pcs). `target` is scratch for len + 1 flags.
+inline void fuse_program(const uint32_t* code, int32_t len, Fused* fx, uint8_t* target) {
+  using namespace fuse_detail;
+  for (int32_t pc = 0; pc <= len; pc++) target[pc] = 0;
+  for (int32_t pc = 0; pc < len; pc++) {
+    uint32_t w = code[pc];
+    int32_t op = w & 0xFF, arg = (int32_t)(w >> 8);
+    switch (op) {
+      case OP_JUMP: case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE: case OP_JUMP_IF_FALSE_OR_POP:
+      case OP_JUMP_IF_TRUE_OR_POP:
+        target[arg] = 1;
+        break;
+      case OP_FOR_RANGE: case OP_FOR_LIST:
+        target[pc + 1] = 1;
+        if (pc + 2 <= len) target[pc + 2] = 1;
+        break;
+      case OP_CALL: case OP_FUNC:
+        target[pc + 1] = 1;  // return point, entry point
+        break;
+      default:
+        break;
+    }
+  }
+  for (int32_t pc = 0; pc < len; pc++) {
+    Fused f = {};
+    uint32_t w = code[pc];
+    int32_t op = w & 0xFF;
+    // The k-th word after pc, when it exists and is not a jump target.
+    auto at = [&](int32_t k) -> int32_t {
+      int32_t q = pc + k;
+      return q < len && !target[q] ? (int32_t)(code[q] & 0xFF) : -1;
+    };
+    auto arg_at = [&](int32_t k) -> int32_t { return (int32_t)(code[pc + k] >> 8); };
+    uint8_t s0, s1;
+    int32_t v0, v1;
+    int32_t k = 0;  // words of the sequence so far
+    if (operand(code, len, pc, &s0, &v0) && at(1) >= 0 && operand(code, len, pc + 1, &s1, &v1) && is_binop(at(2))) {
+      f.kind = FX_BIN, f.lk = s0, f.a = v0, f.rk = s1, f.b = v1, f.op = (uint8_t)at(2), f.pushes = 2, f.pops = 0;
+      k = 3;
+    } else if (operand(code, len, pc, &s1, &v1) && is_binop(at(1))) {
+      f.kind = FX_BIN, f.lk = SRC_STACK, f.rk = s1, f.b = v1, f.op = (uint8_t)at(1), f.pushes = 1, f.pops = 1;
+      k = 2;
+    } else if (is_binop(op)) {
+      f.kind = FX_BIN, f.lk = SRC_STACK, f.rk = SRC_STACK, f.op = (uint8_t)op, f.pushes = 0, f.pops = 2;
+      k = 1;
+    }
+    if (f.kind == FX_BIN) {
+      f.tail = TAIL_PUSH;
+      switch (at(k)) {
+        case OP_STORE_VAR:
+          f.t = arg_at(k);
+          f.tail = TAIL_STORE;
+          k++;
+          if (at(k) == OP_JUMP) f.t2 = arg_at(k), f.tail = TAIL_STORE_JUMP, k++;
+          break;
+        case OP_JUMP_IF_FALSE: f.t = arg_at(k), f.tail = TAIL_JIF, k++; break;
+        case OP_JUMP_IF_TRUE: f.t = arg_at(k), f.tail = TAIL_JIT, k++; break;
+        case OP_JUMP_IF_FALSE_OR_POP: f.t = arg_at(k), f.tail = TAIL_JIF_OR_POP, k++; break;
+        case OP_JUMP_IF_TRUE_OR_POP: f.t = arg_at(k), f.tail = TAIL_JIT_OR_POP, k++; break;
+        default: break;
+      }
+      if (k < 2) f.kind = FX_NONE;  // a lone binary op: nothing to gain
+    } else if (operand(code, len, pc, &s0, &v0) && at(1) == OP_STORE_VAR) {
+      f.kind = FX_MOV, f.lk = s0, f.a = v0, f.t = arg_at(1), f.pushes = 1;
+      k = 2;
+    } else if (op == OP_LOAD_VAR && (at(1) == OP_JUMP_IF_FALSE || at(1) == OP_JUMP_IF_TRUE)) {
+      f.kind = FX_TEST, f.a = (int32_t)(w >> 8), f.t = arg_at(1), f.pushes = 1;
+      f.tail = at(1) == OP_JUMP_IF_FALSE ? TAIL_JIF : TAIL_JIT;
+      k = 2;
+    } else {
+      // FOR_RANGE a; JUMP e; STORE_VAR x (the compiler's loop head), optionally entered by a
+      // JUMP to it (the loop's back edge). Both paths take the same number of steps.
+      int32_t h = op == OP_JUMP ? (int32_t)(w >> 8) : pc;
+      int32_t extra = op == OP_JUMP ? 1 : 0;
+      if ((op == OP_JUMP || op == OP_FOR_RANGE) && h + 2 < len && (code[h] & 0xFF) == OP_FOR_RANGE &&
+          (code[h + 1] & 0xFF) == OP_JUMP && (code[h + 2] & 0xFF) == OP_STORE_VAR) {
+        f.kind = FX_FOR_RANGE, f.a = (int32_t)(code[h] >> 8), f.t2 = (int32_t)(code[h + 1] >> 8);
+        f.t = (int32_t)(code[h + 2] >> 8), f.b = h + 3, f.pushes = 1;
+        k = 2 + extra;
+      }
+    }
+    f.n = (uint8_t)k;
+    if (f.kind == FX_NONE) f.n = 0;
+    fx[pc] = f;
+  }
+}
+
+}  // namespace vg
