@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vramgym.vm.opcodes import BUILTIN_NAMES as _BUILTIN_NAMES
+
 __all__ = ["GeneratedProgram", "GeneratorConfig", "generate_program", "random_args", "INT32_EDGES"]
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
@@ -119,6 +121,11 @@ class GeneratorConfig:
     entry_name: str | None = None
     entry_params: tuple[str, ...] | None = None
     entry_ret: str | None = None
+
+    def __post_init__(self):
+        taken = set(FUNC_NAMES) | {n for pool in VAR_NAMES.values() for n in pool}
+        if self.entry_name is not None and (self.entry_name in taken or self.entry_name in _BUILTIN_NAMES):
+            raise ValueError(f"entry_name {self.entry_name!r} is a builtin or a name the generator uses itself")
 
 
 # ----------------------------------------------------------------------------------------

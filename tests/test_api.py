@@ -204,3 +204,11 @@ def test_vmconfig_defaults():
     c = VMConfig()
     assert (c.fuel, c.max_depth, c.heap_size) == (oc.DEFAULT_FUEL, oc.DEFAULT_MAX_DEPTH, oc.DEFAULT_HEAP)
     assert c.heap_size >= 1024 and c.max_depth >= 200
+
+
+def test_generator_rejects_an_entry_name_it_uses_itself():
+    from vramgym.compiler.random_programs import GeneratorConfig
+    for name in ("f", "solve", "len", "acc"):
+        with pytest.raises(ValueError, match="entry_name"):
+            GeneratorConfig(entry_name=name)
+    GeneratorConfig(entry_name="entry")

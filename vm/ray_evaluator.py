@@ -5,9 +5,11 @@ backend on its share, behind the batch API of vramgym.vm.batch.
     res = ev.run_batch(programs, inputs, expected=exp)        # a BatchResult, as run_batch gives
     passed, steps, reward, errors = ev.evaluate(tokens, offsets, inputs, expected, signature=sig)
 
-Ray is optional: it is imported when an evaluator is made, with a clear error where it is absent.
-Shares are contiguous slices of the runs (or candidates), so concatenating the actors' answers
-gives exactly what one GPU (or the CPU backend) gives.
+`RayEvaluator(backend="cpu", num_workers=k)` puts k CPU actors (one core each) behind the same
+`run_batch`: scale-out over the CPUs of a cluster, and the way the sharding is tested where no
+GPU is. Ray is optional (`pip install "vramgym[ray]"`): it is imported when an evaluator is made,
+with a clear error where it is absent. Shares are contiguous slices of the runs (or candidates),
+so concatenating the actors' answers gives exactly what one GPU (or the CPU backend) gives.
 """
 from __future__ import annotations
 
@@ -23,11 +25,15 @@ def _ray():
 
 
 class _Worker:
-    """Body of the per-GPU actor (Ray pins it to one GPU through CUDA_VISIBLE_DEVICES)."""
+    """Body of an actor: one GPU (Ray pins it through CUDA_VISIBLE_DEVICES) or one CPU core."""
+
+    def __init__(self, backend: str):
+        self.backend = backend
 
     def run_batch(self, programs, inputs, run_prog, run_in, expected, config, out_cap, lockstep):
-        from vramgym.vm import cuda
-        return cuda.run_batch(programs, inputs, run_prog, run_in, expected, config, out_cap, None, lockstep)
+        from vramgym.vm.batch import run_batch
+        return run_batch(programs, inputs, (run_prog, run_in), expected=expected, config=config, out_cap=out_cap,
+                         backend=self.backend, nthreads=1 if self.backend == "cpu" else None, lockstep=lockstep)
 
     def evaluate(self, tokens, offsets, inputs, expected, kwargs):
         from vramgym.vm import cuda
@@ -42,16 +48,22 @@ def _shards(n: int, k: int, align: int = 1) -> list[tuple[int, int]]:
 
 
 class RayEvaluator:
-    def __init__(self, num_gpus: int | None = None, address: str | None = None):
+    def __init__(self, num_gpus: int | None = None, address: str | None = None, *, backend: str = "cuda",
+                 num_workers: int | None = None):
+        if backend not in ("cuda", "cpu"):
+            raise ValueError(f"backend must be 'cuda' or 'cpu', got {backend!r}")
         ray = _ray()
         if not ray.is_initialized():
             ray.init(address=address, ignore_reinit_error=True)
-        gpus = int(ray.cluster_resources().get("GPU", 0))
-        n = gpus if num_gpus is None else min(num_gpus, gpus)
+        self.backend = backend
+        kind = "GPU" if backend == "cuda" else "CPU"
+        have = int(ray.cluster_resources().get(kind, 0))
+        want = num_gpus if backend == "cuda" else num_workers
+        n = have if want is None else min(want, have)
         if n < 1:
-            raise RuntimeError("RayEvaluator: the Ray cluster has no GPU")
-        actor = ray.remote(num_gpus=1)(_Worker)
-        self.actors = [actor.remote() for _ in range(n)]
+            raise RuntimeError(f"RayEvaluator: the Ray cluster has no {kind}")
+        actor = ray.remote(**({"num_gpus": 1} if backend == "cuda" else {"num_cpus": 1}))(_Worker)
+        self.actors = [actor.remote(backend) for _ in range(n)]
 
     def run_batch(self, programs, inputs, runs=None, *, expected=None, config=None, out_cap=None, lockstep=True):
         """vramgym.vm.run_batch(..., backend="cuda") over every GPU of the cluster."""
@@ -80,6 +92,8 @@ class RayEvaluator:
     def evaluate(self, tokens, offsets, inputs, expected, **kwargs):
         """vramgym.vm.cuda.evaluate over every GPU, host arrays in and (passed, steps, reward,
         errors) numpy arrays out. kwargs as cuda.evaluate (source=True for byte buffers)."""
+        if self.backend != "cuda":
+            raise NotImplementedError("RayEvaluator.evaluate runs the CUDA kernels: make it with backend='cuda'")
         ray = _ray()
         tokens, offsets = np.asarray(tokens), np.asarray(offsets, dtype=np.int64)
         n = len(offsets) - 1
