@@ -13,16 +13,15 @@ on-disk cache (keyed on the source text) never serves a build of stale headers. 
 is compiled once per process and device.
 
 Memory: scratch (per compile thread and per VM lane) is bounded by the grid, not the batch, and
-batches are processed in chunks sized from free device memory. The compiler is a recursive-
-descent parser, so the compile kernel needs a per-thread call stack of about 52 KB in the worst
-case (64 nested expressions, measured from ptxas frame sizes); the CUDA stack limit is raised
-to COMPILE_STACK_BYTES once per device, and the driver reserves that much local memory for
-every thread the GPU can hold (about 17 GB on an H100 at 64 KB). VRAMGYM_CUDA_COMPILE_STACK
-(bytes) lowers it where programs are known to nest less deeply.
+batches are processed in chunks sized from free device memory. The compiler does not recurse
+(expressions and blocks run on explicit stacks inside its Compiler struct, which lives in global
+scratch), so the compile kernels have a static frame of ~220 bytes (ptxas, sm_90) and the CUDA
+stack limit stays at the driver's default (1 KB): nothing is reserved per resident thread for
+a call stack. The execute kernels' _local variants keep the VM operand stack (VG_LOCAL_STACK
+ints, 16 KB) in their static frame.
 """
 from __future__ import annotations
 
-import os
 import re
 import threading
 from contextlib import contextmanager, nullcontext
@@ -36,7 +35,6 @@ from . import opcodes as oc
 _CSRC = Path(__file__).resolve().parent / "csrc"
 KERNEL_FILE = _CSRC / "cuda_kernels.cu"
 LOCAL_STACK = oc.DEFAULT_STACK  # ints of operand stack kept in local memory (VG_LOCAL_STACK)
-COMPILE_STACK_BYTES = int(os.environ.get("VRAMGYM_CUDA_COMPILE_STACK", 64 * 1024))
 NVRTC_OPTIONS = ("-std=c++17", f"-DVG_LOCAL_STACK={LOCAL_STACK}")
 COMPILE_BLOCK = 64     # threads per block of the compile kernels (one program per thread)
 COMPILE_PER_SM = 256   # resident compile threads per SM worth their scratch
@@ -105,8 +103,6 @@ class _Device:
                 "vg_sizes", "vg_compile_sources", "vg_compile_tokens", "vg_validate_programs", "vg_execute_local",
                 "vg_execute_global", "vg_execute_local_eval", "vg_execute_global_eval")}
             rt = cp.cuda.runtime
-            if rt.deviceGetLimit(rt.cudaLimitStackSize) < COMPILE_STACK_BYTES:
-                rt.deviceSetLimit(rt.cudaLimitStackSize, COMPILE_STACK_BYTES)
             self.sms = rt.getDeviceProperties(device_id)["multiProcessorCount"]
             sizes = cp.zeros(5, dtype=cp.int64)
             self.k["vg_sizes"]((1,), (1,), (sizes,))

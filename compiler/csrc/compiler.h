@@ -3,10 +3,20 @@
 // fixed bound, and the caller provides the token and code buffers. See docs/language.md.
 //
 // Two passes over the token array: pass 1 reads every function signature (so calls may go
-// forward), pass 2 is a clox-style single-pass parser that type-checks and emits code.
+// forward), pass 2 is a clox-style single-pass parser that type-checks and emits code. Nothing
+// recurses: expressions and nested blocks run on explicit bounded stacks in the Compiler, so
+// the GPU compile kernels need no call stack beyond their fixed frames.
 #pragma once
 #include "core_types.h"
 #include "opcodes.h"
+
+// The parser is iterative (explicit stacks, no recursion), so the GPU needs no call stack for it;
+// keeping its two loops out of line keeps the compile kernels small.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define VG_NOINLINE __noinline__
+#else
+#define VG_NOINLINE
+#endif
 
 namespace vg {
 
@@ -378,6 +388,27 @@ struct LoopCtx {
   bool has_break;
 };
 
+// A pending level of the expression parser (parse_expr): a = chain of jumps, start or pc,
+// b = operator or bracket token, d = a token or pc, k = kind of the left operand, n = arguments.
+struct PFrame {
+  int32_t a, b, d;
+  uint8_t type, phase;
+  int8_t k;
+  uint8_t n;
+};
+// Every `expr`, `not` and unary sign takes one of MAX_EXPR_DEPTH levels; an `expr` holds at most
+// 8 frames (itself, or, and, comparison, sum, term, primary, a bracket or argument list), the
+// others one each, and an assignment target's primary 2 more.
+constexpr int32_t MAX_PFRAMES = 8 * MAX_EXPR_DEPTH + 8;
+
+// An open block or compound statement of `block`: a, b = jumps and pcs; the flags as named.
+struct SFrame {
+  int32_t a, b;
+  uint8_t type, phase;
+  bool ends, all, has_else, forever;
+};
+constexpr int32_t MAX_SFRAMES = 2 * MAX_BLOCK_DEPTH + 2;
+
 struct Compiler {
   const Token* t;
   int32_t nt, p;
@@ -391,6 +422,8 @@ struct Compiler {
   int32_t nloops;
   int32_t depth, blocks;
   int32_t cur;  // function being compiled
+  PFrame frames[MAX_PFRAMES];  // the expression parser's stack
+  SFrame sframes[MAX_SFRAMES];  // the statement parser's stack
   CompileError err;
   bool failed;
 };
@@ -503,215 +536,9 @@ VG_HD inline void truth(Compiler& c, int32_t k) {
 VG_HD inline bool is_compare(int32_t k) { return k >= TOK_LT && k <= TOK_NE; }
 VG_HD inline bool is_aug(int32_t k) { return k >= TOK_PLUS_ASSIGN && k <= TOK_PERCENT_ASSIGN; }
 
-VG_HD int32_t expr(Compiler& c);
-VG_HD bool block(Compiler& c);
-
 VG_HD inline bool enter(Compiler& c) {
   if (++c.depth > MAX_EXPR_DEPTH) return fail(c, ERR_TOO_DEEP, MAX_EXPR_DEPTH);
   return true;
-}
-
-// '(' args ')' with types checked against `want` (nargs entries). Returns false on error.
-VG_HD inline bool call_args(Compiler& c, const int32_t* want, int32_t nwant) {
-  const Token& open = tk(c);
-  if (!expect(c, TOK_LPAREN)) return false;
-  int32_t n = 0;
-  while (!check(c, TOK_RPAREN)) {
-    if (check(c, TOK_NAME) && kind_at(c, c.p + 1) == TOK_ASSIGN) return fail(c, ERR_KEYWORD_ARGUMENT);
-    const Token& at = tk(c);
-    int32_t k = expr(c);
-    if (c.failed) return false;
-    if (n >= nwant) return fail_at(c, ERR_WRONG_ARG_COUNT, at, nwant);
-    if (k != want[n]) return fail_at(c, ERR_TYPE_MISMATCH, at, want[n]);
-    n++;
-    if (!match(c, TOK_COMMA)) break;
-  }
-  if (!expect(c, TOK_RPAREN)) return false;
-  if (n != nwant) return fail_at(c, ERR_WRONG_ARG_COUNT, open, nwant);
-  return true;
-}
-
-VG_HD inline int32_t call(Compiler& c) {
-  const Token& name = tk(c);
-  int32_t id = name.value;
-  advance(c);
-  int32_t ints[2] = {KIND_INT, KIND_INT};
-  int32_t list1[1] = {KIND_LIST};
-  switch (id) {
-    case BUILTIN_LEN: return call_args(c, list1, 1) ? (emit(c, OP_LEN), KIND_INT) : -1;
-    case BUILTIN_ABS: return call_args(c, ints, 1) ? (emit(c, OP_ABS), KIND_INT) : -1;
-    case BUILTIN_MIN: return call_args(c, ints, 2) ? (emit(c, OP_MIN), KIND_INT) : -1;
-    case BUILTIN_MAX: return call_args(c, ints, 2) ? (emit(c, OP_MAX), KIND_INT) : -1;
-    case BUILTIN_RANGE: fail_at(c, ERR_RANGE_OUTSIDE_FOR, name); return -1;
-    case BUILTIN_INT: case BUILTIN_BOOL: case BUILTIN_LIST: fail_at(c, ERR_UNSUPPORTED, name); return -1;
-    default: break;
-  }
-  int32_t f = find_func(c, id);
-  if (f < 0) {
-    fail_at(c, resolve(c, id) >= 0 ? ERR_NOT_CALLABLE : ERR_UNKNOWN_FUNCTION, name);
-    return -1;
-  }
-  FuncSig& fs = c.funcs[f];
-  if (!call_args(c, fs.params, fs.nparams)) return -1;
-  if (fs.pc >= 0) emit(c, OP_CALL, fs.pc);
-  else emit_chained(c, OP_CALL, &fs.chain);  // patched when the callee is compiled
-  return fs.ret;
-}
-
-VG_HD inline int32_t atom(Compiler& c) {
-  const Token& t = tk(c);
-  switch (t.kind) {
-    case TOK_INT: advance(c); emit_const(c, t.value); return KIND_INT;
-    case TOK_TRUE: advance(c); emit(c, OP_LOAD_CONST, 1); return KIND_BOOL;
-    case TOK_FALSE: advance(c); emit(c, OP_LOAD_CONST, 0); return KIND_BOOL;
-    case TOK_NAME: {
-      if (kind_at(c, c.p + 1) == TOK_LPAREN) return call(c);
-      int32_t l = resolve(c, t.value);
-      if (l < 0) {
-        fail_at(c, t.value < NUM_RESERVED_NAMES || find_func(c, t.value) >= 0 ? ERR_UNSUPPORTED : ERR_UNDEFINED_NAME, t);
-        return -1;
-      }
-      advance(c);
-      emit(c, OP_LOAD_VAR, l);
-      return c.locals[l].kind;
-    }
-    case TOK_LPAREN: {
-      advance(c);
-      if (check(c, TOK_RPAREN)) { fail_at(c, ERR_TUPLE_VALUE, t); return -1; }
-      int32_t k = expr(c);
-      if (c.failed) return -1;
-      if (check(c, TOK_COMMA)) { fail_at(c, ERR_TUPLE_VALUE, t); return -1; }
-      if (!expect(c, TOK_RPAREN)) return -1;
-      return k;
-    }
-    case TOK_LBRACKET: {
-      advance(c);
-      int32_t n = 0;
-      while (!check(c, TOK_RBRACKET)) {
-        const Token& at = tk(c);
-        int32_t k = expr(c);
-        if (c.failed) return -1;
-        if (k != KIND_INT) { fail_at(c, ERR_TYPE_MISMATCH, at, KIND_INT); return -1; }
-        if (++n > MAX_LIST_LITERAL) { fail_at(c, ERR_TOO_MANY_ELEMENTS, at, MAX_LIST_LITERAL); return -1; }
-        if (!match(c, TOK_COMMA)) break;
-      }
-      if (!expect(c, TOK_RBRACKET)) return -1;
-      emit(c, OP_BUILD_LIST, n);
-      return KIND_LIST;
-    }
-    case TOK_RESERVED: fail(c, ERR_RESERVED_KEYWORD); return -1;
-    default: fail(c, ERR_EXPECTED_EXPRESSION); return -1;
-  }
-}
-
-// atom followed by subscripts and method calls, up to token index `stop` (for targets).
-VG_HD inline int32_t primary(Compiler& c, int32_t stop = 0x7fffffff) {
-  int32_t k = atom(c);
-  while (!c.failed && c.p < stop) {
-    const Token& at = tk(c);
-    if (check(c, TOK_LBRACKET)) {
-      if (k != KIND_LIST) { fail_at(c, ERR_BAD_OPERAND, at, k); return -1; }
-      advance(c);
-      const Token& it = tk(c);
-      int32_t ki = expr(c);
-      if (c.failed) return -1;
-      if (ki != KIND_INT) { fail_at(c, ERR_TYPE_MISMATCH, it, KIND_INT); return -1; }
-      if (!expect(c, TOK_RBRACKET)) return -1;
-      emit(c, OP_INDEX);
-      k = KIND_INT;
-    } else if (check(c, TOK_DOT)) {
-      advance(c);
-      const Token& m = tk(c);
-      if (!check(c, TOK_NAME)) { fail(c, ERR_EXPECTED, TOK_NAME); return -1; }
-      if (k != KIND_LIST) { fail_at(c, ERR_BAD_OPERAND, at, k); return -1; }
-      advance(c);
-      if (m.value == BUILTIN_APPEND) {
-        int32_t want[1] = {KIND_INT};
-        if (!call_args(c, want, 1)) return -1;
-        emit(c, OP_APPEND);
-        k = KIND_NONE;
-      } else if (m.value == BUILTIN_POP) {
-        int32_t none[1] = {KIND_INT};
-        if (!call_args(c, none, 0)) return -1;
-        emit(c, OP_LIST_POP);
-        k = KIND_INT;
-      } else {
-        fail_at(c, ERR_UNKNOWN_METHOD, m);
-        return -1;
-      }
-    } else if (check(c, TOK_LPAREN)) {
-      fail(c, ERR_UNSUPPORTED);
-      return -1;
-    } else {
-      break;
-    }
-  }
-  return c.failed ? -1 : k;
-}
-
-VG_HD inline int32_t unary(Compiler& c) {
-  const Token& op = tk(c);
-  if (op.kind != TOK_MINUS && op.kind != TOK_PLUS) return primary(c);
-  if (!enter(c)) return -1;
-  int32_t k;
-  {
-    advance(c);
-    int32_t nx = kind_at(c, c.p + 1);
-    if (op.kind == TOK_MINUS && check(c, TOK_INT) && nx != TOK_LBRACKET && nx != TOK_LPAREN && nx != TOK_DOT) {
-      emit_const(c, -tk(c).value);  // fold -literal, as CPython does
-      advance(c);
-      k = KIND_INT;
-    } else {
-      k = unary(c);
-      if (k >= 0 && k != KIND_INT) { fail_at(c, ERR_BAD_OPERAND, op, k); k = -1; }
-      if (k >= 0 && op.kind == TOK_MINUS) emit(c, OP_UNARY_NEG);
-    }
-  }
-  c.depth--;
-  return c.failed ? -1 : k;
-}
-
-VG_HD inline int32_t term(Compiler& c) {
-  int32_t k = unary(c);
-  while (!c.failed && (check(c, TOK_STAR) || check(c, TOK_SLASHSLASH) || check(c, TOK_PERCENT))) {
-    const Token& op = tk(c);
-    advance(c);
-    int32_t k2 = unary(c);
-    if (c.failed) return -1;
-    if (op.kind == TOK_STAR && k == KIND_LIST && k2 == KIND_INT) {
-      emit(c, OP_LIST_REPEAT);
-      k = KIND_LIST;
-    } else if (op.kind == TOK_STAR && k == KIND_INT && k2 == KIND_LIST) {
-      emit(c, OP_SWAP);
-      emit(c, OP_LIST_REPEAT);
-      k = KIND_LIST;
-    } else if (k == KIND_INT && k2 == KIND_INT) {
-      emit(c, op.kind == TOK_STAR ? OP_BINARY_MUL : op.kind == TOK_SLASHSLASH ? OP_BINARY_DIV : OP_BINARY_MOD);
-    } else {
-      fail_at(c, ERR_BAD_OPERAND, op, k != KIND_INT ? k : k2);
-      return -1;
-    }
-  }
-  return c.failed ? -1 : k;
-}
-
-VG_HD inline int32_t sum(Compiler& c) {
-  int32_t k = term(c);
-  while (!c.failed && (check(c, TOK_PLUS) || check(c, TOK_MINUS))) {
-    const Token& op = tk(c);
-    advance(c);
-    int32_t k2 = term(c);
-    if (c.failed) return -1;
-    if (op.kind == TOK_PLUS && k == KIND_LIST && k2 == KIND_LIST) {
-      emit(c, OP_LIST_CONCAT);
-    } else if (k == KIND_INT && k2 == KIND_INT) {
-      emit(c, op.kind == TOK_PLUS ? OP_BINARY_ADD : OP_BINARY_SUB);
-    } else {
-      fail_at(c, ERR_BAD_OPERAND, op, k != KIND_INT ? k : k2);
-      return -1;
-    }
-  }
-  return c.failed ? -1 : k;
 }
 
 VG_HD inline int32_t compare_op(int32_t tok) {
@@ -723,79 +550,6 @@ VG_HD inline int32_t compare_op(int32_t tok) {
     case TOK_EQ: return OP_COMPARE_EQ;
     default: return OP_COMPARE_NE;
   }
-}
-
-// a < b < c: each operand once, short-circuit (CPython's DUP/ROT3 scheme).
-VG_HD inline int32_t comparison(Compiler& c) {
-  int32_t k = sum(c);
-  if (c.failed || !is_compare(tk(c).kind)) return c.failed ? -1 : k;
-  int32_t cleanup = NO_CHAIN;
-  while (!c.failed && is_compare(tk(c).kind)) {
-    const Token& op = tk(c);
-    advance(c);
-    int32_t k2 = sum(c);
-    if (c.failed) return -1;
-    bool eq = op.kind == TOK_EQ || op.kind == TOK_NE;
-    bool ok = k == k2 && (k == KIND_INT || (eq && k == KIND_BOOL));
-    if (!ok) { fail_at(c, ERR_BAD_OPERAND, op, k == k2 ? k : (k == KIND_INT || (eq && k == KIND_BOOL) ? k2 : k)); return -1; }
-    if (is_compare(tk(c).kind)) {
-      emit(c, OP_DUP);
-      emit(c, OP_ROT3);
-      emit(c, compare_op(op.kind));
-      emit_chained(c, OP_JUMP_IF_FALSE_OR_POP, &cleanup);
-    } else {
-      emit(c, compare_op(op.kind));
-    }
-    k = k2;
-  }
-  if (cleanup != NO_CHAIN) {
-    int32_t j = emit(c, OP_JUMP, 0);
-    patch_chain(c, cleanup, c.n);
-    emit(c, OP_SWAP);
-    emit(c, OP_POP);
-    set_arg(c, j, c.n);
-  }
-  return c.failed ? -1 : KIND_BOOL;
-}
-
-VG_HD inline int32_t negation(Compiler& c) {
-  if (!check(c, TOK_NOT)) return comparison(c);
-  if (!enter(c)) return -1;
-  const Token& op = tk(c);
-  advance(c);
-  int32_t k = negation(c);
-  c.depth--;
-  if (c.failed) return -1;
-  if (k == KIND_NONE) { fail_at(c, ERR_BAD_OPERAND, op, k); return -1; }
-  truth(c, k);
-  emit(c, OP_UNARY_NOT);
-  return KIND_BOOL;
-}
-
-// `a and b` / `a or b`: Python's short-circuit returning an operand (same type both sides).
-VG_HD inline int32_t logic(Compiler& c, bool is_or) {
-  int32_t k = is_or ? logic(c, false) : negation(c);
-  int32_t tok = is_or ? TOK_OR : TOK_AND;
-  if (c.failed || !check(c, tok)) return c.failed ? -1 : k;
-  int32_t done = NO_CHAIN;
-  while (!c.failed && check(c, tok)) {
-    const Token& op = tk(c);
-    advance(c);
-    if (k == KIND_NONE) { fail_at(c, ERR_BAD_OPERAND, op, k); return -1; }
-    if (k == KIND_LIST) {
-      emit(c, OP_DUP);
-      emit(c, OP_LEN);
-      emit_chained(c, is_or ? OP_JUMP_IF_TRUE : OP_JUMP_IF_FALSE, &done);
-      emit(c, OP_POP);
-    } else {
-      emit_chained(c, is_or ? OP_JUMP_IF_TRUE_OR_POP : OP_JUMP_IF_FALSE_OR_POP, &done);
-    }
-    int32_t k2 = is_or ? logic(c, false) : negation(c);
-    if (c.failed) return -1;
-    if (k2 != k) { fail_at(c, ERR_BAD_OPERAND, op, k2); return -1; }
-  }
-  patch_chain(c, done, c.n);
-  return c.failed ? -1 : k;
 }
 
 // Where a conditional expression `x if c else y` starting at token i has its `if`, or -1.
@@ -812,37 +566,568 @@ VG_HD inline int32_t find_ternary(Compiler& c, int32_t i) {
   return -1;
 }
 
-// CPython evaluates the condition of `x if c else y` first, so compile c, then go back for x.
-VG_HD int32_t expr(Compiler& c) {
-  if (!enter(c)) return -1;
-  int32_t start = c.p;
-  int32_t at_if = find_ternary(c, start);
-  int32_t k;
-  if (at_if < 0) {
-    k = logic(c, true);
-  } else {
-    c.p = at_if + 1;
-    const Token& ct = tk(c);
-    int32_t kc = logic(c, true);
-    if (kc == KIND_NONE) fail_at(c, ERR_BAD_OPERAND, ct, kc);
-    truth(c, kc);
-    int32_t jf = emit(c, OP_JUMP_IF_FALSE, 0);
-    if (!c.failed) expect(c, TOK_ELSE);
-    int32_t after_else = c.p;
-    c.p = start;
-    k = c.failed ? -1 : logic(c, true);
-    if (!c.failed && c.p != at_if) fail(c, ERR_INVALID_SYNTAX);
-    int32_t jend = emit(c, OP_JUMP, 0);
-    if (!c.failed) set_arg(c, jf, c.n);
-    c.p = after_else;
-    const Token& yt = tk(c);
-    int32_t ky = c.failed ? -1 : expr(c);
-    if (!c.failed) set_arg(c, jend, c.n);
-    if (!c.failed && (k == KIND_NONE || ky != k)) fail_at(c, ERR_TYPE_MISMATCH, yt, k);
+// ---------------------------------------------------------------------------------------------
+// Expressions, without recursion
+//
+// The grammar, loosest level first (one C++ function per level in a recursive-descent parser):
+//   expr        or ['if' or 'else' expr]     the condition is compiled first, as in CPython
+//   or          and ('or' and)*              short-circuit, returning an operand (same kinds)
+//   and         not ('and' not)*
+//   not         'not' not | comparison
+//   comparison  sum (cmp sum)*               chained: each operand once, short-circuit
+//   sum         term (('+' | '-') term)*
+//   term        unary (('*' | '//' | '%') unary)*
+//   unary       ('-' | '+') unary | primary  -INT folds to a constant, as in CPython
+//   primary     atom ('[' expr ']' | '.' append/pop '(' args ')')*
+//   atom        INT | True | False | name | name '(' args ')' | '(' expr ')' | '[' expr, ... ']'
+// parse_expr runs it as precedence climbing over an explicit stack (Compiler::frames), so no C++
+// call nests and the GPU compile kernel needs no call stack beyond its fixed frame. A frame is
+// a level that waits for the value of the level it called: an operator chain with its left
+// operand, a prefix operator, a bracket, an argument list, a conditional expression. A level
+// with nothing pending (no operator seen yet) has no frame: a value climbing through it only
+// checks for that level's operator. Checks, errors, emitted words and their token positions come
+// in the order of the recursive descent this replaced; the first error ends the parse (every
+// caller stops at c.failed). The frame count is bounded: every `expr`, `not` and unary minus or
+// plus takes a level of MAX_EXPR_DEPTH, and each `expr` holds at most 8 frames.
+
+enum ExprLevel : int32_t { LV_EXPR, LV_OR, LV_AND, LV_NOT, LV_CMP, LV_SUM, LV_TERM, LV_UNARY, LV_PRIMARY, LV_ATOM };
+enum FrameType : uint8_t { PF_EXPR, PF_OR, PF_AND, PF_NOT, PF_CMP, PF_SUM, PF_TERM, PF_UNARY, PF_PRIMARY, PF_PAREN,
+                           PF_LIST, PF_ARGS };
+enum ExprPhase : uint8_t { X_PLAIN, X_COND, X_BODY, X_ELSE };             // PF_EXPR
+enum ArgsOf : uint8_t { A_LEN, A_ABS, A_MIN, A_MAX, A_APPEND, A_POP, A_FUNC };  // PF_ARGS
+
+// What a frame waits for: the level whose value it takes.
+VG_HD inline int32_t callee_level(const PFrame& f) {
+  switch (f.type) {
+    case PF_EXPR: return f.phase == X_ELSE ? LV_EXPR : LV_OR;
+    case PF_OR: return LV_AND;
+    case PF_AND: case PF_NOT: return LV_NOT;
+    case PF_CMP: return LV_SUM;
+    case PF_SUM: return LV_TERM;
+    case PF_TERM: case PF_UNARY: return LV_UNARY;
+    case PF_PRIMARY: return f.phase == 0 ? LV_ATOM : LV_EXPR;
+    default: return LV_EXPR;  // PF_PAREN, PF_LIST, PF_ARGS
   }
-  c.depth--;
-  return c.failed ? -1 : k;
 }
+
+VG_HD inline PFrame* push_frame(Compiler& c, int32_t& sp, uint8_t type) {
+  if (sp >= MAX_PFRAMES) {  // unreachable by the bound above; a guard, not a limit
+    fail(c, ERR_TOO_DEEP, MAX_EXPR_DEPTH);
+    return nullptr;
+  }
+  PFrame* f = &c.frames[sp++];
+  f->a = f->b = f->d = 0;
+  f->type = type;
+  f->phase = 0;
+  f->k = 0;
+  f->n = 0;
+  return f;
+}
+
+// Arguments an argument list wants: count, and the kind of argument i.
+VG_HD inline int32_t args_count(Compiler& c, const PFrame& f) {
+  switch (f.phase) {
+    case A_MIN: case A_MAX: return 2;
+    case A_POP: return 0;
+    case A_FUNC: return c.funcs[f.a].nparams;
+    default: return 1;
+  }
+}
+VG_HD inline int32_t args_kind(Compiler& c, const PFrame& f, int32_t i) {
+  if (f.phase == A_FUNC) return c.funcs[f.a].params[i];
+  return f.phase == A_LEN ? KIND_LIST : KIND_INT;
+}
+
+// `and`/`or` at c.p after a left operand of kind f.k: the short-circuit jump (into chain f.a).
+VG_HD inline bool logic_op(Compiler& c, PFrame& f, bool is_or) {
+  int32_t op = c.p;
+  advance(c);
+  if (f.k == KIND_NONE) return fail_at(c, ERR_BAD_OPERAND, c.t[op], f.k);
+  if (f.k == KIND_LIST) {
+    emit(c, OP_DUP);
+    emit(c, OP_LEN);
+    emit_chained(c, is_or ? OP_JUMP_IF_TRUE : OP_JUMP_IF_FALSE, &f.a);
+    emit(c, OP_POP);
+  } else {
+    emit_chained(c, is_or ? OP_JUMP_IF_TRUE_OR_POP : OP_JUMP_IF_FALSE_OR_POP, &f.a);
+  }
+  f.b = op;
+  return !c.failed;
+}
+
+// The ')' of an argument list: 0 with the call emitted and *k its result, or -1 on error.
+VG_HD inline int32_t args_end(Compiler& c, PFrame& f, int32_t* k) {
+  if (!expect(c, TOK_RPAREN)) return -1;
+  int32_t nwant = args_count(c, f);
+  if (f.n != nwant) {
+    fail_at(c, ERR_WRONG_ARG_COUNT, c.t[f.b], nwant);
+    return -1;
+  }
+  switch (f.phase) {
+    case A_LEN: emit(c, OP_LEN); *k = KIND_INT; break;
+    case A_ABS: emit(c, OP_ABS); *k = KIND_INT; break;
+    case A_MIN: emit(c, OP_MIN); *k = KIND_INT; break;
+    case A_MAX: emit(c, OP_MAX); *k = KIND_INT; break;
+    case A_APPEND: emit(c, OP_APPEND); *k = KIND_NONE; break;
+    case A_POP: emit(c, OP_LIST_POP); *k = KIND_INT; break;
+    default: {
+      FuncSig& fs = c.funcs[f.a];
+      if (fs.pc >= 0) emit(c, OP_CALL, fs.pc);
+      else emit_chained(c, OP_CALL, &fs.chain);  // patched when the callee is compiled
+      *k = fs.ret;
+    }
+  }
+  return c.failed ? -1 : 0;
+}
+
+// After an argument list's '(' or ',': 1 when an argument follows (parse it), else args_end.
+VG_HD inline int32_t args_next(Compiler& c, PFrame& f, int32_t* k) {
+  if (check(c, TOK_RPAREN)) return args_end(c, f, k);
+  if (check(c, TOK_NAME) && kind_at(c, c.p + 1) == TOK_ASSIGN) {
+    fail(c, ERR_KEYWORD_ARGUMENT);
+    return -1;
+  }
+  f.d = c.p;
+  return 1;
+}
+
+// Parse from level `root` (LV_EXPR, or LV_PRIMARY for an assignment target's list, which stops
+// at token `stop`), emitting its code. Returns the kind of the value, or -1 with c.err set.
+VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
+  if (c.failed) return -1;
+  PFrame* f = nullptr;  // the top frame
+  int32_t sp = 0;
+  int32_t lev = root;   // going down: the level to parse; going up: the level that returned k
+  int32_t k = -1;
+  bool up = false;
+  for (;;) {
+    f = sp > 0 ? &c.frames[sp - 1] : nullptr;
+    if (!up) {
+      // Going down: start parsing level `lev` at c.p.
+      if (lev == LV_EXPR) {
+        if (!enter(c)) return -1;
+        int32_t start = c.p, at_if = find_ternary(c, start);
+        if (!(f = push_frame(c, sp, PF_EXPR))) return -1;
+        if (at_if >= 0) {  // compile the condition first, then come back for the value
+          c.p = at_if + 1;
+          f->phase = X_COND;
+          f->a = start;
+          f->b = at_if;
+        }
+        lev = LV_NOT;  // `or` and `and` act only once their left operand is back
+        continue;
+      }
+      if (lev <= LV_NOT && check(c, TOK_NOT)) {
+        if (!enter(c)) return -1;
+        int32_t op = c.p;
+        advance(c);
+        if (!(f = push_frame(c, sp, PF_NOT))) return -1;
+        f->b = op;
+        lev = LV_NOT;
+        continue;
+      }
+      if (lev <= LV_UNARY && (check(c, TOK_MINUS) || check(c, TOK_PLUS))) {
+        if (!enter(c)) return -1;
+        int32_t op = c.p;
+        advance(c);
+        int32_t nx = kind_at(c, c.p + 1);
+        if (c.t[op].kind == TOK_MINUS && check(c, TOK_INT) && nx != TOK_LBRACKET && nx != TOK_LPAREN && nx != TOK_DOT) {
+          emit_const(c, -tk(c).value);  // fold -literal, as CPython does
+          advance(c);
+          c.depth--;
+          if (c.failed) return -1;
+          k = KIND_INT;
+          lev = LV_UNARY;
+          up = true;
+          continue;
+        }
+        if (!(f = push_frame(c, sp, PF_UNARY))) return -1;
+        f->b = op;
+        lev = LV_UNARY;
+        continue;
+      }
+      if (lev <= LV_PRIMARY) {
+        int32_t pstop = sp == 0 ? stop : 0x7fffffff;  // only the root primary of a target stops early
+        if (!(f = push_frame(c, sp, PF_PRIMARY))) return -1;
+        f->a = pstop;
+      }
+      // atom (the top frame is a primary waiting for it)
+      const Token& t = tk(c);
+      int32_t ti = c.p;
+      switch (t.kind) {
+        case TOK_INT: advance(c); emit_const(c, t.value); k = KIND_INT; break;
+        case TOK_TRUE: advance(c); emit(c, OP_LOAD_CONST, 1); k = KIND_BOOL; break;
+        case TOK_FALSE: advance(c); emit(c, OP_LOAD_CONST, 0); k = KIND_BOOL; break;
+        case TOK_NAME: {
+          if (kind_at(c, c.p + 1) != TOK_LPAREN) {
+            int32_t l = resolve(c, t.value);
+            if (l < 0) {
+              fail_at(c, t.value < NUM_RESERVED_NAMES || find_func(c, t.value) >= 0 ? ERR_UNSUPPORTED : ERR_UNDEFINED_NAME, t);
+              return -1;
+            }
+            advance(c);
+            emit(c, OP_LOAD_VAR, l);
+            k = c.locals[l].kind;
+            break;
+          }
+          // a call
+          int32_t id = t.value;
+          advance(c);
+          uint8_t of = A_FUNC;
+          int32_t fi = 0;
+          switch (id) {
+            case BUILTIN_LEN: of = A_LEN; break;
+            case BUILTIN_ABS: of = A_ABS; break;
+            case BUILTIN_MIN: of = A_MIN; break;
+            case BUILTIN_MAX: of = A_MAX; break;
+            case BUILTIN_RANGE: fail_at(c, ERR_RANGE_OUTSIDE_FOR, t); return -1;
+            case BUILTIN_INT: case BUILTIN_BOOL: case BUILTIN_LIST: fail_at(c, ERR_UNSUPPORTED, t); return -1;
+            default:
+              fi = find_func(c, id);
+              if (fi < 0) {
+                fail_at(c, resolve(c, id) >= 0 ? ERR_NOT_CALLABLE : ERR_UNKNOWN_FUNCTION, t);
+                return -1;
+              }
+          }
+          int32_t open = c.p;
+          if (!expect(c, TOK_LPAREN)) return -1;
+          if (!(f = push_frame(c, sp, PF_ARGS))) return -1;
+          f->phase = of;
+          f->a = fi;
+          f->b = open;
+          int32_t s = args_next(c, *f, &k);
+          if (s < 0) return -1;
+          if (s > 0) { lev = LV_EXPR; continue; }
+          sp--;  // the call's value goes to the primary
+          break;
+        }
+        case TOK_LPAREN:
+          advance(c);
+          if (check(c, TOK_RPAREN)) { fail_at(c, ERR_TUPLE_VALUE, t); return -1; }
+          if (!(f = push_frame(c, sp, PF_PAREN))) return -1;
+          f->b = ti;
+          lev = LV_EXPR;
+          continue;
+        case TOK_LBRACKET:
+          advance(c);
+          if (!check(c, TOK_RBRACKET)) {
+            if (!(f = push_frame(c, sp, PF_LIST))) return -1;
+            f->b = c.p;
+            lev = LV_EXPR;
+            continue;
+          }
+          if (!expect(c, TOK_RBRACKET)) return -1;
+          emit(c, OP_BUILD_LIST, 0);
+          k = KIND_LIST;
+          break;
+        case TOK_RESERVED: fail(c, ERR_RESERVED_KEYWORD); return -1;
+        default: fail(c, ERR_EXPECTED_EXPRESSION); return -1;
+      }
+      if (c.failed) return -1;
+      lev = LV_ATOM;
+      up = true;
+      continue;
+    }
+
+    // Going up: level `lev` returned a value of kind k (never after an error).
+    if (sp == 0) return k;
+    int32_t want = callee_level(*f);
+    if (lev > want) {
+      // A level with no frame gets the value of the level below it: its operator, if any.
+      int32_t at = lev - 1;
+      int32_t tok = tk(c).kind;
+      bool more = (at == LV_TERM && (tok == TOK_STAR || tok == TOK_SLASHSLASH || tok == TOK_PERCENT)) ||
+                  (at == LV_SUM && (tok == TOK_PLUS || tok == TOK_MINUS)) || (at == LV_CMP && is_compare(tok)) ||
+                  (at == LV_AND && tok == TOK_AND) || (at == LV_OR && tok == TOK_OR);
+      if (!more) {  // unary, not: nothing after; others: no operator follows
+        lev = at;
+        continue;
+      }
+      uint8_t type = at == LV_TERM ? PF_TERM : at == LV_SUM ? PF_SUM : at == LV_CMP ? PF_CMP : at == LV_AND ? PF_AND : PF_OR;
+      if (!(f = push_frame(c, sp, type))) return -1;
+      f->k = (int8_t)k;
+      if (type == PF_AND || type == PF_OR) {
+        f->a = NO_CHAIN;
+        if (!logic_op(c, *f, type == PF_OR)) return -1;
+        lev = type == PF_OR ? LV_AND : LV_NOT;
+      } else {
+        f->a = NO_CHAIN;  // PF_CMP: the cleanup chain
+        f->b = c.p;
+        advance(c);
+        lev = at + 1;
+      }
+      up = false;
+      continue;
+    }
+
+    // The top frame takes the value.
+    const int32_t k2 = k;
+    switch (f->type) {
+      case PF_EXPR:
+        if (f->phase == X_PLAIN) {
+          c.depth--;
+          sp--;
+          lev = LV_EXPR;
+          continue;
+        }
+        if (f->phase == X_COND) {
+          if (k2 == KIND_NONE) { fail_at(c, ERR_BAD_OPERAND, c.t[f->b + 1], k2); return -1; }
+          truth(c, k2);
+          int32_t jf = emit(c, OP_JUMP_IF_FALSE, 0);
+          if (!c.failed) expect(c, TOK_ELSE);
+          int32_t after_else = c.p;
+          c.p = f->a;
+          if (c.failed) return -1;
+          f->phase = X_BODY;
+          f->a = jf;
+          f->d = after_else;
+          lev = LV_NOT;
+          up = false;
+          continue;
+        }
+        if (f->phase == X_BODY) {
+          if (c.p != f->b) { fail(c, ERR_INVALID_SYNTAX); return -1; }
+          int32_t jend = emit(c, OP_JUMP, 0);
+          if (!c.failed) set_arg(c, f->a, c.n);
+          c.p = f->d;
+          if (c.failed) return -1;
+          f->phase = X_ELSE;
+          f->a = jend;
+          f->k = (int8_t)k2;
+          lev = LV_EXPR;
+          up = false;
+          continue;
+        }
+        set_arg(c, f->a, c.n);  // X_ELSE
+        if (f->k == KIND_NONE || k2 != f->k) { fail_at(c, ERR_TYPE_MISMATCH, c.t[f->d], f->k); return -1; }
+        c.depth--;
+        k = f->k;
+        sp--;
+        lev = LV_EXPR;
+        continue;
+      case PF_OR: case PF_AND: {
+        bool is_or = f->type == PF_OR;
+        if (k2 != f->k) { fail_at(c, ERR_BAD_OPERAND, c.t[f->b], k2); return -1; }
+        if (check(c, is_or ? TOK_OR : TOK_AND)) {
+          if (!logic_op(c, *f, is_or)) return -1;
+          lev = is_or ? LV_AND : LV_NOT;
+          up = false;
+          continue;
+        }
+        patch_chain(c, f->a, c.n);
+        k = f->k;
+        sp--;
+        lev = is_or ? LV_OR : LV_AND;
+        continue;
+      }
+      case PF_NOT:
+        c.depth--;
+        if (k2 == KIND_NONE) { fail_at(c, ERR_BAD_OPERAND, c.t[f->b], k2); return -1; }
+        truth(c, k2);
+        emit(c, OP_UNARY_NOT);
+        if (c.failed) return -1;
+        k = KIND_BOOL;
+        sp--;
+        lev = LV_NOT;
+        continue;
+      case PF_CMP: {
+        int32_t op = c.t[f->b].kind;
+        int32_t k1 = f->k;
+        bool eq = op == TOK_EQ || op == TOK_NE;
+        bool ok = k1 == k2 && (k1 == KIND_INT || (eq && k1 == KIND_BOOL));
+        if (!ok) {
+          fail_at(c, ERR_BAD_OPERAND, c.t[f->b], k1 == k2 ? k1 : (k1 == KIND_INT || (eq && k1 == KIND_BOOL) ? k2 : k1));
+          return -1;
+        }
+        if (is_compare(tk(c).kind)) {
+          emit(c, OP_DUP);
+          emit(c, OP_ROT3);
+          emit(c, compare_op(op));
+          emit_chained(c, OP_JUMP_IF_FALSE_OR_POP, &f->a);
+        } else {
+          emit(c, compare_op(op));
+        }
+        f->k = (int8_t)k2;
+        if (!c.failed && is_compare(tk(c).kind)) {
+          f->b = c.p;
+          advance(c);
+          lev = LV_SUM;
+          up = false;
+          continue;
+        }
+        if (f->a != NO_CHAIN) {  // a < b < c: drop the operand left over where a test failed
+          int32_t j = emit(c, OP_JUMP, 0);
+          patch_chain(c, f->a, c.n);
+          emit(c, OP_SWAP);
+          emit(c, OP_POP);
+          set_arg(c, j, c.n);
+        }
+        if (c.failed) return -1;
+        k = KIND_BOOL;
+        sp--;
+        lev = LV_CMP;
+        continue;
+      }
+      case PF_SUM: {
+        int32_t op = c.t[f->b].kind;
+        int32_t k1 = f->k;
+        if (op == TOK_PLUS && k1 == KIND_LIST && k2 == KIND_LIST) {
+          emit(c, OP_LIST_CONCAT);
+        } else if (k1 == KIND_INT && k2 == KIND_INT) {
+          emit(c, op == TOK_PLUS ? OP_BINARY_ADD : OP_BINARY_SUB);
+        } else {
+          fail_at(c, ERR_BAD_OPERAND, c.t[f->b], k1 != KIND_INT ? k1 : k2);
+          return -1;
+        }
+        if (c.failed) return -1;
+        if (check(c, TOK_PLUS) || check(c, TOK_MINUS)) {
+          f->b = c.p;
+          advance(c);
+          lev = LV_TERM;
+          up = false;
+          continue;
+        }
+        k = k1;
+        sp--;
+        lev = LV_SUM;
+        continue;
+      }
+      case PF_TERM: {
+        int32_t op = c.t[f->b].kind;
+        int32_t k1 = f->k;
+        if (op == TOK_STAR && k1 == KIND_LIST && k2 == KIND_INT) {
+          emit(c, OP_LIST_REPEAT);
+          k1 = KIND_LIST;
+        } else if (op == TOK_STAR && k1 == KIND_INT && k2 == KIND_LIST) {
+          emit(c, OP_SWAP);
+          emit(c, OP_LIST_REPEAT);
+          k1 = KIND_LIST;
+        } else if (k1 == KIND_INT && k2 == KIND_INT) {
+          emit(c, op == TOK_STAR ? OP_BINARY_MUL : op == TOK_SLASHSLASH ? OP_BINARY_DIV : OP_BINARY_MOD);
+        } else {
+          fail_at(c, ERR_BAD_OPERAND, c.t[f->b], k1 != KIND_INT ? k1 : k2);
+          return -1;
+        }
+        if (c.failed) return -1;
+        f->k = (int8_t)k1;
+        if (check(c, TOK_STAR) || check(c, TOK_SLASHSLASH) || check(c, TOK_PERCENT)) {
+          f->b = c.p;
+          advance(c);
+          lev = LV_UNARY;
+          up = false;
+          continue;
+        }
+        k = k1;
+        sp--;
+        lev = LV_TERM;
+        continue;
+      }
+      case PF_UNARY:
+        if (k2 != KIND_INT) { fail_at(c, ERR_BAD_OPERAND, c.t[f->b], k2); return -1; }
+        if (c.t[f->b].kind == TOK_MINUS) emit(c, OP_UNARY_NEG);
+        c.depth--;
+        if (c.failed) return -1;
+        sp--;
+        lev = LV_UNARY;
+        continue;
+      case PF_PAREN:
+        if (check(c, TOK_COMMA)) { fail_at(c, ERR_TUPLE_VALUE, c.t[f->b]); return -1; }
+        if (!expect(c, TOK_RPAREN)) return -1;
+        sp--;
+        lev = LV_ATOM;
+        continue;
+      case PF_LIST:
+        if (k2 != KIND_INT) { fail_at(c, ERR_TYPE_MISMATCH, c.t[f->b], KIND_INT); return -1; }
+        if (++f->a > MAX_LIST_LITERAL) { fail_at(c, ERR_TOO_MANY_ELEMENTS, c.t[f->b], MAX_LIST_LITERAL); return -1; }
+        if (match(c, TOK_COMMA) && !check(c, TOK_RBRACKET)) {
+          f->b = c.p;
+          lev = LV_EXPR;
+          up = false;
+          continue;
+        }
+        if (!expect(c, TOK_RBRACKET)) return -1;
+        emit(c, OP_BUILD_LIST, f->a);
+        if (c.failed) return -1;
+        k = KIND_LIST;
+        sp--;
+        lev = LV_ATOM;
+        continue;
+      case PF_ARGS: {
+        int32_t nwant = args_count(c, *f);
+        if (f->n >= nwant) { fail_at(c, ERR_WRONG_ARG_COUNT, c.t[f->d], nwant); return -1; }
+        int32_t kw = args_kind(c, *f, f->n);
+        if (k2 != kw) { fail_at(c, ERR_TYPE_MISMATCH, c.t[f->d], kw); return -1; }
+        f->n++;
+        int32_t s = match(c, TOK_COMMA) ? args_next(c, *f, &k) : args_end(c, *f, &k);
+        if (s < 0) return -1;
+        if (s > 0) { lev = LV_EXPR; up = false; continue; }
+        sp--;
+        lev = LV_ATOM;
+        continue;
+      }
+      default: break;  // PF_PRIMARY: below
+    }
+
+    // A primary: the value of its atom or method call (phase 0) or of a subscript (phase 1).
+    if (f->phase == 1) {
+      if (k2 != KIND_INT) { fail_at(c, ERR_TYPE_MISMATCH, c.t[f->b], KIND_INT); return -1; }
+      if (!expect(c, TOK_RBRACKET)) return -1;
+      emit(c, OP_INDEX);
+      f->k = KIND_INT;
+      f->phase = 0;
+    } else {
+      f->k = (int8_t)k2;
+    }
+    bool descend = false;
+    while (!c.failed && c.p < f->a) {
+      const Token& at = tk(c);
+      if (check(c, TOK_LBRACKET)) {
+        if (f->k != KIND_LIST) { fail_at(c, ERR_BAD_OPERAND, at, f->k); return -1; }
+        advance(c);
+        f->b = c.p;
+        f->phase = 1;
+        lev = LV_EXPR;
+        descend = true;
+        break;
+      } else if (check(c, TOK_DOT)) {
+        advance(c);
+        const Token& m = tk(c);
+        if (!check(c, TOK_NAME)) { fail(c, ERR_EXPECTED, TOK_NAME); return -1; }
+        if (f->k != KIND_LIST) { fail_at(c, ERR_BAD_OPERAND, at, f->k); return -1; }
+        advance(c);
+        if (m.value != BUILTIN_APPEND && m.value != BUILTIN_POP) { fail_at(c, ERR_UNKNOWN_METHOD, m); return -1; }
+        int32_t open = c.p;
+        if (!expect(c, TOK_LPAREN)) return -1;
+        PFrame* g = push_frame(c, sp, PF_ARGS);
+        if (!g) return -1;
+        g->phase = m.value == BUILTIN_APPEND ? A_APPEND : A_POP;
+        g->b = open;
+        int32_t s = args_next(c, *g, &k);
+        if (s < 0) return -1;
+        if (s > 0) { lev = LV_EXPR; descend = true; break; }
+        sp--;
+        f->k = (int8_t)k;
+      } else if (check(c, TOK_LPAREN)) {
+        fail(c, ERR_UNSUPPORTED);
+        return -1;
+      } else {
+        break;
+      }
+    }
+    if (descend) {
+      up = false;
+      continue;
+    }
+    if (c.failed) return -1;
+    k = f->k;
+    sp--;
+    lev = LV_PRIMARY;
+  }
+}
+
+VG_HD inline int32_t expr(Compiler& c) { return parse_expr(c, LV_EXPR, 0x7fffffff); }
+// atom followed by subscripts and method calls, up to token index `stop` (for targets).
+VG_HD inline int32_t primary(Compiler& c, int32_t stop = 0x7fffffff) { return parse_expr(c, LV_PRIMARY, stop); }
 
 VG_HD inline int32_t parse_type(Compiler& c) {
   const Token& t = tk(c);
@@ -1127,44 +1412,36 @@ VG_HD inline bool simple_statement(Compiler& c) {
   return false;
 }
 
-VG_HD bool statement(Compiler& c);
+// ---------------------------------------------------------------------------------------------
+// Statements, without recursion: `block` keeps the open blocks and compound statements on an
+// explicit stack (Compiler::sframes), as parse_expr does for expressions. The first error ends
+// the block (every caller stops at c.failed).
 
-VG_HD inline bool if_statement(Compiler& c) {
-  advance(c);  // if
+enum StmtFrameType : uint8_t { SF_BLOCK, SF_IF, SF_WHILE, SF_FOR };
+enum IfPhase : uint8_t { IF_FIRST, IF_ELIF, IF_ELSE };
+
+VG_HD inline SFrame* push_sframe(Compiler& c, int32_t& sp, uint8_t type) {
+  if (sp >= MAX_SFRAMES) {  // unreachable: blocks nest at most MAX_BLOCK_DEPTH deep
+    fail(c, ERR_TOO_DEEP, MAX_BLOCK_DEPTH);
+    return nullptr;
+  }
+  SFrame* s = &c.sframes[sp++];
+  s->a = s->b = 0;
+  s->type = type;
+  s->phase = 0;
+  s->ends = s->all = s->has_else = s->forever = false;
+  return s;
+}
+
+// `if` and `elif` conditions: the jump over the branch (its pc).
+VG_HD inline int32_t branch_condition(Compiler& c) {
   const Token& at = tk(c);
   int32_t k = expr(c);
   if (k == KIND_NONE) fail_at(c, ERR_BAD_OPERAND, at, k);
   truth(c, k);
   int32_t jf = emit(c, OP_JUMP_IF_FALSE, 0);
   expect(c, TOK_COLON);
-  bool ends = block(c);  // this branch always returns: no jump over the others
-  bool all = ends;
-  bool has_else = false;
-  int32_t done = NO_CHAIN;
-  while (!c.failed && (check(c, TOK_ELIF) || check(c, TOK_ELSE))) {
-    if (!ends) emit_chained(c, OP_JUMP, &done);
-    if (!c.failed) set_arg(c, jf, c.n);
-    jf = -1;
-    if (match(c, TOK_ELIF)) {
-      const Token& at2 = tk(c);
-      int32_t k2 = expr(c);
-      if (k2 == KIND_NONE) fail_at(c, ERR_BAD_OPERAND, at2, k2);
-      truth(c, k2);
-      jf = emit(c, OP_JUMP_IF_FALSE, 0);
-      expect(c, TOK_COLON);
-      ends = block(c);
-      all = ends && all;
-    } else {
-      advance(c);
-      expect(c, TOK_COLON);
-      all = block(c) && all;
-      has_else = true;
-      break;
-    }
-  }
-  if (jf >= 0 && !c.failed) set_arg(c, jf, c.n);
-  patch_chain(c, done, c.n);
-  return has_else && all;
+  return jf;
 }
 
 VG_HD inline bool push_loop(Compiler& c, int32_t cont) {
@@ -1176,30 +1453,26 @@ VG_HD inline bool push_loop(Compiler& c, int32_t cont) {
   return true;
 }
 
-VG_HD inline bool while_statement(Compiler& c) {
+// `while cond:` up to its block: *top the loop's pc, *jf the exit jump (-1 for `while True`).
+VG_HD inline bool while_head(Compiler& c, int32_t* top, int32_t* jf, bool* forever) {
   advance(c);  // while
-  int32_t top = c.n;
-  bool forever = check(c, TOK_TRUE) && kind_at(c, c.p + 1) == TOK_COLON;
-  int32_t jf = -1;
-  if (forever) {
+  *top = c.n;
+  *forever = check(c, TOK_TRUE) && kind_at(c, c.p + 1) == TOK_COLON;
+  *jf = -1;
+  if (*forever) {
     advance(c);
   } else {
     const Token& at = tk(c);
     int32_t k = expr(c);
     if (k == KIND_NONE) fail_at(c, ERR_BAD_OPERAND, at, k);
     truth(c, k);
-    jf = emit(c, OP_JUMP_IF_FALSE, 0);
+    *jf = emit(c, OP_JUMP_IF_FALSE, 0);
   }
-  if (!expect(c, TOK_COLON) || !push_loop(c, top)) return false;
-  block(c);
-  emit(c, OP_JUMP, top);
-  LoopCtx& l = c.loops[--c.nloops];
-  if (jf >= 0 && !c.failed) set_arg(c, jf, c.n);
-  patch_chain(c, l.brk_chain, c.n);
-  return forever && !l.has_break;
+  return expect(c, TOK_COLON) && push_loop(c, *top);
 }
 
-VG_HD inline bool for_statement(Compiler& c) {
+// `for var in range(...)/list:` up to its block: *top the FOR_* instruction, *exit its exit jump.
+VG_HD inline bool for_head(Compiler& c, int32_t* top, int32_t* exit) {
   advance(c);  // for
   const Token& var = tk(c);
   if (!check(c, TOK_NAME)) return fail(c, ERR_EXPECTED, TOK_NAME);
@@ -1254,54 +1527,139 @@ VG_HD inline bool for_statement(Compiler& c) {
     op = OP_FOR_LIST;
   }
   if (!expect(c, TOK_COLON)) return false;
-  int32_t top = emit(c, op, base);
-  int32_t exit = emit(c, OP_JUMP, 0);
+  *top = emit(c, op, base);
+  *exit = emit(c, OP_JUMP, 0);
   store_name(c, var, KIND_INT);
-  if (!push_loop(c, top)) return false;
-  block(c);
-  emit(c, OP_JUMP, top);
-  LoopCtx& l = c.loops[--c.nloops];
-  if (!c.failed) set_arg(c, exit, c.n);
-  patch_chain(c, l.brk_chain, c.n);
-  end_scope(c);
-  return false;
+  return push_loop(c, *top);
 }
 
-VG_HD bool statement(Compiler& c) {
-  switch (tk(c).kind) {
-    case TOK_IF: return if_statement(c);
-    case TOK_WHILE: return while_statement(c);
-    case TOK_FOR: return for_statement(c);
-    case TOK_INDENT: return fail(c, ERR_UNEXPECTED_INDENT);
-    default: {
-      bool r = simple_statement(c);
-      if (!c.failed) expect(c, TOK_NEWLINE);
-      return r;
+// A block; true when control can never reach its end (some statement always returns). Nested
+// blocks run on the statement stack: a compound statement's frame waits for its block's result.
+VG_HD VG_NOINLINE bool block(Compiler& c) {
+  int32_t sp = 0;
+  bool r = false;  // what the block or statement that just ended returned
+  enum { START, NEXT, STATEMENT_DONE, BLOCK_DONE } state = START;
+  for (;;) {
+    if (c.failed) return false;
+    SFrame* s = sp > 0 ? &c.sframes[sp - 1] : nullptr;
+    switch (state) {
+      case START:  // a block at c.p: indented, or one simple statement on the header's line
+        if (match(c, TOK_NEWLINE)) {
+          if (!check(c, TOK_INDENT)) return fail(c, ERR_EXPECTED_INDENT);
+          advance(c);
+          if (++c.blocks > MAX_BLOCK_DEPTH) return fail(c, ERR_TOO_DEEP, MAX_BLOCK_DEPTH);
+          begin_scope(c);
+          if (!push_sframe(c, sp, SF_BLOCK)) return false;
+          state = NEXT;
+        } else {
+          begin_scope(c);
+          r = simple_statement(c);
+          end_scope(c);
+          if (!c.failed) expect(c, TOK_NEWLINE);
+          r = r && !c.failed;
+          state = BLOCK_DONE;
+        }
+        break;
+      case NEXT:  // the next statement of the indented block on top
+        if (check(c, TOK_DEDENT) || check(c, TOK_EOF)) {
+          end_scope(c);
+          c.blocks--;
+          expect(c, TOK_DEDENT);
+          r = s->ends && !c.failed;
+          sp--;
+          state = BLOCK_DONE;
+          break;
+        }
+        switch (tk(c).kind) {
+          case TOK_IF: {
+            advance(c);  // if
+            int32_t jf = branch_condition(c);
+            if (!(s = push_sframe(c, sp, SF_IF))) return false;
+            s->a = jf;
+            s->b = NO_CHAIN;  // the jumps to the end of the whole statement
+            s->phase = IF_FIRST;
+            state = START;
+            break;
+          }
+          case TOK_WHILE: {
+            int32_t top, jf;
+            bool forever;
+            if (!while_head(c, &top, &jf, &forever) || !(s = push_sframe(c, sp, SF_WHILE))) return false;
+            s->a = top;
+            s->b = jf;
+            s->forever = forever;
+            state = START;
+            break;
+          }
+          case TOK_FOR: {
+            int32_t top, exit;
+            if (!for_head(c, &top, &exit) || !(s = push_sframe(c, sp, SF_FOR))) return false;
+            s->a = top;
+            s->b = exit;
+            state = START;
+            break;
+          }
+          case TOK_INDENT: return fail(c, ERR_UNEXPECTED_INDENT);
+          default:
+            r = simple_statement(c);
+            if (!c.failed) expect(c, TOK_NEWLINE);
+            state = STATEMENT_DONE;
+        }
+        break;
+      case STATEMENT_DONE:  // the statement returned r into the indented block on top
+        if (r) s->ends = true;
+        state = NEXT;
+        break;
+      case BLOCK_DONE:  // the block returned r into the compound statement on top
+        if (sp == 0) return r;
+        if (s->type == SF_IF) {
+          if (s->phase == IF_FIRST) {
+            s->ends = r;  // this branch always returns: no jump over the others
+            s->all = r;
+          } else if (s->phase == IF_ELIF) {
+            s->ends = r;
+            s->all = r && s->all;
+          } else {
+            s->all = r && s->all;
+            s->has_else = true;
+          }
+          if (s->phase != IF_ELSE && (check(c, TOK_ELIF) || check(c, TOK_ELSE))) {
+            if (!s->ends) emit_chained(c, OP_JUMP, &s->b);
+            if (!c.failed) set_arg(c, s->a, c.n);
+            s->a = -1;
+            if (match(c, TOK_ELIF)) {
+              s->a = branch_condition(c);
+              s->phase = IF_ELIF;
+            } else {
+              advance(c);
+              expect(c, TOK_COLON);
+              s->phase = IF_ELSE;
+            }
+            state = START;
+            break;
+          }
+          if (s->a >= 0 && !c.failed) set_arg(c, s->a, c.n);
+          patch_chain(c, s->b, c.n);
+          r = s->has_else && s->all;
+        } else {  // a loop: jump back to the top, then the exits land here
+          emit(c, OP_JUMP, s->a);
+          LoopCtx& l = c.loops[--c.nloops];
+          if (s->type == SF_WHILE) {
+            if (s->b >= 0 && !c.failed) set_arg(c, s->b, c.n);
+            patch_chain(c, l.brk_chain, c.n);
+            r = s->forever && !l.has_break;
+          } else {
+            if (!c.failed) set_arg(c, s->b, c.n);
+            patch_chain(c, l.brk_chain, c.n);
+            end_scope(c);
+            r = false;
+          }
+        }
+        sp--;
+        state = STATEMENT_DONE;
+        break;
     }
   }
-}
-
-// A block; true when control can never reach its end (some statement always returns).
-VG_HD bool block(Compiler& c) {
-  if (c.failed) return false;
-  bool ends = false;
-  if (match(c, TOK_NEWLINE)) {
-    if (!check(c, TOK_INDENT)) return fail(c, ERR_EXPECTED_INDENT);
-    advance(c);
-    if (++c.blocks > MAX_BLOCK_DEPTH) return fail(c, ERR_TOO_DEEP, MAX_BLOCK_DEPTH);
-    begin_scope(c);
-    while (!c.failed && !check(c, TOK_DEDENT) && !check(c, TOK_EOF))
-      if (statement(c)) ends = true;
-    end_scope(c);
-    c.blocks--;
-    if (!c.failed) expect(c, TOK_DEDENT);
-  } else {
-    begin_scope(c);
-    ends = simple_statement(c);
-    end_scope(c);
-    if (!c.failed) expect(c, TOK_NEWLINE);
-  }
-  return ends && !c.failed;
 }
 
 // Pass 1: every `def` signature; bodies are skipped by INDENT/DEDENT counting.

@@ -4,8 +4,9 @@
 //
 // Kernels (every one grid-stride over a whole batch, no host round trip between them):
 //   vg_compile_sources / vg_compile_tokens  one thread per program: the compiler is sequential.
-//       Its Lexer/Compiler structs (~17 KB) live in global scratch slots, one per thread; the
-//       recursive-descent parser's call stack needs a raised stack limit (cuda.py sets it).
+//       Its Lexer/Compiler structs (~27 KB) live in global scratch slots, one per thread; the
+//       parser does not recurse (explicit stacks in the Compiler), so the kernels' frames are
+//       static (~220 bytes) and the default CUDA stack limit suffices.
 //   vg_validate_programs                    one thread per program: entry pc, or -2 invalid.
 //   vg_execute_{local,global}[_eval]        one warp per (program, up to 32 inputs): the lanes
 //       run the same bytecode on different inputs, so they decode and branch together. Each
