@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
@@ -30,7 +29,7 @@ from vramgym.vm import cpu
 
 from .bank import TaskBank
 from .reward import NeuralCompileReward
-from .vector import TensorVectorEnv, to_device
+from .vector import CoreEnv, TensorVectorEnv
 
 END = 256
 NUM_ACTIONS = 257
@@ -168,13 +167,7 @@ class NeuralCompileCore:
         return reward, finished | invalid, truncated, invalid
 
 
-def _first(obs: dict) -> dict:
-    return {k: v[0].numpy() for k, v in obs.items()}
-
-
-class NeuralCompileEnv(gym.Env):
-    metadata = {"render_modes": ["ansi"]}
-
+class NeuralCompileEnv(CoreEnv):
     def __init__(self, bank: TaskBank | None = None, tasks: list[str] | None = None, max_words: int = 256,
                  reward: NeuralCompileReward | None = None, n_tests: int = 16, seed: int = 0, backend: str = "cpu",
                  render_mode: str | None = None):
@@ -182,29 +175,7 @@ class NeuralCompileEnv(gym.Env):
         self.core = NeuralCompileCore(bank, max_words, reward=reward)
         self.observation_space = self.core.observation_space()
         self.action_space = spaces.Discrete(NUM_ACTIONS)
-        self.render_mode = render_mode
-        self.state = self.core.empty(1, torch.device("cpu"))
-        self._live = torch.ones(1, dtype=torch.bool)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        if options and "task" in options:
-            task = int(options["task"])
-            if not 0 <= task < self.core.n_tasks:
-                raise ValueError(f"task must be in 0..{self.core.n_tasks - 1}, got {task}")
-        else:
-            task = int(self.np_random.integers(self.core.n_tasks))
-        self.core.reset_rows(self.state, self._live, torch.tensor([task]))
-        return _first(self.core.observe(self.state)), {}
-
-    def step(self, action):
-        a = to_device(action, torch.device("cpu"), torch.int64).reshape(1)
-        r, term, trunc, invalid = self.core.step(self.state, a, self._live)
-        obs = _first(self.core.observe(self.state))
-        return obs, float(r[0]), bool(term[0]), bool(trunc[0]), {"invalid_action": bool(invalid[0])}
-
-    def render(self):
-        return self.core.render(self.state) if self.render_mode == "ansi" else None
+        super().__init__(render_mode)
 
 
 class NeuralCompileVectorEnv(TensorVectorEnv):

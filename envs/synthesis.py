@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
@@ -32,7 +31,7 @@ from . import vocab as V
 from .bank import TaskBank
 from .grammar import STATE_SIZE, BatchedAutomaton, Grammar
 from .reward import SynthesisReward
-from .vector import TensorVectorEnv, to_device
+from .vector import CoreEnv, TensorVectorEnv
 
 INT32 = np.iinfo(np.int32)
 
@@ -223,15 +222,9 @@ def _bank(bank, tasks, n_tests, seed, backend) -> TaskBank:
     return TaskBank.from_names(tasks, n_tests=n_tests, seed=seed, backend=backend)
 
 
-def _first(obs: dict) -> dict:
-    return {k: v[0].numpy() for k, v in obs.items()}
-
-
-class SynthesisEnv(gym.Env):
+class SynthesisEnv(CoreEnv):
     """`vramgym/Synthesis-v0` (batch=False) and `vramgym/SynthesisBatch-v0` (batch=True) as one
     Gymnasium env with numpy observations (the core on the CPU with one row)."""
-
-    metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, bank: TaskBank | None = None, tasks: list[str] | None = None, max_len: int = 48,
                  reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16, seed: int = 0,
@@ -239,31 +232,7 @@ class SynthesisEnv(gym.Env):
         self.core = SynthesisCore(_bank(bank, tasks, n_tests, seed, backend), max_len, reward, batch=batch)
         self.observation_space = self.core.observation_space()
         self.action_space = self.core.action_space()
-        self.render_mode = render_mode
-        self.state = self.core.empty(1, torch.device("cpu"))
-        self._live = torch.ones(1, dtype=torch.bool)
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
-        if options and "task" in options:
-            task = int(options["task"])
-            if not 0 <= task < self.core.n_tasks:
-                raise ValueError(f"task must be in 0..{self.core.n_tasks - 1}, got {task}")
-        else:
-            task = int(self.np_random.integers(self.core.n_tasks))
-        self.core.reset_rows(self.state, self._live, torch.tensor([task]))
-        return _first(self.core.observe(self.state)), {}
-
-    def step(self, action):
-        a = to_device(action, torch.device("cpu"), torch.int64).reshape((1,) + self.action_space.shape)
-        r, term, trunc, invalid = self.core.step(self.state, a, self._live)
-        obs = _first(self.core.observe(self.state))
-        return obs, float(r[0]), bool(term[0]), bool(trunc[0]), {"invalid_action": bool(invalid[0])}
-
-    def render(self):
-        if self.render_mode == "ansi":
-            return self.core.render(self.state)
-        return None
+        super().__init__(render_mode)
 
 
 class SynthesisVectorEnv(TensorVectorEnv):

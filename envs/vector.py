@@ -1,4 +1,5 @@
-"""The vector-env shell shared by the environments: N envs whose state is a dataclass of torch
+"""The Gymnasium shells shared by the environments around their functional cores: `CoreEnv`, one
+env with numpy observations (the core with one row on the CPU), and `TensorVectorEnv`: N envs whose state is a dataclass of torch
 tensors on one device, stepped by a core's batched functions (no Python loop over envs), with
 autoreset NEXT_STEP (the step after an episode ends resets that env and ignores its action).
 
@@ -116,3 +117,42 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         if self.render_mode == "ansi":
             return "".join(self.core.render(self.state, i) for i in range(self.num_envs))
         return None
+
+
+class CoreEnv(gym.Env):
+    """One env around a core: its state is a one-row batch on the CPU, observations numpy.
+    Subclasses set `core`, `observation_space` and `action_space`, then call `super().__init__`."""
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, render_mode: str | None = None):
+        self.render_mode = render_mode
+        self.state = self.core.empty(1, torch.device("cpu"))
+        self._live = torch.ones(1, dtype=torch.bool)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if options and "task" in options:
+            task = int(options["task"])
+            if not 0 <= task < self.core.n_tasks:
+                raise ValueError(f"task must be in 0..{self.core.n_tasks - 1}, got {task}")
+        else:
+            task = int(self.np_random.integers(self.core.n_tasks))
+        self.core.reset_rows(self.state, self._live, torch.tensor([task]))
+        return self._first(self.core.observe(self.state)), {}
+
+    def step(self, action):
+        a = to_device(action, torch.device("cpu"), torch.int64)
+        if not self.action_space.shape and a.numel() != 1:
+            raise ValueError(f"one action expected, got shape {tuple(a.shape)}")
+        a = a.reshape((1, -1) if self.action_space.shape else (1,))
+        r, term, trunc, invalid = self.core.step(self.state, a, self._live)
+        obs = self._first(self.core.observe(self.state))
+        return obs, float(r[0]), bool(term[0]), bool(trunc[0]), {"invalid_action": bool(invalid[0])}
+
+    @staticmethod
+    def _first(obs: dict) -> dict:
+        return {k: v[0].numpy() for k, v in obs.items()}
+
+    def render(self):
+        return self.core.render(self.state) if self.render_mode == "ansi" else None
