@@ -44,12 +44,19 @@ How it is batched:
   masked updates. Loops are over the small fixed frame/argument/block dimensions only.
 
 Every operation is indexing, where, min/any/cumprod or elementwise arithmetic over integer
-arrays, so the torch port is mechanical. `BatchedAutomaton(grammars)` runs rows of different
-signatures/budgets in one call (`mask(state, gid)`, `step(state, actions, gid)`): the
-per-grammar constants are per-row lookups. `Grammar.reference_below` (8): smaller batches use
+arrays, with shapes that depend on n only, so one implementation serves numpy and torch:
+BatchedAutomaton takes an array backend, `NumpyOps` (the default, below) or `TorchOps`
+(envs/grammar_torch.py), which supply the dozen operations the two spell differently; the rest
+is indexing and operators they spell alike. The tables are built here once, in numpy, and each
+backend converts them once (per device). `TorchAutomaton` (envs/grammar_torch.py) is this code
+on torch tensors on any device, with no host synchronization. `BatchedAutomaton(grammars)` runs
+rows of different signatures/budgets in one call (`mask(state, gid)`, `step(state, actions,
+gid)`, `initial(gid)`): the per-grammar constants are per-row lookups. `Grammar.reference_below` (8): smaller batches use
 the reference rows, which are cheaper than the batched code's fixed cost per call (~1-4 ms).
 """
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -230,10 +237,6 @@ def tables() -> _Tables:
 
 
 # ---- constants of the batched code -----------------------------------------------------------
-def _mn(x, lo, hi):
-    return np.minimum(np.maximum(x, lo), hi)
-
-
 _TAILA = np.zeros(16, dtype=np.int64)
 for _p, _c in _TAIL.items():
     _TAILA[_p] = _c
@@ -308,11 +311,108 @@ _PEND[T["if"]], _PEND[T["while"]], _PEND[T["elif"]], _PEND[T["else"]], _PEND[T["
     BK_IF, BK_LOOP, BK_ELIF, BK_ELSE, BK_LOOP)
 
 
+# ---- array backends ----------------------------------------------------------------------------
+class NumpyOps:
+    """The array operations of the batched code that numpy and torch spell differently, over
+    numpy. envs/grammar_torch.py supplies the same set over torch tensors on a device; the rest
+    of BatchedAutomaton is indexing, in-place indexed writes and operators, which both spell
+    alike. `put` turns a numpy constant into an array of the backend (here: itself)."""
+
+    where = staticmethod(np.where)
+    stack = staticmethod(np.stack)              # (arrays, axis)
+    cat = staticmethod(np.concatenate)          # (arrays, axis)
+    cumprod = staticmethod(np.cumprod)          # (array, axis)
+    broadcast_to = staticmethod(np.broadcast_to)
+    ones_like = staticmethod(np.ones_like)
+    zeros_like = staticmethod(np.zeros_like)
+
+    def __init__(self):
+        self.cache: dict = {}                   # constants already converted, see _on()
+
+    @staticmethod
+    def put(a: np.ndarray, key=None) -> np.ndarray:
+        return a
+
+    @staticmethod
+    def rows(state) -> np.ndarray:             # (n, STATE_SIZE) int64
+        return np.atleast_2d(state).astype(np.int64)
+
+    @staticmethod
+    def vec(v) -> np.ndarray:                  # (n,) int64
+        return np.asarray(v).reshape(-1).astype(np.int64)
+
+    @staticmethod
+    def like(x, ref) -> np.ndarray:            # x in the dtype of the caller's array
+        return x.astype(np.asarray(ref).dtype)
+
+    @staticmethod
+    def arange(n: int) -> np.ndarray:
+        return np.arange(n)
+
+    @staticmethod
+    def full(shape, v: int) -> np.ndarray:
+        return np.full(shape, v, dtype=np.int64)
+
+    @staticmethod
+    def falses(n: int) -> np.ndarray:
+        return np.zeros(n, dtype=bool)
+
+    @staticmethod
+    def copy(x) -> np.ndarray:
+        return x.copy()
+
+    @staticmethod
+    def i64(x) -> np.ndarray:
+        return x.astype(np.int64)
+
+    @staticmethod
+    def min3(x) -> np.ndarray:                 # min over the last axis, of length 3
+        return np.minimum(np.minimum(x[..., 0], x[..., 1]), x[..., 2])   # 5x x.min(axis=-1)
+
+    @staticmethod
+    def cap(x) -> np.ndarray:                  # min(x, INF)
+        return np.minimum(x, INF)
+
+    @staticmethod
+    def atleast(x, lo: int) -> np.ndarray:
+        return np.maximum(x, lo)
+
+    @staticmethod
+    def clip(x, lo: int, hi: int) -> np.ndarray:
+        return np.minimum(np.maximum(x, lo), hi)
+
+    @staticmethod
+    def take1(vals, idx) -> np.ndarray:        # vals[i, idx[i]]
+        return np.take_along_axis(vals, idx[:, None], axis=1)[:, 0]
+
+
+_NUMPY = NumpyOps()
+# What the batched code indexes with per-row values: frame tables and module constants, moved to
+# each backend/device once (_on) and read there as tb.<field> and k.<NAME>.
+_TABLE_FIELDS = ("ft", "after", "callee", "local9", "pack2fid", "ph", "cur", "eok", "fresh", "after_t",
+                 "empty_close")
+_CONSTS = dict(ACLASS=ACLASS, CALLEE_NUM=_CALLEE_NUM, PUSH=PUSH, KEY_MULT9=_KEY_MULT[:9], TAILA=_TAILA,
+               CONSTA=_CONSTA, CANON=_CANON, IS_CLOSER=_IS_CLOSER, IS_NAME=_IS_NAME,
+               IS_PARAM_SLOT=_IS_PARAM_SLOT, FR=_FR, LOC=_LOC, J=_J, TT=_TT, A73=_A73, SCLOSE_PH=_SCLOSE_PH,
+               SPUSH=_SPUSH, STAIL=_STAIL, SB1=_SB1, SPH=_SPH, PTAIL=_PTAIL, PTYPES=_PTYPES, PEND=_PEND)
+# set_many writes these action ids as contiguous column ranges
+assert (np.diff(_CALLEE_TOKENS[:4]) == 1).all() and (np.diff(_NAMES) == 1).all()
+
+
+def _on(xp):
+    """(tables, constants) as arrays of backend xp, converted once per backend object."""
+    if "consts" not in xp.cache:
+        tb = tables()
+        xp.cache["consts"] = (SimpleNamespace(**{f: xp.put(getattr(tb, f)) for f in _TABLE_FIELDS}),
+                              SimpleNamespace(**{k: xp.put(v) for k, v in _CONSTS.items()}))
+    return xp.cache["consts"]
+
+
 class _Cols:
     """The cost after each action: (n, 73) for a mask, (n,) for one given action per env."""
 
-    def __init__(self, base, acts):
-        self.v, self.acts = base, acts
+    def __init__(self, xp, base, acts):
+        self.xp, self.v, self.acts = xp, base, acts
 
     def get(self, c):
         return self.v[:, c] if self.acts is None else self.v
@@ -321,17 +421,17 @@ class _Cols:
         if self.acts is None:
             self.v[:, c] = val
         else:
-            self.v = np.where(self.acts == c, val, self.v)
+            self.v = self.xp.where(self.acts == c, val, self.v)
 
-    def set_many(self, cols, vals, lo):
-        """cols: the contiguous action ids lo..lo+K-1; vals: (n, K)."""
+    def set_many(self, lo, vals):
+        """vals (n, K): the costs of the contiguous action ids lo..lo+K-1."""
+        K = vals.shape[1]
         if self.acts is None:
-            self.v[:, cols] = vals
+            self.v[:, lo:lo + K] = vals
         else:
             p = self.acts - lo
-            inside = (p >= 0) & (p < len(cols))
-            pick = np.take_along_axis(vals, _mn(p, 0, len(cols) - 1)[:, None], axis=1)[:, 0]
-            self.v = np.where(inside, pick, self.v)
+            inside = (p >= 0) & (p < K)
+            self.v = self.xp.where(inside, self.xp.take1(vals, self.xp.clip(p, 0, K - 1)), self.v)
 
 
 class _Ctx:
@@ -341,69 +441,81 @@ class _Ctx:
 class _Params:
     """Per-grammar constants, stacked over G grammars (rows pick theirs by grammar index)."""
 
-    def __init__(self, grammars):
+    def __init__(self, grammars, xp):
         tb = tables()
         variants: dict = {}
-        self.var = np.array([variants.setdefault((g.ret, g._callee_cost[4]), len(variants)) for g in grammars])
-        self.C = np.stack([tb.costs(*k) for k in variants])           # (variants, fids, push, t)
-        self.ret = np.array([g.ret for g in grammars], dtype=np.int64)
-        self.ret_cost = _CONSTA[self.ret]
-        self.max_len = np.array([g.max_len for g in grammars], dtype=np.int64)
-        self.cargs = np.zeros((len(grammars), 5, 4), dtype=np.int64)
+        var = np.array([variants.setdefault((g.ret, g._callee_cost[4]), len(variants)) for g in grammars])
+        self.nvar = len(variants)
+        self.var = xp.put(var)
+        # (variants, fids, push, t); each variant's table moved to the device once
+        self.C = xp.stack([xp.put(tb.costs(*k), key=("C",) + k) for k in variants], 0)
+        ret = np.array([g.ret for g in grammars], dtype=np.int64)
+        self.ret, self.ret_cost = xp.put(ret), xp.put(_CONSTA[ret])
+        self.max_len = xp.put(np.array([g.max_len for g in grammars], dtype=np.int64))
+        cargs = np.zeros((len(grammars), 5, 4), dtype=np.int64)
         for i, g in enumerate(grammars):
             for c, (a, _) in g.callees.items():
-                self.cargs[i, c, :len(a)] = a
-        self.cnargs = (self.cargs > 0).sum(axis=2)
-        self.cret = np.array([[g.callees[c][1] for c in range(5)] for g in grammars], dtype=np.int64)
+                cargs[i, c, :len(a)] = a
+        self.cargs, self.cnargs = xp.put(cargs), xp.put((cargs > 0).sum(axis=2))
+        self.cret = xp.put(np.array([[g.callees[c][1] for c in range(5)] for g in grammars], dtype=np.int64))
+        self.init = xp.put(np.stack([np.asarray(g._init, dtype=np.int32) for g in grammars]))
 
 
 class BatchedAutomaton:
     """The batched mask/step core over rows that may belong to different grammars (row i uses
-    grammars[gid[i]]); `Grammar` is the single-grammar case. All grammars share the tables."""
+    grammars[gid[i]]); `Grammar` is the single-grammar case. All grammars share the tables.
+    ops: the array backend (numpy by default; envs/grammar_torch.py passes torch on a device)."""
 
-    def __init__(self, grammars):
+    def __init__(self, grammars, ops: NumpyOps | None = None):
         self.grammars = list(grammars)
-        self._tb = tables()
-        self._P = _Params(self.grammars)
-        self._single_C = self._P.C[0] if len(self._P.C) == 1 else None
-        self._fresh0 = int(self._tb.pack2fid[0])
-        self._fresh1 = int(self._tb.pack2fid[_KEY_MULT[9]])
+        self._xp = xp = _NUMPY if ops is None else ops
+        self._tb, self._k = _on(xp)
+        self._P = _Params(self.grammars, xp)
+        self._single_C = self._P.C[0] if self._P.nvar == 1 else None
+        self._fresh0 = int(tables().pack2fid[0])
+        self._fresh1 = int(tables().pack2fid[_KEY_MULT[9]])
+        self._fids4 = xp.put(np.array([self._fresh0, self._fresh0, self._fresh1, self._fresh0]))
 
     # ---- batch API ------------------------------------------------------------------------
-    def mask(self, state: np.ndarray, gid=None) -> np.ndarray:
-        S = np.atleast_2d(state).astype(np.int64)
-        x = self._context(S, gid)
+    def initial(self, gid):
+        """(n, STATE_SIZE) int32: the empty-body rows of grammars[gid[i]]."""
+        return self._P.init[self._xp.vec(gid)]
+
+    def mask(self, state, gid=None):
+        x = self._context(self._xp.rows(state), gid)
         cost = self._eval(x, None)
         return (cost <= (x.max_len - x.length - 1)[:, None]) & ~x.done[:, None]
 
-    def step(self, state: np.ndarray, actions, gid=None) -> tuple[np.ndarray, np.ndarray]:
-        state = np.atleast_2d(state)
-        S = state.astype(np.int64)
-        actions = np.asarray(actions).reshape(-1).astype(np.int64)
+    def step(self, state, actions, gid=None):
+        xp = self._xp
+        S = xp.rows(state)
+        actions = xp.vec(actions)
         in_range = (actions >= 0) & (actions < _NV)
-        a = np.where(in_range, actions, 0)
+        a = xp.where(in_range, actions, 0)
         x = self._context(S, gid)
         cost = self._eval(x, a)
         ok = in_range & ~x.done & (cost <= x.max_len - x.length - 1)
         new = self._apply(S, x, a)
         new[:, H_LEN] += 1
-        return np.where(ok[:, None], new, S).astype(state.dtype), ~ok
+        return xp.like(xp.where(ok[:, None], new, S), state), ~ok
 
-    def min_tokens_to_finish(self, state: np.ndarray, gid=None) -> np.ndarray:
-        x = self._context(np.atleast_2d(state).astype(np.int64), gid)
+    def min_tokens_to_finish(self, state, gid=None):
+        xp, k = self._xp, self._k
+        x = self._context(xp.rows(state), gid)
         top = self._cmin(x, x.f, x.push, x.r)
         ph = x.ph
-        tail = np.where(ph == P_BOUND, 0, np.where(ph == P_TARGET, 2 + _CONSTA[x.tvt], _TAILA[_mn(ph, 0, 15)]))
-        stmt = np.where((ph == P_FOR_VAR) & ~x.for_ok.any(axis=1), INF, tail + x.bS)
-        return np.where(x.done, 0, np.where(x.nf > 0, top, stmt))
+        tail = xp.where(ph == P_BOUND, 0, xp.where(ph == P_TARGET, 2 + k.CONSTA[x.tvt], k.TAILA[xp.clip(ph, 0, 15)]))
+        stmt = xp.where((ph == P_FOR_VAR) & ~x.for_ok.any(axis=1), INF, tail + x.bS)
+        return xp.where(x.done, 0, xp.where(x.nf > 0, top, stmt))
 
     # ---- shared per-row quantities ----------------------------------------------------------
     def _fid(self, F):
         """Frame-state ids of frame rows F (n, F_FIELDS)."""
-        callee = np.where(F[:, F_PH] == PH_CALLEE, F[:, F_CALLEE], 0)
-        pack = (F[:, F_PH:F_CUR + 1] * _KEY_MULT[:9]).sum(axis=1) + F[:, F_EMPTY_OK] * _KEY_MULT[9] \
-            + callee * _KEY_MULT[10]
-        return self._tb.pack2fid[_mn(pack, 0, _KEY_SPACE - 1)]
+        xp = self._xp
+        callee = xp.where(F[:, F_PH] == PH_CALLEE, F[:, F_CALLEE], 0)
+        pack = (F[:, F_PH:F_CUR + 1] * self._k.KEY_MULT9).sum(axis=1) + F[:, F_EMPTY_OK] * int(_KEY_MULT[9]) \
+            + callee * int(_KEY_MULT[10])
+        return self._tb.pack2fid[xp.clip(pack, 0, _KEY_SPACE - 1)]
 
     def _cmin(self, x, fid, push, rest):
         """min(INF, min_t C[fid, push, t] + rest_t): the cost with a frame in state fid on top
@@ -411,54 +523,54 @@ class BatchedAutomaton:
         if self._single_C is not None:
             c = self._single_C[fid, push]
         else:
-            c = self._P.C[x.var.reshape((-1,) + (1,) * (np.ndim(fid) - 1)), fid, push]
-        return np.minimum(INF, (c + rest).min(axis=-1))
+            c = self._P.C[x.var.reshape((-1,) + (1,) * (fid.ndim - 1)), fid, push]
+        return self._xp.cap(self._xp.min3(c + rest))
 
     def _context(self, S, gid) -> _Ctx:
+        xp, k, P, tb = self._xp, self._k, self._P, self._tb
         n = len(S)
-        P, tb = self._P, self._tb
         x = _Ctx()
-        x.S, x.n, x.ar = S, n, np.arange(n)
-        g = np.zeros(n, dtype=np.int64) if gid is None else np.asarray(gid, dtype=np.int64).reshape(n)
+        x.S, x.n, x.ar = S, n, xp.arange(n)
+        g = xp.full(n, 0) if gid is None else xp.vec(gid)
         x.var, x.ret, x.ret_cost, x.max_len = P.var[g], P.ret[g], P.ret_cost[g], P.max_len[g]
         x.cargs, x.cnargs, x.cret = P.cargs[g], P.cnargs[g], P.cret[g]
         x.length, x.done = S[:, H_LEN], S[:, H_DONE] != 0
         x.nf, x.ph, x.d = S[:, H_NF], S[:, H_PH], S[:, H_DEPTH]
-        x.i = _mn(x.nf - 1, 0, MAX_FRAMES - 1)                      # top frame index
+        x.i = xp.clip(x.nf - 1, 0, MAX_FRAMES - 1)                  # top frame index
         x.fb = OFF_FRAMES + x.i * F_FIELDS
-        x.TF = S[x.ar[:, None], x.fb[:, None] + _FR]                # (n, F_FIELDS)
+        x.TF = S[x.ar[:, None], x.fb[:, None] + k.FR]               # (n, F_FIELDS)
         x.f = self._fid(x.TF)
         x.r = x.TF[:, F_REST_I:F_REST_L + 1]
         x.kind, x.aux, x.arg = x.TF[:, F_KIND], x.TF[:, F_AUX], x.TF[:, F_ARG]
-        x.pi = _mn(x.nf - 2, 0, MAX_FRAMES - 1)                     # parent frame index
+        x.pi = xp.clip(x.nf - 2, 0, MAX_FRAMES - 1)                 # parent frame index
         x.pfb = OFF_FRAMES + x.pi * F_FIELDS
-        x.PF = S[x.ar[:, None], x.pfb[:, None] + _FR]
+        x.PF = S[x.ar[:, None], x.pfb[:, None] + k.FR]
         x.pf = self._fid(x.PF)
         x.pr = x.PF[:, F_REST_I:F_REST_L + 1]
-        x.push = PUSH[x.i]
-        x.push_next = PUSH[_mn(x.nf, 0, MAX_FRAMES)]
-        x.push_parent = PUSH[x.pi]
+        x.push = k.PUSH[x.i]
+        x.push_next = k.PUSH[xp.clip(x.nf, 0, MAX_FRAMES)]
+        x.push_parent = k.PUSH[x.pi]
         x.fph = tb.ph[x.f]
         x.before, x.after, x.incallee = x.fph == PH_BEFORE, x.fph == PH_AFTER, x.fph == PH_CALLEE
         # blocks and names
         x.B = S[:, OFF_BLOCKS:OFF_VARS].reshape(n, MAX_BLOCKS, B_FIELDS)
-        x.dc = _mn(x.d, 0, MAX_BLOCKS - 1)
+        x.dc = xp.clip(x.d, 0, MAX_BLOCKS - 1)
         x.bd = x.B[x.ar, x.dc]                                       # (n, B_FIELDS): block d
         x.vt = S[:, OFF_VARS:OFF_FRAMES:2]                           # (n, NUM_NAMES) types
         x.vdep = S[:, OFF_VARS + 1:OFF_FRAMES:2]
         x.empty_d = (x.d > 0) & (x.bd[:, B_NONEMPTY] == 0)
         x.bS, x.b_ret, x.b_ded, x.b_ind = self._boundaries(x)
-        x.bS1 = x.bS - np.where(x.empty_d, 2, 0)                     # after NONEMPTY[d] = 1
-        x.tgt = _mn(S[:, H_TARGET] - V.P0, 0, NUM_NAMES - 1)
+        x.bS1 = x.bS - xp.where(x.empty_d, 2, 0)                     # after NONEMPTY[d] = 1
+        x.tgt = xp.clip(S[:, H_TARGET] - V.P0, 0, NUM_NAMES - 1)
         x.tvt = x.vt[x.ar, x.tgt]                                    # type of the statement target
-        x.for_ok = (x.vt == T_I) | ((x.vt == T_NONE) & ~_IS_PARAM_SLOT)   # (n, NUM_NAMES)
+        x.for_ok = (x.vt == T_I) | ((x.vt == T_NONE) & ~k.IS_PARAM_SLOT)   # (n, NUM_NAMES)
         # closing the top frame: result type t, its REST, the canonical closer
         at = tb.after_t[x.f]
-        x.t = np.where(at > 0, at, np.where(tb.empty_close[x.f] & (x.kind == K_LIST), T_I, T_NONE))
-        x.rt = x.r[x.ar, np.maximum(x.t - 1, 0)]
-        x.kc = _mn(x.kind, 0, 13)
-        x.caux = _mn(x.aux, 0, 4)
-        x.canon = np.where((x.kc == K_CALL) & (x.arg != x.cnargs[x.ar, x.caux] - 1), T[","], _CANON[x.kc])
+        x.t = xp.where(at > 0, at, xp.where(tb.empty_close[x.f] & (x.kind == K_LIST), T_I, T_NONE))
+        x.rt = x.r[x.ar, xp.atleast(x.t - 1, 0)]
+        x.kc = xp.clip(x.kind, 0, 13)
+        x.caux = xp.clip(x.aux, 0, 4)
+        x.canon = xp.where((x.kc == K_CALL) & (x.arg != x.cnargs[x.ar, x.caux] - 1), T[","], k.CANON[x.kc])
         self._pushes(x)
         self._stmt_frames(x)
         return x
@@ -466,80 +578,82 @@ class BatchedAutomaton:
     def _boundaries(self, x):
         """The reference's _boundary_cost in closed form (a cumulative product over the
         else-chain), for the state and for it after `return`, DEDENT and INDENT: (n,) each."""
+        xp = self._xp
         n, ar, d, dc = x.n, x.ar, x.d, x.dc
         kind, cs, safe = x.B[:, :, B_KIND], x.B[:, :, B_CHAIN_SAFE], x.B[:, :, B_SAFE]
-        s_ret = safe.copy()                               # return: SAFE[d] = 1 (and NONEMPTY[d])
+        s_ret = xp.copy(safe)                             # return: SAFE[d] = 1 (and NONEMPTY[d])
         s_ret[ar, dc] = 1
-        pd = _mn(d - 1, 0, MAX_BLOCKS - 1)                # DEDENT: close block d into d-1
-        s_ded = safe.copy()
-        s_ded[ar, pd] = np.where((kind[ar, dc] == BK_ELSE) & (cs[ar, pd] != 0) & (safe[ar, dc] != 0),
+        pd = xp.clip(d - 1, 0, MAX_BLOCKS - 1)            # DEDENT: close block d into d-1
+        s_ded = xp.copy(safe)
+        s_ded[ar, pd] = xp.where((kind[ar, dc] == BK_ELSE) & (cs[ar, pd] != 0) & (safe[ar, dc] != 0),
                                  1, safe[ar, pd])
-        nd = _mn(d + 1, 0, MAX_BLOCKS - 1)                # INDENT: open block d+1 = [PEND_KIND, 0...]
-        k_ind, c_ind, s_ind = kind.copy(), cs.copy(), safe.copy()
+        nd = xp.clip(d + 1, 0, MAX_BLOCKS - 1)            # INDENT: open block d+1 = [PEND_KIND, 0...]
+        k_ind, c_ind, s_ind = xp.copy(kind), xp.copy(cs), xp.copy(safe)
         k_ind[ar, nd] = x.S[:, H_PEND_KIND]
         c_ind[ar, nd] = 0
         s_ind[ar, nd] = 0
-        K = np.concatenate([kind, kind, kind, k_ind])
-        CS = np.concatenate([cs, cs, cs, c_ind])
-        SF = np.concatenate([safe, s_ret, s_ded, s_ind])
-        D = np.concatenate([d, d, d - 1, d + 1])
-        NE = np.concatenate([x.bd[:, B_NONEMPTY], np.ones_like(d), x.B[ar, pd, B_NONEMPTY], np.zeros_like(d)])
+        K = xp.cat([kind, kind, kind, k_ind], 0)
+        CS = xp.cat([cs, cs, cs, c_ind], 0)
+        SF = xp.cat([safe, s_ret, s_ded, s_ind], 0)
+        D = xp.cat([d, d, d - 1, d + 1], 0)
+        NE = xp.cat([x.bd[:, B_NONEMPTY], xp.ones_like(d), x.B[ar, pd, B_NONEMPTY], xp.zeros_like(d)], 0)
         p = (K[:, 1:] == BK_ELSE) & (CS[:, :-1] != 0)                  # p_k, k = 1..MAX-1
-        Pc = np.cumprod(np.concatenate([np.ones((4 * n, 1), np.int64), p.astype(np.int64)], axis=1), axis=1)
-        reach = ((SF != 0) & (Pc != 0) & (_J[None] <= D[:, None])).any(axis=1)
-        rc = np.concatenate([x.ret_cost] * 4)
-        b = np.where((D > 0) & (NE == 0), 2, 0) + D + np.where(reach, 0, 2 + rc) + 1
+        Pc = xp.cumprod(xp.cat([xp.full((4 * n, 1), 1), xp.i64(p)], 1), 1)
+        reach = ((SF != 0) & (Pc != 0) & (self._k.J[None] <= D[:, None])).any(axis=1)
+        rc = xp.cat([x.ret_cost] * 4, 0)
+        b = xp.where((D > 0) & (NE == 0), 2, 0) + D + xp.where(reach, 0, 2 + rc) + 1
         return b[:n], b[n:2 * n], b[2 * n:3 * n], b[3 * n:]
 
     # ---- REST of frames being opened ----------------------------------------------------------
     def _call_rest(self, x, callee, arg, X, push):
         """REST of the K_CALL frame for argument `arg` of callee (m,), at push depth push, where
         X is the cost once the call's result feeds the parent (rows: x's, possibly stacked)."""
+        xp = self._xp
         m = len(callee)
-        ar = np.arange(m)
+        ar = xp.arange(m)
         reps = m // x.n
-        args = np.concatenate([x.cargs] * reps)[ar, callee]         # (m, 4)
-        nargs = np.concatenate([x.cnargs] * reps)[ar, callee]
-        var = np.concatenate([x.var] * reps)
+        args = xp.cat([x.cargs] * reps, 0)[ar, callee]              # (m, 4)
+        nargs = xp.cat([x.cnargs] * reps, 0)[ar, callee]
         c0 = (self._single_C[self._fresh0][push] if self._single_C is not None
-              else self._P.C[var, self._fresh0, push])               # (m, 3)
-        out = np.full((m, 3), INF, dtype=np.int64)
+              else self._P.C[xp.cat([x.var] * reps, 0), self._fresh0, push])   # (m, 3)
+        out = xp.full((m, 3), INF)
         nxt = out
-        for k in range(3, -1, -1):
-            cont = np.minimum(INF, 1 + np.minimum(INF, (c0 + nxt).min(axis=-1)))
-            val = np.where(k == nargs - 1, np.minimum(INF, 1 + X), cont)
-            rk = np.where((args[:, k:k + 1] == _TT) & (k < nargs)[:, None], val[:, None], INF)
-            out = np.where((arg == k)[:, None], rk, out)
+        for j in range(3, -1, -1):
+            cont = xp.cap(1 + xp.cap(xp.min3(c0 + nxt)))
+            val = xp.where(nargs - 1 == j, xp.cap(1 + X), cont)
+            rk = xp.where((args[:, j:j + 1] == self._k.TT) & (nargs > j)[:, None], val[:, None], INF)
+            out = xp.where((arg == j)[:, None], rk, out)
             nxt = rk
         return out
 
     def _pushes(self, x):
         """REST (n, 3) of each frame an expression token can open or reopen on the top frame."""
+        xp, k = self._xp, self._k
         tb, f, push, r, n = self._tb, x.f, x.push, x.r, x.n
-        feed = np.minimum(INF, 1 + self._cmin(x, tb.after[f[:, None], _TT[None, :]], push[:, None], r[:, None, :]))
+        feed = xp.cap(1 + self._cmin(x, tb.after[f[:, None], k.TT[None, :]], push[:, None], r[:, None, :]))
         x.rest_paren = feed
-        x.rest_list = np.where(_TT == T_I, feed[:, T_L - 1:T_L], INF)
-        x.rest_sub = np.where(_TT == T_I, feed[:, T_I - 1:T_I], INF)
-        c = _mn(x.TF[:, F_CALLEE], 0, 4)
+        x.rest_list = xp.where(k.TT == T_I, feed[:, T_L - 1:T_L], INF)
+        x.rest_sub = xp.where(k.TT == T_I, feed[:, T_I - 1:T_I], INF)
+        c = xp.clip(x.TF[:, F_CALLEE], 0, 4)
         X = self._cmin(x, tb.after[f, x.cret[x.ar, c]], push, r)
         Xp = self._cmin(x, tb.after[x.pf, x.cret[x.ar, x.caux]], x.push_parent, x.pr)
-        both = self._call_rest(x, np.concatenate([c, x.caux]), np.concatenate([np.zeros_like(c), x.arg + 1]),
-                               np.concatenate([X, Xp]), np.concatenate([x.push_next, push]))
+        both = self._call_rest(x, xp.cat([c, x.caux], 0), xp.cat([xp.zeros_like(c), x.arg + 1], 0),
+                               xp.cat([X, Xp], 0), xp.cat([x.push_next, push], 0))
         x.rest_call, x.rest_call_more = both[:n], both[n:]
 
     def _stmt_frames(self, x):
         """REST (n, 15, 3) of the statement frame of each kind (K_COND_ELIF: an elif) opened
         from the current statement state, and the cost (n, 15) once it is open."""
-        bsel = np.stack([x.bS] * 15, axis=1)
+        xp, k = self._xp, self._k
+        bsel = xp.stack([x.bS] * 15, 1)
         bsel[:, K_RET] = x.b_ret
         bsel[:, K_COND] = x.bS1
-        x0 = 1 + _PTAIL + bsel                                           # (n, 15)
-        ok = np.broadcast_to(_PTYPES, (x.n, 15, 3)).copy()
-        ok[:, K_RET] = _TT == x.ret[:, None]
-        ok[:, K_ASSIGN] = ok[:, K_AUG] = _TT == x.tvt[:, None]
-        x.srest = np.where(ok, x0[:, :, None], INF)
-        fresh = np.full((x.n, 15), self._fresh0)
-        x.scost = self._cmin(x, fresh, PUSH[0], x.srest)
+        x0 = 1 + k.PTAIL + bsel                                          # (n, 15)
+        ok = xp.copy(xp.broadcast_to(k.PTYPES, (x.n, 15, 3)))
+        ok[:, K_RET] = k.TT == x.ret[:, None]
+        ok[:, K_ASSIGN] = ok[:, K_AUG] = k.TT == x.tvt[:, None]
+        x.srest = xp.where(ok, x0[:, :, None], INF)
+        x.scost = self._cmin(x, xp.full((x.n, 15), self._fresh0), int(PUSH[0]), x.srest)
 
     # ---- costs after actions --------------------------------------------------------------------
     def _eval(self, x, acts):
@@ -547,105 +661,107 @@ class BatchedAutomaton:
         (n,) for acts (n,)); INF where the action is not a syntactic/typed continuation."""
         E = self._eval_expr(x, acts)
         Sv = self._eval_stmt(x, acts)
-        return np.where((x.nf > 0)[:, None] if acts is None else x.nf > 0, E, Sv)
+        return self._xp.where((x.nf > 0)[:, None] if acts is None else x.nf > 0, E, Sv)
 
     def _eval_expr(self, x, acts):
-        tb, n = self._tb, x.n
+        xp, k, tb, n = self._xp, self._k, self._tb, x.n
         f, push, r = x.f, x.push, x.r
         if acts is None:
-            base = self._cmin(x, tb.ft[f[:, None], ACLASS[None, :]], push[:, None], r[:, None, :])
+            base = self._cmin(x, tb.ft[f[:, None], k.ACLASS[None, :]], push[:, None], r[:, None, :])
         else:
-            base = self._cmin(x, tb.ft[f, ACLASS[acts]], push, r)
-        out = _Cols(base, acts)
+            base = self._cmin(x, tb.ft[f, k.ACLASS[acts]], push, r)
+        out = _Cols(xp, base, acts)
         before, after = x.before, x.after
         # names: an operand of the declared type; callees: enter PH_CALLEE
         nc = self._cmin(x, tb.after[f[:, None], x.vt], push[:, None], r[:, None, :])
-        out.set_many(_NAMES, np.where(before[:, None], nc, INF), V.P0)
+        out.set_many(V.P0, xp.where(before[:, None], nc, INF))
         cc = self._cmin(x, tb.callee[f], push[:, None], r[:, None, :])
-        cc = np.where((before & (x.nf < MAX_FRAMES - 1))[:, None], cc, INF)
-        out.set_many(_CALLEE_TOKENS[:4], cc[:, :4], T["len"])
+        cc = xp.where((before & (x.nf < MAX_FRAMES - 1))[:, None], cc, INF)
+        out.set_many(T["len"], cc[:, :4])
         out.set(V.FN, cc[:, 4])
         # range: `for v in range(` (the iterable frame gives way to the range arguments)
-        out.set(T["range"], np.where(before & (x.kind == K_FORITER) & tb.fresh[f], _TAILA[P_RANGE_LP] + x.bS, INF))
+        out.set(T["range"], xp.where(before & (x.kind == K_FORITER) & tb.fresh[f],
+                                     int(_TAILA[P_RANGE_LP]) + x.bS, INF))
         # frames opened on top: ( [ at PH_BEFORE, the call's ( at PH_CALLEE, a subscript [
-        fids = np.array([self._fresh0, self._fresh0, self._fresh1, self._fresh0])
-        opened = self._cmin(x, np.broadcast_to(fids, (n, 4)), x.push_next[:, None],
-                            np.stack([x.rest_paren, x.rest_call, x.rest_list, x.rest_sub], axis=1))
-        out.set(T["("], np.where(before, np.where(x.nf < MAX_FRAMES - 1, opened[:, 0], INF),
-                                 np.where(x.incallee, opened[:, 1], out.get(T["("]))))
-        out.set(T["["], np.where(before, np.where(x.nf < MAX_FRAMES, opened[:, 2], INF),
-                                 np.where(after & (tb.cur[f] == T_L) & (x.nf < MAX_FRAMES - 1), opened[:, 3], INF)))
+        opened = self._cmin(x, xp.broadcast_to(self._fids4, (n, 4)), x.push_next[:, None],
+                            xp.stack([x.rest_paren, x.rest_call, x.rest_list, x.rest_sub], 1))
+        out.set(T["("], xp.where(before, xp.where(x.nf < MAX_FRAMES - 1, opened[:, 0], INF),
+                                 xp.where(x.incallee, opened[:, 1], out.get(T["("]))))
+        out.set(T["["], xp.where(before, xp.where(x.nf < MAX_FRAMES, opened[:, 2], INF),
+                                 xp.where(after & (tb.cur[f] == T_L) & (x.nf < MAX_FRAMES - 1), opened[:, 3], INF)))
         # closers: the canonical one costs REST_t - 1; `,` continues a list or range
-        canon_cost = np.where((x.t > 0) & (x.rt < INF), x.rt - 1, INF)
-        again = self._cmin(x, np.full(n, self._fresh0), push, r)   # a new list item / range argument
+        canon_cost = xp.where((x.t > 0) & (x.rt < INF), x.rt - 1, INF)
+        again = self._cmin(x, xp.full(n, self._fresh0), push, r)   # a new list item / range argument
         for c in _CLOSER_LIST:
-            v = np.where(x.canon == c, canon_cost, INF)
+            v = xp.where(x.canon == c, canon_cost, INF)
             if c == T[","]:
-                v = np.where((x.kind == K_LIST) & (x.t == T_I) & ~((tb.eok[f] != 0) & before), again, v)
-                v = np.where((x.kind == K_RANGE) & (x.arg < 2) & (x.t == T_I), again, v)
+                v = xp.where((x.kind == K_LIST) & (x.t == T_I) & ~((tb.eok[f] != 0) & before), again, v)
+                v = xp.where((x.kind == K_RANGE) & (x.arg < 2) & (x.t == T_I), again, v)
             if c == T[")"]:
-                v = np.where(x.fph == PH_POPLP, out.get(c), v)
+                v = xp.where(x.fph == PH_POPLP, out.get(c), v)
             out.set(c, v)
         return out.v
 
     def _eval_stmt(self, x, acts):
-        n, ar, ph = x.n, x.ar, x.ph
+        xp, k = self._xp, self._k
+        ar, ph = x.ar, x.ph
         if acts is None:
-            phA, A, bS, bS1, arA = ph[:, None], _A73[None, :], x.bS[:, None], x.bS1[:, None], ar[:, None]
+            phA, A, bS, bS1, arA = ph[:, None], k.A73[None, :], x.bS[:, None], x.bS1[:, None], ar[:, None]
         else:
             phA, A, bS, bS1, arA = ph, acts, x.bS, x.bS1, ar
-        phA = _mn(phA, 0, 15)
-        k = _SPUSH[phA, A]
-        tail = _STAIL[phA, A]
-        cost = np.where(k >= 0, x.scost[arA, np.maximum(k, 0)],
-                        np.where(tail >= 0, tail + np.where(_SB1[phA, A], bS1, bS), INF))
-        out = _Cols(cost, acts)
+        phA = xp.clip(phA, 0, 15)
+        sk = k.SPUSH[phA, A]
+        tail = k.STAIL[phA, A]
+        cost = xp.where(sk >= 0, x.scost[arA, xp.atleast(sk, 0)],
+                        xp.where(tail >= 0, tail + xp.where(k.SB1[phA, A], bS1, bS), INF))
+        out = _Cols(xp, cost, acts)
         d, bd = x.d, x.bd
         atb = ph == P_BOUND
         free = atb & (bd[:, B_TERM] == 0)          # a statement may start here
         chain = free & (bd[:, B_CHAIN] != 0)
         room = d + 1 < MAX_BLOCKS
-        out.set(V.END, np.where(atb & (d == 0) & (x.B[:, 0, B_SAFE] != 0), 0, INF))
-        out.set(V.DEDENT, np.where(atb & (d > 0) & (bd[:, B_NONEMPTY] != 0), x.b_ded, INF))
-        out.set(V.INDENT, np.where(ph == P_INDENT, x.b_ind, INF))
+        loops = x.S[:, H_LOOPS] != 0
+        out.set(V.END, xp.where(atb & (d == 0) & (x.B[:, 0, B_SAFE] != 0), 0, INF))
+        out.set(V.DEDENT, xp.where(atb & (d > 0) & (bd[:, B_NONEMPTY] != 0), x.b_ded, INF))
+        out.set(V.INDENT, xp.where(ph == P_INDENT, x.b_ind, INF))
         for c, cond in ((T["elif"], chain), (T["else"], chain), (T["return"], free), (T["if"], free & room),
                         (T["while"], free & room), (T["for"], free & room & x.for_ok.any(axis=1)),
-                        (T["pass"], free), (T["break"], free & (x.S[:, H_LOOPS] != 0)),
-                        (T["continue"], free & (x.S[:, H_LOOPS] != 0))):
-            out.set(c, np.where(cond, out.get(c), INF))
+                        (T["pass"], free), (T["break"], free & loops), (T["continue"], free & loops)):
+            out.set(c, xp.where(cond, out.get(c), INF))
         vt = x.vt
-        names_b = np.where(vt == T_NONE, _TAILA[P_ASSIGN_EQ], 2 + _CONSTA[vt]) + x.bS1[:, None]
-        names_b = np.where(free[:, None] & ~((vt == T_NONE) & _IS_PARAM_SLOT), names_b, INF)
-        names_f = np.where((ph == P_FOR_VAR)[:, None] & x.for_ok, _TAILA[P_FOR_IN] + x.bS[:, None], INF)
-        out.set_many(_NAMES, np.where(atb[:, None], names_b, names_f), V.P0)
+        names_b = xp.where(vt == T_NONE, int(_TAILA[P_ASSIGN_EQ]), 2 + k.CONSTA[vt]) + x.bS1[:, None]
+        names_b = xp.where(free[:, None] & ~((vt == T_NONE) & k.IS_PARAM_SLOT), names_b, INF)
+        names_f = xp.where((ph == P_FOR_VAR)[:, None] & x.for_ok, int(_TAILA[P_FOR_IN]) + x.bS[:, None], INF)
+        out.set_many(V.P0, xp.where(atb[:, None], names_b, names_f))
         target = ph == P_TARGET
+        int_target = x.tvt == T_I
         for c in _AUGS:
-            okt = (x.tvt == T_I) | ((x.tvt == T_L) & (c == T["+="]))
-            out.set(c, np.where(target & ~okt, INF, out.get(c)))
+            okt = (int_target | (x.tvt == T_L)) if c == T["+="] else int_target
+            out.set(c, xp.where(target & ~okt, INF, out.get(c)))
         not_list = target & (x.tvt != T_L)
-        out.set(T["["], np.where(not_list, INF, out.get(T["["])))
-        out.set(T["."], np.where(not_list, INF, out.get(T["."])))
+        out.set(T["["], xp.where(not_list, INF, out.get(T["["])))
+        out.set(T["."], xp.where(not_list, INF, out.get(T["."])))
         return out.v
 
     # ---- the new rows ---------------------------------------------------------------------------
     def _apply(self, S, x, a):
         """The rows after action a (n,), assuming it is valid (rows where it is not are
         discarded by the caller). Mirrors the reference's _apply case by case."""
-        tb, ar, n = self._tb, x.ar, x.n
-        N = S.copy()
+        xp, k, tb, ar, n = self._xp, self._k, self._tb, x.ar, x.n
+        N = xp.copy(S)
         E = x.nf > 0
         St = ~E
         ph, d, dc = x.ph, x.d, x.dc
-        is_name = _IS_NAME[a]
-        slot = _mn(a - V.P0, 0, NUM_NAMES - 1)
-        cnum = _CALLEE_NUM[a]
+        is_name = k.IS_NAME[a]
+        slot = xp.clip(a - V.P0, 0, NUM_NAMES - 1)
+        cnum = k.CALLEE_NUM[a]
         is_callee = cnum >= 0
-        cnum = np.maximum(cnum, 0)
+        cnum = xp.atleast(cnum, 0)
         before, after = x.before, x.after
         kind, t = x.kind, x.t
 
         # --- expression level
-        close = E & _IS_CLOSER[a] & ~((x.fph == PH_POPLP) & (a == T[")"]))
+        close = E & k.IS_CLOSER[a] & ~((x.fph == PH_POPLP) & (a == T[")"]))
         names_b = E & before & is_name
         range_b = E & before & (a == T["range"])
         callee_b = E & before & is_callee
@@ -656,11 +772,11 @@ class BatchedAutomaton:
         opens = paren_b | list_b | call_open | sub_open
         local = E & ~(close | range_b | opens)        # includes names_b and callee_b
         # frame-local changes of the top frame (fields F_PH..F_CUR, and F_CALLEE on a callee)
-        nfid = np.where(names_b, tb.after[x.f, x.vt[ar, slot]],
-                        np.where(callee_b, tb.callee[x.f, cnum], tb.ft[x.f, ACLASS[a]]))
-        cols = x.fb[:, None] + _LOC
-        N[ar[:, None], cols] = np.where(local[:, None], tb.local9[nfid], N[ar[:, None], cols])
-        N[ar, x.fb + F_CALLEE] = np.where(callee_b, cnum, N[ar, x.fb + F_CALLEE])
+        nfid = xp.where(names_b, tb.after[x.f, x.vt[ar, slot]],
+                        xp.where(callee_b, tb.callee[x.f, cnum], tb.ft[x.f, k.ACLASS[a]]))
+        cols = x.fb[:, None] + k.LOC
+        N[ar[:, None], cols] = xp.where(local[:, None], tb.local9[nfid], N[ar[:, None], cols])
+        N[ar, x.fb + F_CALLEE] = xp.where(callee_b, cnum, N[ar, x.fb + F_CALLEE])
         canon_close = close & (a == x.canon)
         list_more = close & (kind == K_LIST) & (a == T[","])
         range_more = close & (kind == K_RANGE) & (a == T[","])
@@ -668,14 +784,14 @@ class BatchedAutomaton:
         feed = canon_close & (kind <= K_CALL) & ~call_more
         sclose = canon_close & (kind >= K_RET)
         # closing into the parent frame: its operand becomes the result
-        feed_t = np.where(kind == K_PAREN, t, np.where(kind == K_SUB, T_I,
-                                                       np.where(kind == K_LIST, T_L, x.cret[ar, x.caux])))
-        pcols = x.pfb[:, None] + _LOC
-        N[ar[:, None], pcols] = np.where(feed[:, None], tb.local9[tb.after[x.pf, feed_t]], N[ar[:, None], pcols])
+        feed_t = xp.where(kind == K_PAREN, t, xp.where(kind == K_SUB, T_I,
+                                                       xp.where(kind == K_LIST, T_L, x.cret[ar, x.caux])))
+        pcols = x.pfb[:, None] + k.LOC
+        N[ar[:, None], pcols] = xp.where(feed[:, None], tb.local9[tb.after[x.pf, feed_t]], N[ar[:, None], pcols])
 
         # --- statement level
-        phc = _mn(ph, 0, 15)
-        sk = np.where(St, _SPUSH[phc, a], -1)
+        phc = xp.clip(ph, 0, 15)
+        sk = xp.where(St, k.SPUSH[phc, a], -1)
         spush = sk >= 0
         atb = St & (ph == P_BOUND)
 
@@ -684,91 +800,92 @@ class BatchedAutomaton:
             (paren_b, x.nf, K_PAREN, 0, 0, 0, x.rest_paren),
             (list_b, x.nf, K_LIST, 0, 0, 1, x.rest_list),
             (sub_open, x.nf, K_SUB, 0, 0, 0, x.rest_sub),
-            (call_open, x.nf, K_CALL, _mn(x.TF[:, F_CALLEE], 0, 4), 0, 0, x.rest_call),
+            (call_open, x.nf, K_CALL, xp.clip(x.TF[:, F_CALLEE], 0, 4), 0, 0, x.rest_call),
             (list_more, x.i, K_LIST, 0, 0, 0, x.r),
             (range_more, x.i, K_RANGE, 0, x.arg + 1, 0, x.r),
             (call_more, x.i, K_CALL, x.aux, x.arg + 1, 0, x.rest_call_more),
         ]
-        s_aux = np.where(sk == K_ASSIGN_NEW, S[:, H_TARGET], np.where((sk == K_ASSIGN) | (sk == K_AUG), x.tvt, 0))
-        s_aux = np.where((sk == K_COND) | (sk == K_COND_ELIF), _PEND[a], s_aux)
-        cases.append((spush, 0, np.where(sk == K_COND_ELIF, K_COND, sk), s_aux, 0, 0,
-                      x.srest[ar, np.maximum(sk, 0)]))
-        pm = np.zeros(n, dtype=bool)
-        zeros = np.zeros(n, dtype=np.int64)
+        s_aux = xp.where(sk == K_ASSIGN_NEW, S[:, H_TARGET], xp.where((sk == K_ASSIGN) | (sk == K_AUG), x.tvt, 0))
+        pend = k.PEND[a]
+        s_aux = xp.where((sk == K_COND) | (sk == K_COND_ELIF), pend, s_aux)
+        cases.append((spush, 0, xp.where(sk == K_COND_ELIF, K_COND, sk), s_aux, 0, 0,
+                      x.srest[ar, xp.atleast(sk, 0)]))
+        pm = xp.falses(n)
+        zeros = xp.full(n, 0)
         p_idx, p_kind, p_aux, p_arg, p_eok = zeros, zeros, zeros, zeros, zeros
-        p_rest = np.zeros((n, 3), dtype=np.int64)
+        p_rest = xp.full((n, 3), 0)
         for rows, idx, kd, aux, arg, eok, rest in cases:
             pm = pm | rows
-            p_idx = np.where(rows, idx, p_idx)
-            p_kind = np.where(rows, kd, p_kind)
-            p_aux = np.where(rows, aux, p_aux)
-            p_arg = np.where(rows, arg, p_arg)
-            p_eok = np.where(rows, eok, p_eok)
-            p_rest = np.where(rows[:, None], rest, p_rest)
-        frame = np.zeros((n, F_FIELDS), dtype=np.int64)
+            p_idx = xp.where(rows, idx, p_idx)
+            p_kind = xp.where(rows, kd, p_kind)
+            p_aux = xp.where(rows, aux, p_aux)
+            p_arg = xp.where(rows, arg, p_arg)
+            p_eok = xp.where(rows, eok, p_eok)
+            p_rest = xp.where(rows[:, None], rest, p_rest)
+        frame = xp.full((n, F_FIELDS), 0)
         frame[:, F_KIND], frame[:, F_AUX], frame[:, F_ARG], frame[:, F_EMPTY_OK] = p_kind, p_aux, p_arg, p_eok
         frame[:, F_REST_I:F_REST_L + 1] = p_rest
-        fcols = OFF_FRAMES + _mn(p_idx, 0, MAX_FRAMES - 1)[:, None] * F_FIELDS + _FR
-        N[ar[:, None], fcols] = np.where(pm[:, None], frame, N[ar[:, None], fcols])
+        fcols = OFF_FRAMES + xp.clip(p_idx, 0, MAX_FRAMES - 1)[:, None] * F_FIELDS + k.FR
+        N[ar[:, None], fcols] = xp.where(pm[:, None], frame, N[ar[:, None], fcols])
 
         # --- header fields
-        N[:, H_NF] = np.where(opens, x.nf + 1, np.where(feed | range_b, x.nf - 1,
-                                                         np.where(sclose, 0, np.where(spush, 1, x.nf))))
+        N[:, H_NF] = xp.where(opens, x.nf + 1, xp.where(feed | range_b, x.nf - 1,
+                                                         xp.where(sclose, 0, xp.where(spush, 1, x.nf))))
         dedent = atb & (a == V.DEDENT)
         indent = St & (ph == P_INDENT)
         name_stmt = atb & is_name
-        sph = np.where(name_stmt & (x.vt[ar, slot] == T_NONE), P_ASSIGN_EQ, _SPH[phc, a])
-        eph = np.where(range_b, P_RANGE_LP, np.where(sclose, _SCLOSE_PH[x.kc], ph))
-        N[:, H_PH] = np.where(St, sph, eph)
-        N[:, H_DONE] = np.where(atb & (a == V.END), 1, S[:, H_DONE])
-        N[:, H_TARGET] = np.where(name_stmt, a, S[:, H_TARGET])
-        N[:, H_PEND_KIND] = np.where(atb & (_PEND[a] >= 0), _PEND[a], S[:, H_PEND_KIND])
+        sph = xp.where(name_stmt & (x.vt[ar, slot] == T_NONE), P_ASSIGN_EQ, k.SPH[phc, a])
+        eph = xp.where(range_b, P_RANGE_LP, xp.where(sclose, k.SCLOSE_PH[x.kc], ph))
+        N[:, H_PH] = xp.where(St, sph, eph)
+        N[:, H_DONE] = xp.where(atb & (a == V.END), 1, S[:, H_DONE])
+        N[:, H_TARGET] = xp.where(name_stmt, a, S[:, H_TARGET])
+        N[:, H_PEND_KIND] = xp.where(atb & (pend >= 0), pend, S[:, H_PEND_KIND])
         pend_var = S[:, H_PEND_VAR]
-        N[:, H_PEND_VAR] = np.where(St & (ph == P_FOR_VAR), a, np.where(indent, 0, pend_var))
+        N[:, H_PEND_VAR] = xp.where(St & (ph == P_FOR_VAR), a, xp.where(indent, 0, pend_var))
 
         # --- blocks (a copy of the (n, MAX_BLOCKS, B_FIELDS) array, written back at the end)
-        B = x.B.copy()
+        B = xp.copy(x.B)
         kind_d, safe_d = x.B[ar, dc, B_KIND], x.B[ar, dc, B_SAFE]
         ret_close = sclose & (kind == K_RET)
         # a statement at a boundary: CHAIN[d] = 0; NONEMPTY[d] = 1 unless elif/else
         stmt_start = atb & (a != V.END) & (a != V.DEDENT)
-        B[ar, dc, B_CHAIN] = np.where(stmt_start, 0, B[ar, dc, B_CHAIN])
-        B[ar, dc, B_NONEMPTY] = np.where(stmt_start & (a != T["elif"]) & (a != T["else"]), 1, B[ar, dc, B_NONEMPTY])
+        B[ar, dc, B_CHAIN] = xp.where(stmt_start, 0, B[ar, dc, B_CHAIN])
+        B[ar, dc, B_NONEMPTY] = xp.where(stmt_start & (a != T["elif"]) & (a != T["else"]), 1, B[ar, dc, B_NONEMPTY])
         brk = atb & ((a == T["break"]) | (a == T["continue"]))
-        B[ar, dc, B_TERM] = np.where(brk | ret_close, 1, B[ar, dc, B_TERM])
-        B[ar, dc, B_SAFE] = np.where(ret_close, 1, B[ar, dc, B_SAFE])
+        B[ar, dc, B_TERM] = xp.where(brk | ret_close, 1, B[ar, dc, B_TERM])
+        B[ar, dc, B_SAFE] = xp.where(ret_close, 1, B[ar, dc, B_SAFE])
         # DEDENT: close block d into d-1
-        pd = _mn(d - 1, 0, MAX_BLOCKS - 1)
+        pd = xp.clip(d - 1, 0, MAX_BLOCKS - 1)
         pcs = x.B[ar, pd, B_CHAIN_SAFE]
-        B[ar, pd, B_CHAIN] = np.where(dedent & ((kind_d == BK_IF) | (kind_d == BK_ELIF)), 1, B[ar, pd, B_CHAIN])
-        B[ar, pd, B_CHAIN_SAFE] = np.where(dedent & (kind_d == BK_IF), safe_d,
-                                           np.where(dedent & (kind_d == BK_ELIF), np.where(pcs != 0, safe_d, pcs), pcs))
+        B[ar, pd, B_CHAIN] = xp.where(dedent & ((kind_d == BK_IF) | (kind_d == BK_ELIF)), 1, B[ar, pd, B_CHAIN])
+        B[ar, pd, B_CHAIN_SAFE] = xp.where(dedent & (kind_d == BK_IF), safe_d,
+                                           xp.where(dedent & (kind_d == BK_ELIF), xp.where(pcs != 0, safe_d, pcs), pcs))
         else_safe = dedent & (kind_d == BK_ELSE) & (pcs != 0) & (safe_d != 0)
-        B[ar, pd, B_SAFE] = np.where(else_safe, 1, B[ar, pd, B_SAFE])
-        B[ar, pd, B_TERM] = np.where(else_safe, 1, B[ar, pd, B_TERM])
+        B[ar, pd, B_SAFE] = xp.where(else_safe, 1, B[ar, pd, B_SAFE])
+        B[ar, pd, B_TERM] = xp.where(else_safe, 1, B[ar, pd, B_TERM])
         # INDENT: open block d+1
-        nd = _mn(d + 1, 0, MAX_BLOCKS - 1)
+        nd = xp.clip(d + 1, 0, MAX_BLOCKS - 1)
         pend_kind = S[:, H_PEND_KIND]
-        newblock = np.zeros((n, B_FIELDS), dtype=np.int64)
+        newblock = xp.full((n, B_FIELDS), 0)
         newblock[:, B_KIND] = pend_kind
-        B[ar, nd] = np.where(indent[:, None], newblock, B[ar, nd])
+        B[ar, nd] = xp.where(indent[:, None], newblock, B[ar, nd])
         N[:, OFF_BLOCKS:OFF_VARS] = B.reshape(n, -1)
-        N[:, H_DEPTH] = np.where(dedent, d - 1, np.where(indent, d + 1, d))
+        N[:, H_DEPTH] = xp.where(dedent, d - 1, xp.where(indent, d + 1, d))
         loops = S[:, H_LOOPS]
-        N[:, H_LOOPS] = np.where(dedent & (kind_d == BK_LOOP), loops - 1,
-                                 np.where(indent & (pend_kind == BK_LOOP), loops + 1, loops))
+        N[:, H_LOOPS] = xp.where(dedent & (kind_d == BK_LOOP), loops - 1,
+                                 xp.where(indent & (pend_kind == BK_LOOP), loops + 1, loops))
 
         # --- names: scoping on DEDENT, a new variable on `v = e` or as a new for-variable
         new_var = sclose & (kind == K_ASSIGN_NEW)
-        vt = np.where(dedent[:, None] & (x.vt != T_NONE) & (x.vdep == d[:, None]), T_NONE, x.vt)
-        vdep = x.vdep.copy()
-        aslot = _mn(x.aux - V.P0, 0, NUM_NAMES - 1)
-        vt[ar, aslot] = np.where(new_var, t, vt[ar, aslot])
-        vdep[ar, aslot] = np.where(new_var, d, vdep[ar, aslot])
-        fslot = _mn(pend_var - V.P0, 0, NUM_NAMES - 1)
+        vt = xp.where(dedent[:, None] & (x.vt != T_NONE) & (x.vdep == d[:, None]), T_NONE, x.vt)
+        vdep = xp.copy(x.vdep)
+        aslot = xp.clip(x.aux - V.P0, 0, NUM_NAMES - 1)
+        vt[ar, aslot] = xp.where(new_var, t, vt[ar, aslot])
+        vdep[ar, aslot] = xp.where(new_var, d, vdep[ar, aslot])
+        fslot = xp.clip(pend_var - V.P0, 0, NUM_NAMES - 1)
         for_var = indent & (pend_kind == BK_LOOP) & (pend_var != 0) & (x.vt[ar, fslot] == T_NONE)
-        vt[ar, fslot] = np.where(for_var, T_I, vt[ar, fslot])
-        vdep[ar, fslot] = np.where(for_var, d + 1, vdep[ar, fslot])
+        vt[ar, fslot] = xp.where(for_var, T_I, vt[ar, fslot])
+        vdep[ar, fslot] = xp.where(for_var, d + 1, vdep[ar, fslot])
         N[:, OFF_VARS:OFF_FRAMES:2] = vt
         N[:, OFF_VARS + 1:OFF_FRAMES:2] = vdep
         return N
