@@ -5,7 +5,7 @@
 #      on the development machine as /work/.library/device/README.md shows, and the `run`
 #      call names .whl in `carry`);
 #   2. the GPU tests (CPU == GPU on the corpus, 100,000 random programs, fuzzed bytecode and
-#      sources, torch round trip, chunking, Ray);
+#      sources, torch round trip, chunking, Ray; evaluate_tasks on token slots across tasks);
 #   3. compute-sanitizer memcheck on a corpus + fuzz run of the kernels;
 #   4. the benchmark (experiments/bench_gpu.py; --quick with QUICK=1).
 # Each step logs to $OUT/<step>.log and the script goes on after a failure; the exit status is
@@ -31,10 +31,13 @@ step install python -m pip install -q --no-index --no-deps --no-build-isolation 
 export CUPY_CACHE_DIR="$OUT/cupy_cache"
 step build python -c "from vramgym.vm import cuda; cuda.device(); print(cuda.device().k)"
 step gpu_tests python -m pytest -q -rs tests/test_cuda_backend.py tests/test_corpus.py -k "cuda or gpu or identically or evaluate or torch or chunking or ray"
+step gpu_evaluate_tasks python -m pytest -q -rs tests/test_evaluate_tasks.py
 # memcheck: the corpus and the fuzz tests, small random corpus (the sanitizer is ~100x slower)
 export VRAMGYM_GPU_RANDOM_PROGRAMS=300
 step memcheck compute-sanitizer --tool memcheck --leak-check no --error-exitcode 99 \
   python -m pytest -q -x tests/test_cuda_backend.py -k "corpus or fuzzed or random_programs or evaluate"
+VRAMGYM_GPU_TASK_PROGRAMS=300 step memcheck_tasks compute-sanitizer --tool memcheck --leak-check no \
+  --error-exitcode 99 python -m pytest -q -x tests/test_evaluate_tasks.py -k gpu
 unset VRAMGYM_GPU_RANDOM_PROGRAMS
 if [ "${QUICK:-0}" = 1 ]; then step bench python experiments/bench_gpu.py --quick --out "$OUT"
 else step bench python experiments/bench_gpu.py --out "$OUT"; fi

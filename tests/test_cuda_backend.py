@@ -64,7 +64,8 @@ def test_nvcc_compiles_kernels(tmp_path):
     assert r.returncode == 0, r.stderr
     ptx = (tmp_path / "k.ptx").read_text()
     for name in ("vg_compile_sources", "vg_compile_tokens", "vg_validate_programs", "vg_execute_local",
-                 "vg_execute_global_eval"):
+                 "vg_execute_global_eval", "vg_compile_token_slots", "vg_execute_tasks_local",
+                 "vg_execute_tasks_global"):
         assert f".entry {name}(" in ptx
 
 
@@ -81,7 +82,7 @@ def test_compile_kernels_have_a_static_stack(tmp_path):
     log = r.stdout + r.stderr
     assert r.returncode == 0, log[-4000:]
     assert "cannot be statically determined" not in log, log
-    for name in ("vg_compile_sources", "vg_compile_tokens"):
+    for name in ("vg_compile_sources", "vg_compile_tokens", "vg_compile_token_slots"):
         entry = log.split(f"Compiling entry function '{name}'")[1].split("Compiling entry function")[0]
         frame = int(re.search(r"(\d+) bytes stack frame", entry).group(1))
         total = re.search(r"(\d+) bytes cumulative stack size", entry)
@@ -112,7 +113,7 @@ def test_nvrtc_compiles_kernel_source():
         pytest.fail(f"NVRTC: {e}\n{nvrtc.getProgramLog(prog)}")
     finally:
         nvrtc.destroyProgram(prog)
-    assert b".entry vg_execute_local_eval(" in ptx
+    assert b".entry vg_execute_local_eval(" in ptx and b".entry vg_execute_tasks_local(" in ptx
 
 
 def test_kernel_source_inlines_the_shared_headers():

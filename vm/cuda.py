@@ -101,7 +101,8 @@ class _Device:
             self.module.compile()
             self.k = {name: self.module.get_function(name) for name in (
                 "vg_sizes", "vg_compile_sources", "vg_compile_tokens", "vg_validate_programs", "vg_execute_local",
-                "vg_execute_global", "vg_execute_local_eval", "vg_execute_global_eval")}
+                "vg_execute_global", "vg_execute_local_eval", "vg_execute_global_eval", "vg_compile_token_slots",
+                "vg_execute_tasks_local", "vg_execute_tasks_global")}
             rt = cp.cuda.runtime
             self.sms = rt.getDeviceProperties(device_id)["multiProcessorCount"]
             sizes = cp.zeros(5, dtype=cp.int64)
@@ -507,3 +508,90 @@ def evaluate(programs, offsets, inputs, expected, *, source: bool = False, signa
         steps = steps.view(cp.int64)
         return EvalResult(_out(passed, as_torch), _out(steps, as_torch), _out(reward, as_torch),
                           _out(errors, as_torch), m)
+
+
+# --- evaluate_tasks: token slots, each program on its own task's tests --------------------------
+
+def _compile_slots_launch(d: _Device, toks, count, active, n: int, code, code_len, code_cap: int, err=None):
+    """One launch of vg_compile_token_slots over programs [0, n) (device arrays)."""
+    import cupy as cp
+    if n == 0:
+        return
+    slots = min(n, d.sms * COMPILE_PER_SM, max(COMPILE_BLOCK, _budget() // d.compiler_bytes))
+    blocks = -(-slots // COMPILE_BLOCK)
+    compilers = cp.empty(blocks * COMPILE_BLOCK * d.compiler_bytes, dtype=cp.uint8)
+    d.k["vg_compile_token_slots"]((blocks,), (COMPILE_BLOCK,), (
+        toks, _i32(toks.shape[1]), count, _ptr(active), _i32(n), code, _i32(code_cap), code_len, _ptr(err),
+        compilers))
+
+
+def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *, config=None,
+                   code_cap: int = 1024):
+    """Compile N programs given as token slots and run each on its own task's tests, on the
+    device, with no host synchronisation (for environments that keep their state on the GPU).
+
+    tokens (N, S, 4) int32: row i holds program i's compiler tokens (kind, value, line, col), the
+        layout of compile_tokens, in its first counts[i] entries (the last one EOF); the rest of
+        the slot is ignored. counts (N,) int: clamped to [0, S]. task_ids (N,) int: each row's
+        task, in [0, T). active (N,) bool (None: all): inactive rows are neither compiled nor run.
+    inputs, expected: Encoded (uploaded on each call) or (words, offsets) device pairs (no
+        copy), T * n_tests values: task t's tests are items t * n_tests .. (t + 1) * n_tests - 1.
+    ret_kinds (T,) int32: each task's return kind (opcodes.KIND_*), for comparing results.
+    Returns (passed (N,) int32: tests whose result equals the expected value, steps (N,) int64:
+    executed steps summed over the tests, ok (N,) bool: compiled); passed and steps are 0 where
+    a row did not compile or is inactive. Torch CUDA tensors when tokens is one (on torch's
+    current stream), else CuPy arrays. Exactly vramgym.vm.evaluate.evaluate_tasks_cpu.
+
+    Everything is launched on one stream; chunk sizes come from N and free device memory
+    (host-side queries), so nothing waits for the device."""
+    import cupy as cp
+    from .batch import VMConfig
+    config = config or VMConfig()
+    if not 1 <= code_cap <= oc.LIMITS["MAX_CODE"]:
+        raise ValueError(f"code_cap must be in 1..{oc.LIMITS['MAX_CODE']}")
+    n_tests = int(n_tests)
+    if n_tests < 0:
+        raise ValueError("n_tests must be >= 0")
+    with _torch_stream((tokens, counts, task_ids, active)) as as_torch:
+        d = device()
+        toks = _dev(tokens, cp.int32)
+        if toks.ndim != 3 or toks.shape[2] != 4:
+            raise ValueError(f"tokens must have shape (N, S, 4), got {toks.shape}")
+        n, slot = toks.shape[0], toks.shape[1]
+        count = _dev(counts, cp.int64)
+        task_of = _dev(task_ids, cp.int64)
+        act = None if active is None else _dev(active, cp.uint8)
+        task_ret = _dev(ret_kinds, cp.int32)
+        in_words, in_off = _encoded_dev(inputs)
+        exp_words, exp_off = _encoded_dev(expected)
+        n_in, n_task = len(in_off) - 1, len(task_ret)
+        for name, x in (("counts", count), ("task_ids", task_of), ("active", act)):
+            if x is not None and x.shape != (n,):
+                raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
+        if len(exp_off) - 1 != n_in:
+            raise ValueError("expected needs one value per input")
+        if n_in != n_task * n_tests:
+            raise ValueError(f"inputs hold {n_in} values; {n_task} tasks x {n_tests} tests need {n_task * n_tests}")
+        passed = cp.zeros(n, dtype=cp.int32)
+        steps = cp.zeros(n, dtype=cp.uint64)
+        lengths = cp.empty(n, dtype=cp.int32)
+        wpp = max(1, -(-n_tests // 32))
+        chunk = _chunk_size(n, 4 * code_cap + 4 * 4)
+        code = cp.empty((min(chunk, max(n, 1)), code_cap), dtype=cp.uint32)  # reused by every chunk
+        if n and n_tests:
+            suffix, blocks, scratch = _exec_grid(d, min(n, chunk) * wpp, config)
+            kernel = d.k[f"vg_execute_tasks_{suffix}"]
+        for a in range(0, n, chunk):
+            b = min(n, a + chunk)
+            k = b - a
+            _compile_slots_launch(d, toks[a:b], count[a:b], None if act is None else act[a:b], k, code,
+                                  lengths[a:b], code_cap)
+            if not n_tests:
+                continue
+            entry_pc = _validate(d, code, None, code_cap, lengths[a:b], k, None, 0, None, None)
+            kernel((blocks,), (EXEC_BLOCK,), (
+                code, _i32(code_cap), lengths[a:b], _i32(k), entry_pc, task_of[a:b], task_ret, _i32(n_task),
+                _i32(n_tests), in_words, in_off, _i32(n_in), exp_words, exp_off, _i64(k * wpp), _i32(wpp),
+                *_cfg_args(config), scratch, passed[a:b], steps[a:b]))
+        ok = _out(lengths, as_torch) >= 0  # compared after the hand-over: no bool through DLPack
+        return _out(passed, as_torch), _out(steps.view(cp.int64), as_torch), ok

@@ -14,6 +14,8 @@
 //       local memory, which the hardware interleaves across lanes (lanes at the same stack
 //       position touch one cache line) and caches in L1; _global ones are for stacks larger
 //       than VG_LOCAL_STACK. The _eval variants also sum passes and steps per program.
+//   vg_compile_token_slots + vg_execute_tasks_{local,global}   evaluate_tasks: programs as
+//       fixed-stride token slots with an active mask, each run on its own task's tests.
 // Failures are status codes in the outputs, never exceptions or aborts.
 #include "compiler.h"
 #include "vm.h"
@@ -184,6 +186,55 @@ __device__ inline void execute(const uint32_t* __restrict__ code, const int64_t*
   }
 }
 
+// evaluate_tasks: program p runs the tests of its task, inputs task_of[p] * n_tests + j for
+// j < n_tests, comparing results as task_ret[task_of[p]] (opcodes KIND_*). Work item t is
+// program t / wpp on tests (t % wpp) * 32 + lane; programs that did not compile (inactive ones
+// included: their code_len is -1) or name no task skip at once, uniformly across the warp. The
+// warp adds its passes and steps to pass_count[p] and step_sum[p].
+template <bool LOCAL>
+__device__ inline void execute_tasks(const uint32_t* __restrict__ code, int32_t code_cap,
+                                     const int32_t* __restrict__ code_len, int32_t n_prog,
+                                     const int32_t* __restrict__ entry_pc, const int64_t* __restrict__ task_of,
+                                     const int32_t* __restrict__ task_ret, int32_t n_task, int32_t n_tests,
+                                     const int32_t* __restrict__ in_words, const int64_t* __restrict__ in_off,
+                                     int32_t n_in, const int32_t* __restrict__ exp_words,
+                                     const int64_t* __restrict__ exp_off, int64_t n_items, int32_t wpp, VMConfig cfg,
+                                     int32_t* __restrict__ scratch, int32_t* pass_count,
+                                     unsigned long long* step_sum, int32_t* local_stack) {
+  const int32_t lane = threadIdx.x & 31;
+  const int64_t warp = global_tid() >> 5, nwarps = grid_threads() >> 5;
+  LaneLayout L = lane_layout(cfg, !LOCAL);
+  int32_t* mine = scratch + (warp * 32 + lane) * L.total;
+  Workspace ws;
+  ws.frames = reinterpret_cast<Frame*>(mine + L.frames);
+  ws.lists = reinterpret_cast<ListHdr*>(mine + L.lists);
+  ws.heap = mine + L.heap;
+  ws.stack = LOCAL ? local_stack : mine + L.stack;
+  ws.nlists = ws.hp = 0;
+  for (int64_t t = warp; t < n_items; t += nwarps) {  // uniform across the warp
+    int32_t p = (int32_t)(t / wpp);
+    if (p >= n_prog) continue;
+    int64_t task = task_of[p];
+    if (entry_pc[p] < 0 || task < 0 || task >= n_task) continue;
+    int32_t jj = (int32_t)(t % wpp) * 32 + lane;
+    bool ok = false;
+    int32_t ns = 0;
+    if (jj < n_tests) {
+      int64_t j = task * n_tests + jj;
+      ProgRef pr = prog_ref(code, nullptr, code_cap, code_len, p);
+      ok = run_one(pr, p, n_prog, entry_pc, task_ret[task], in_words, in_off, j < n_in ? (int32_t)j : n_in, n_in,
+                   exp_words, exp_off, cfg, ws, 0, nullptr, nullptr, nullptr, nullptr, nullptr, 0, &ns);
+    }
+    unsigned int npass = __popc(__ballot_sync(0xffffffffu, ok));
+    unsigned long long s = (unsigned long long)ns;
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(0xffffffffu, s, off);
+    if (lane == 0) {
+      if (npass) atomicAdd(pass_count + p, (int)npass);
+      if (s) atomicAdd(step_sum + p, s);
+    }
+  }
+}
+
 }  // namespace vgk
 
 using vgk::ENTRY_META;
@@ -269,6 +320,30 @@ __global__ void vg_compile_tokens(const vg::Token* __restrict__ toks, const int6
   }
 }
 
+// Programs as fixed-stride token slots: program i is toks[i * slot .. i * slot + count[i]) (count
+// clamped to [0, slot]); rows with active[i] == 0 are not compiled (code_len -1, error code 0).
+// Outputs as vg_compile_tokens, err nullable.
+__global__ void vg_compile_token_slots(const vg::Token* __restrict__ toks, int32_t slot,
+                                       const int64_t* __restrict__ count, const uint8_t* __restrict__ active,
+                                       int32_t n, uint32_t* code, int32_t code_cap, int32_t* code_len, int32_t* err,
+                                       vg::Compiler* compilers) {
+  int64_t tid = vgk::global_tid();
+  vg::Compiler& c = compilers[tid];
+  for (int64_t i = tid; i < n; i += vgk::grid_threads()) {
+    int32_t m = -1;
+    vg::CompileError e;
+    e.code = e.line = e.col = e.arg = 0;
+    if (!active || active[i]) {
+      int64_t k = count[i];
+      k = k < 0 ? 0 : k > slot ? slot : k;
+      m = vg::compile_tokens(c, toks + i * (int64_t)slot, (int32_t)k, code + i * (int64_t)code_cap, code_cap);
+      e = c.err;
+    }
+    code_len[i] = m;
+    if (err) vgk::write_err(err, i, e);
+  }
+}
+
 // entry_pc[p] = the pc of function entry[p] (or entry_all when entry is null), -1 when there is
 // no such function, -2 when the bytecode is invalid (or failed to compile), and, when want_sig
 // ([nparams, ret, kinds...]) and entry_meta are given, -3 when the entry's signature differs.
@@ -312,6 +387,28 @@ __global__ void vg_execute_local_eval(VG_EXEC_PARAMS) {
 __global__ void vg_execute_global_eval(VG_EXEC_PARAMS) {
   VG_MAKE_CFG;
   vgk::execute<false, true>(VG_EXEC_ARGS(nullptr));
+}
+
+#define VG_TASK_PARAMS                                                                                             \
+  const uint32_t *__restrict__ code, int32_t code_cap, const int32_t *__restrict__ code_len, int32_t n_prog,     \
+      const int32_t *__restrict__ entry_pc, const int64_t *__restrict__ task_of, const int32_t *__restrict__ task_ret, \
+      int32_t n_task, int32_t n_tests, const int32_t *__restrict__ in_words, const int64_t *__restrict__ in_off,   \
+      int32_t n_in, const int32_t *__restrict__ exp_words, const int64_t *__restrict__ exp_off, int64_t n_items,   \
+      int32_t wpp, int32_t fuel, int32_t max_depth, int32_t heap_size, int32_t max_lists, int32_t stack_size,      \
+      int32_t *__restrict__ scratch, int32_t *pass_count, unsigned long long *step_sum
+#define VG_TASK_ARGS(stack)                                                                                     \
+  code, code_cap, code_len, n_prog, entry_pc, task_of, task_ret, n_task, n_tests, in_words, in_off, n_in,      \
+      exp_words, exp_off, n_items, wpp, cfg, scratch, pass_count, step_sum, stack
+
+__global__ void vg_execute_tasks_local(VG_TASK_PARAMS) {
+  int32_t stack[VG_LOCAL_STACK];
+  VG_MAKE_CFG;
+  vgk::execute_tasks<true>(VG_TASK_ARGS(stack));
+}
+
+__global__ void vg_execute_tasks_global(VG_TASK_PARAMS) {
+  VG_MAKE_CFG;
+  vgk::execute_tasks<false>(VG_TASK_ARGS(nullptr));
 }
 
 }  // extern "C"

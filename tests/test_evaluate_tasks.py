@@ -1,0 +1,214 @@
+"""evaluate_tasks: token-slot programs scored on their own tasks' tests.
+
+The CPU reference (vramgym.vm.evaluate.evaluate_tasks_cpu) is checked against a per-row oracle
+(compile_tokens + run_batch one program at a time); the GPU version (vramgym.vm.cuda) against
+the CPU reference, exactly, on thousands of random programs across several tasks with a random
+active mask, garbage past each row's count, rows that fail to compile, and chunking. GPU tests
+skip without a GPU. VRAMGYM_SEED replays a run.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from vramgym.compiler import compile_tokens, tokenize
+from vramgym.compiler.random_programs import GeneratorConfig, generate_program, random_args
+from vramgym.vm import VMConfig, cuda, encode_results, encode_tuples, opcodes as oc, run_batch
+from vramgym.vm.evaluate import evaluate_tasks_cpu
+from vramgym.vm.values import KIND_BY_NAME, Encoded
+
+SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
+N_GPU = int(os.environ.get("VRAMGYM_GPU_TASK_PROGRAMS", 4000))
+
+# (params, ret, reference source, Python oracle of the expected result)
+TASKS = [
+    (("int", "int"), "int", "def f(a: int, b: int) -> int:\n    return a % 1000 + b % 1000\n",
+     lambda a, b: a % 1000 + b % 1000),
+    (("list",), "int", "def f(xs: list[int]) -> int:\n    s = 0\n    for x in xs:\n        s += x % 100\n    return s\n",
+     lambda xs: sum(x % 100 for x in xs)),
+    (("list",), "list", "def f(xs: list[int]) -> list[int]:\n    ys: list[int] = []\n    for x in xs:\n"
+     "        ys = [x] + ys\n    return ys\n", lambda xs: xs[::-1]),
+    (("int",), "bool", "def f(a: int) -> bool:\n    return a % 2 == 0\n", lambda a: a % 2 == 0),
+]
+
+
+def make_bank(rng: np.random.Generator, n_tests: int):
+    """inputs, expected (Encoded, T * n_tests values) and ret_kinds (T,) of TASKS."""
+    ins, exps = [], []
+    for params, ret, _, fn in TASKS:
+        args = random_args(rng, params, n_tests)
+        ins.append(encode_tuples(args, params))
+        exps.append(encode_results([fn(*a) for a in args], ret))
+    ret_kinds = np.array([KIND_BY_NAME[t[1]] for t in TASKS], dtype=np.int32)
+    return Encoded.concat(ins), Encoded.concat(exps), ret_kinds
+
+
+def make_programs(rng: np.random.Generator, n: int, slot: int | None = None):
+    """(tokens (n, S, 4), counts, task_ids, active): references, generated programs of the
+    task's signature, and mutants; garbage rows past each count; a random active mask."""
+    task_ids = rng.integers(0, len(TASKS), n)
+    rows = []
+    for t in task_ids:
+        params, ret, ref, _ = TASKS[t]
+        r = rng.random()
+        if r < 0.15:
+            src = ref
+        else:
+            cfg = GeneratorConfig(entry_name="entry", entry_params=params, entry_ret=ret, max_functions=2)
+            src = generate_program(rng, cfg).source
+        toks = tokenize(src)
+        if r > 0.8:  # a mutant: kinds and values changed, rows dropped (often no longer compiles)
+            toks = toks.copy()
+            for _ in range(int(rng.integers(1, 4))):
+                k = int(rng.integers(len(toks)))
+                if rng.random() < 0.5:
+                    toks[k, 0] = rng.integers(0, len(oc.TOKENS))
+                else:
+                    toks = np.delete(toks, k, axis=0)
+        rows.append(toks)
+    S = slot or max(len(t) for t in rows) + 3
+    tokens = rng.integers(-3, 2**31 - 1, (n, S, 4)).astype(np.int32)  # garbage past the count
+    counts = np.zeros(n, dtype=np.int64)
+    for i, t in enumerate(rows):
+        m = min(len(t), S)
+        tokens[i, :m] = t[:m]
+        counts[i] = m
+    odd = rng.random(n)
+    counts[odd < 0.02] = S + 5  # clamped to S
+    counts[(odd >= 0.02) & (odd < 0.03)] = 0
+    active = rng.random(n) < 0.8
+    return tokens, counts, task_ids.astype(np.int64), active
+
+
+def oracle(tokens, counts, task_ids, active, inputs, expected, n_tests, ret_kinds, config=None, code_cap=1024):
+    """One program at a time, through the public compile_tokens and run_batch."""
+    n, S = tokens.shape[:2]
+    passed, steps, ok = np.zeros(n, np.int32), np.zeros(n, np.int64), np.zeros(n, bool)
+    for i in np.flatnonzero(active):
+        c = int(np.clip(counts[i], 0, S))
+        res = compile_tokens(tokens[i, :c], np.array([0, c]), code_cap=code_cap)
+        if not res.ok[0]:
+            continue
+        ok[i] = True
+        t = int(task_ids[i])
+        runs = (np.zeros(n_tests, np.int32), (t * n_tests + np.arange(n_tests)).astype(np.int32))
+        r = run_batch(res.to_programs(0, ret_kinds[t]), inputs, runs, expected=expected, config=config, out_cap=0)
+        passed[i] = r.passed.sum()
+        steps[i] = r.steps.astype(np.int64).sum()
+    return passed, steps, ok
+
+
+def test_cpu_reference_matches_per_program_oracle():
+    rng = np.random.default_rng([SEED, 1])
+    inputs, expected, ret_kinds = make_bank(rng, 12)
+    progs = make_programs(rng, 300)
+    config = VMConfig(fuel=5000)
+    got = evaluate_tasks_cpu(*progs, inputs, expected, 12, ret_kinds, config=config)
+    want = oracle(*progs, inputs, expected, 12, ret_kinds, config=config)
+    for name, g, w in zip(("passed", "steps", "ok"), got, want):
+        assert g.dtype == w.dtype and np.array_equal(g, w), (name, np.flatnonzero(g != w)[:5], SEED)
+    tokens, counts, task_ids, active = progs
+    assert got[2].sum() > 50 and got[0].sum() > 0  # the mix exercises passing and failing programs
+    assert not got[2][~active].any() and not got[0][~active].any() and not got[1][~active].any()
+    # the references pass every test
+    refs = [tokenize(t[2]) for t in TASKS]
+    S = max(len(r) for r in refs)
+    tok = np.zeros((len(refs), S, 4), np.int32)
+    for i, r in enumerate(refs):
+        tok[i, :len(r)] = r
+    p, s, ok = evaluate_tasks_cpu(tok, [len(r) for r in refs], np.arange(len(refs)), None, inputs, expected, 12,
+                                  ret_kinds)
+    assert ok.all() and (p == 12).all() and (s > 0).all()
+
+
+def test_cpu_reference_torch_and_edge_cases():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng([SEED, 2])
+    inputs, expected, ret_kinds = make_bank(rng, 3)
+    tokens, counts, task_ids, active = make_programs(rng, 40)
+    a = evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, 3, ret_kinds)
+    b = evaluate_tasks_cpu(torch.from_numpy(tokens), torch.from_numpy(counts), torch.from_numpy(task_ids),
+                           torch.from_numpy(active), (inputs.words, inputs.offsets), expected, 3, ret_kinds)
+    assert all(isinstance(x, torch.Tensor) for x in b)
+    assert all(np.array_equal(x, y.numpy()) for x, y in zip(a, b))
+    # no tests: compiled or not, nothing runs
+    empty = Encoded(np.zeros(0, np.int32), np.zeros(1, np.int64))
+    p, s, ok = evaluate_tasks_cpu(tokens, counts, task_ids, active, empty, empty, 0, ret_kinds)
+    assert np.array_equal(ok, a[2]) and not p.any() and not s.any()
+    # nothing active
+    p, s, ok = evaluate_tasks_cpu(tokens, counts, task_ids, np.zeros(40, bool), inputs, expected, 3, ret_kinds)
+    assert not p.any() and not s.any() and not ok.any()
+    with pytest.raises(ValueError, match="task_ids"):
+        evaluate_tasks_cpu(tokens, counts, task_ids + 10, active, inputs, expected, 3, ret_kinds)
+    with pytest.raises(ValueError, match="tests"):
+        evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, 4, ret_kinds)
+
+
+# --- GPU == CPU ---------------------------------------------------------------------------------
+
+def _gpu_reason() -> str | None:
+    try:
+        import cupy
+    except ImportError:
+        return "cupy is not installed (pip install 'vramgym[cuda]')"
+    try:
+        ok = cupy.cuda.is_available()
+    except Exception as e:  # a driver without a device raises
+        return f"cupy.cuda.is_available() raised {e!r}"
+    return None if ok else "no CUDA GPU: cupy.cuda.is_available() is false"
+
+
+gpu = pytest.mark.skipif(_gpu_reason() is not None, reason=f"GPU test: {_gpu_reason()}")
+
+
+def _host(x):
+    return x.cpu().numpy() if hasattr(x, "cpu") else x.get()
+
+
+@gpu
+@pytest.mark.parametrize("n_tests", [40, 7])
+@pytest.mark.parametrize("config", [VMConfig(fuel=20_000), VMConfig(stack_size=oc.DEFAULT_STACK + 1)],
+                         ids=["default", "global-stack"])
+def test_evaluate_tasks_gpu_equals_cpu(n_tests, config, monkeypatch):
+    rng = np.random.default_rng([SEED, 3, n_tests])
+    inputs, expected, ret_kinds = make_bank(rng, n_tests)
+    progs = make_programs(rng, N_GPU)
+    want = evaluate_tasks_cpu(*progs, inputs, expected, n_tests, ret_kinds, config=config)
+    for chunk in (None, 997):  # one chunk, and several
+        monkeypatch.setattr(cuda, "MAX_CHUNK", chunk)
+        got = cuda.evaluate_tasks(*progs, inputs, expected, n_tests, ret_kinds, config=config)
+        for name, g, w in zip(("passed", "steps", "ok"), got, want):
+            g = _host(g)
+            assert g.dtype == w.dtype and np.array_equal(g, w), (name, chunk, np.flatnonzero(g != w)[:5], SEED)
+    assert want[2].sum() > N_GPU // 4 and want[0].sum() > 0
+
+
+@gpu
+def test_evaluate_tasks_torch_no_sync():
+    """Torch CUDA tensors in (the environments' state), torch CUDA tensors out, on torch's
+    current stream; torch's sync debugger must see no synchronisation inside the call."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng([SEED, 4])
+    inputs, expected, ret_kinds = make_bank(rng, 16)
+    tokens, counts, task_ids, active = make_programs(rng, 1000)
+    want = evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, 16, ret_kinds)
+    dev = torch.device("cuda")
+    t = [torch.from_numpy(x).to(dev) for x in (tokens, counts, task_ids, active)]
+    ins = (torch.from_numpy(inputs.words).to(dev), torch.from_numpy(inputs.offsets).to(dev))
+    exp = (torch.from_numpy(expected.words).to(dev), torch.from_numpy(expected.offsets).to(dev))
+    rk = torch.from_numpy(ret_kinds).to(dev)
+    cuda.evaluate_tasks(*t, ins, exp, 16, rk)  # compile the module first (that syncs, once)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            got = cuda.evaluate_tasks(*t, ins, exp, 16, rk)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    stream.synchronize()
+    assert all(isinstance(x, torch.Tensor) and x.is_cuda for x in got)
+    assert [x.dtype for x in got] == [torch.int32, torch.int64, torch.bool]
+    for name, g, w in zip(("passed", "steps", "ok"), got, want):
+        assert np.array_equal(g.cpu().numpy(), w), name

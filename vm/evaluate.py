@@ -1,0 +1,94 @@
+"""Score programs on their tasks' tests: the CPU reference of vramgym.vm.cuda.evaluate_tasks.
+
+    from vramgym.vm.evaluate import evaluate_tasks_cpu
+    passed, steps, ok = evaluate_tasks_cpu(tokens, counts, task_ids, active, bank.inputs,
+                                           bank.expected, bank.n_tests, bank.ret_kind)
+
+Shapes (N programs, S token slots per program, T tasks, M = n_tests tests per task):
+    tokens    (N, S, 4) int32   compiler tokens (kind, value, line, col) of program i in
+                                tokens[i, :counts[i]], the last one EOF (compile_tokens' layout)
+    counts    (N,) int          tokens used per row, clamped to [0, S]
+    task_ids  (N,) int          each row's task, in [0, T)
+    active    (N,) bool | None  rows to compile and run (None: all)
+    inputs    Encoded           T * M argument tuples: task t's tests are items t*M .. t*M + M - 1
+    expected  Encoded           T * M expected results, aligned with inputs
+    ret_kinds (T,) int32        each task's return kind (opcodes.KIND_*), for comparing results
+Returns passed (N,) int32 (tests whose result equals the expected value), steps (N,) int64
+(executed steps summed over the M tests) and ok (N,) bool (compiled); passed and steps are 0
+where a row is inactive or did not compile. The entry is function 0 of each program, and no
+signature is checked: a program whose entry takes other arguments traps bad_input on every test,
+as in TaskBank.score (compile_tokens -> to_programs(entry=0, ret_kind) -> run_batch).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from vramgym.compiler import compile_tokens
+
+from .batch import VMConfig, run_batch
+from .values import Encoded
+
+
+def _host(x, dtype=None) -> np.ndarray:
+    """A numpy array of x (numpy, sequences, or torch CPU/CUDA tensors: copied to the host)."""
+    if type(x).__module__.startswith("torch"):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x) if dtype is None else np.asarray(x, dtype=dtype)
+
+
+def _encoded(x) -> Encoded:
+    if isinstance(x, Encoded):
+        return x
+    words, offsets = x
+    return Encoded(_host(words, np.int32), _host(offsets, np.int64))
+
+
+def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *,
+                       config: VMConfig | None = None, code_cap: int = 1024):
+    """The CPU backend's scores of N token-slot programs on their tasks' tests (see the module
+    docstring); the same signature and results as vramgym.vm.cuda.evaluate_tasks. Returns numpy
+    arrays, or torch CPU tensors when tokens is a torch tensor."""
+    as_torch = type(tokens).__module__.startswith("torch")
+    toks = _host(tokens, np.int32)
+    if toks.ndim != 3 or toks.shape[2] != 4:
+        raise ValueError(f"tokens must have shape (N, S, 4), got {toks.shape}")
+    n, slot = toks.shape[:2]
+    count = np.clip(_host(counts, np.int64), 0, slot)
+    task = _host(task_ids, np.int64)
+    act = np.ones(n, dtype=bool) if active is None else _host(active, bool)
+    ret = _host(ret_kinds, np.int32)
+    inputs, expected = _encoded(inputs), _encoded(expected)
+    n_tests = int(n_tests)
+    for name, x in (("counts", count), ("task_ids", task), ("active", act)):
+        if x.shape != (n,):
+            raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
+    if n_tests < 0 or len(inputs) != len(ret) * n_tests or len(expected) != len(inputs):
+        raise ValueError(f"inputs and expected need {len(ret)} tasks x {n_tests} tests values each, "
+                         f"got {len(inputs)} and {len(expected)}")
+    if np.any(task[act] < 0) or np.any(task[act] >= len(ret)):
+        raise ValueError(f"task_ids of active rows must be in [0, {len(ret)})")
+    passed = np.zeros(n, dtype=np.int32)
+    steps = np.zeros(n, dtype=np.int64)
+    ok = np.zeros(n, dtype=bool)
+    rows = np.flatnonzero(act)
+    if len(rows):
+        used = np.arange(slot)[None, :] < count[rows, None]      # (R, S)
+        packed = toks[rows][used]                                 # (sum of counts, 4)
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(count[rows], out=offsets[1:])
+        compiled = compile_tokens(packed, offsets, code_cap=code_cap)
+        ok[rows] = compiled.ok
+        if n_tests:
+            t = task[rows]
+            programs = compiled.to_programs(entry=0, ret_kind=ret[t])
+            run_prog = np.repeat(np.arange(len(rows), dtype=np.int32), n_tests)
+            run_in = (t[:, None] * n_tests + np.arange(n_tests)[None, :]).ravel().astype(np.int32)
+            res = run_batch(programs, inputs, (run_prog, run_in), expected=expected, config=config, out_cap=0,
+                            backend="cpu")
+            good = compiled.ok[:, None]
+            passed[rows] = (res.passed.reshape(-1, n_tests) & good).sum(axis=1)
+            steps[rows] = np.where(good, res.steps.reshape(-1, n_tests), 0).astype(np.int64).sum(axis=1)
+    if as_torch:
+        import torch
+        return torch.from_numpy(passed), torch.from_numpy(steps), torch.from_numpy(ok)
+    return passed, steps, ok
