@@ -66,6 +66,8 @@ struct LaneScratch {
   std::vector<ListHdr> lists;
   std::vector<Frame> frames;
   std::vector<Fused> fx;
+  std::vector<int32_t> solo_stack;
+  std::vector<Frame> solo_frames;
   std::vector<uint8_t> target;
   LaneState state;
   explicit LaneScratch(const VMConfig& cfg)
@@ -74,6 +76,10 @@ struct LaneScratch {
     state.stack = stack.data();
     state.frame_pool = frames.data();
     state.fx = nullptr;
+    solo_stack.resize(std::max(cfg.stack_size, 1));
+    solo_frames.resize(std::max(cfg.max_depth, 1));
+    state.solo_stack = nullptr;
+    state.solo_frames = solo_frames.data();
     for (int l = 0; l < LANES; l++) {
       Workspace& w = state.lane[l];
       w.stack = nullptr;
@@ -255,6 +261,9 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
         if ((int32_t)LS.fx.size() < len) LS.fx.resize(len), LS.target.resize(len + 1);
         fuse_program(code + code_off[p], len, LS.fx.data(), LS.target.data());
         S.fx = LS.fx.data();
+        S.solo_stack = LS.solo_stack.data();
+      } else {
+        S.solo_stack = nullptr;
       }
       RunResult res[LANES];
       run_lanes(code + code_off[p], (int32_t)(code_off[p + 1] - code_off[p]), entry_pc[p], ins, lens,

@@ -37,7 +37,18 @@ struct LaneState {
   int32_t ngroups;
   int32_t steps[LANES];
   const Fused* fx;  // [len] superinstructions of the program (fuse.h), or null: plain steps only
+  int32_t* solo_stack;  // [stack_size] and [max_depth]: where a lane that runs alone goes on with
+  Frame* solo_frames;   // the scalar interpreter (null: never)
 };
+
+// A group of at most SOLO_LANES lanes that has run SOLO_AFTER instructions without meeting
+// another group (a loop that the other lanes have left) finishes on the scalar interpreter:
+// a lockstep instruction costs about as much for 1 lane as for 32.
+#ifndef VG_SOLO_LANES
+#define VG_SOLO_LANES 4
+#define VG_SOLO_AFTER 48
+#endif
+constexpr int32_t SOLO_LANES = VG_SOLO_LANES, SOLO_AFTER = VG_SOLO_AFTER;
 
 namespace lanes_detail {
 
@@ -100,7 +111,7 @@ inline bool before(const LaneGroup& a, const LaneGroup& b) {
 // On x86-64 GCC builds an AVX2 clone too, picked at load time where the CPU has AVX2: the lane
 // loops are 8 wide instead of 4 (about 1.2x on the lockstep interpreter).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-#define VG_LANE_CLONES __attribute__((target_clones("avx2", "default")))
+#define VG_LANE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define VG_LANE_CLONES
 #endif
@@ -250,7 +261,25 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
     LN_RECOMPUTE();
     uint32_t w;
     int32_t arg;
+    int32_t slice = 0;
     for (;;) {
+      if ((++slice & 15) == 0 && slice > SOLO_AFTER && S.solo_stack && __builtin_popcount(mask) <= SOLO_LANES) {
+        LN_FLUSH();
+        for (uint32_t m = mask; m; m &= m - 1) {
+          int32_t l = ctz(m);
+          Workspace& ws = S.lane[l];
+          ws.stack = S.solo_stack;
+          ws.frames = S.solo_frames;
+          for (int32_t k = 0; k < sp; k++) ws.stack[k] = COL(k)[l];
+          for (int32_t d = 0; d < depth; d++) ws.frames[d] = S.groups[gi].frames[d];
+          out[l] = run_from(code, len, cfg, ws, pc, sp, base, obase, depth, S.steps[l]);
+          ws.stack = nullptr;
+          ws.frames = nullptr;
+        }
+        mask = 0;
+        dead = true;
+        goto leave;
+      }
       if (fx && (uint32_t)pc < (uint32_t)len) {
         // A superinstruction when every lane has fuel for all its steps and its stack checks
         // pass; else the plain instruction, which traps exactly where the sequence would.

@@ -158,33 +158,14 @@ VG_HD inline int32_t load_args(uint32_t header, const int32_t* in, int32_t in_le
   return TRAP_OK;
 }
 
-// Run function `entry_pc` of a validated program on one encoded input:
-// per argument [KIND_INT, v] | [KIND_BOOL, 0 or 1] | [KIND_LIST, n, e1 .. en].
-VG_HD inline RunResult run(const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* in, int32_t in_len,
-                           const VMConfig& cfg, Workspace& ws) {
+// Continue a run from a given state: pc, the operand stack in ws.stack[0 .. sp), the frame of
+// depth `depth` at base/obase with its callers in ws.frames, and `steps` already executed.
+// The lockstep interpreter (lanes.h) hands lanes that run alone over to this loop.
+VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfig& cfg, Workspace& ws, int32_t pc,
+                                int32_t sp, int32_t base, int32_t obase, int32_t depth, int32_t steps) {
   RunResult res;
-  res.status = TRAP_OK;
-  res.value = 0;
-  res.steps = 0;
-  ws.nlists = 0;
-  ws.hp = 0;
   int32_t* st = ws.stack;
-  int32_t sp = 0, base = 0, obase, depth = 0, steps = 0, pc, status = TRAP_OK;
-  if (entry_pc < 0 || entry_pc >= len || (code[entry_pc] & 0xFF) != OP_FUNC) {
-    res.status = TRAP_BAD_INPUT;
-    return res;
-  }
-  {
-    int32_t nl = func_nlocals(code[entry_pc]);
-    int32_t t = load_args(code[entry_pc], in, in_len, cfg, ws, st, 1);
-    if (t != TRAP_OK) {
-      res.status = t;
-      return res;
-    }
-    sp = nl;
-    obase = nl;
-    pc = entry_pc + 1;
-  }
+  int32_t status = TRAP_OK;
   int32_t result = 0;
   // Locals, not cfg./ws. fields: stores through the int32 stack could alias them otherwise.
   const int32_t fuel = cfg.fuel, stack_size = cfg.stack_size, max_depth = cfg.max_depth;
@@ -479,6 +460,29 @@ done:
   res.value = status == TRAP_OK ? result : 0;
   res.steps = steps;
   return res;
+}
+
+// Run function `entry_pc` of a validated program on one encoded input:
+// per argument [KIND_INT, v] | [KIND_BOOL, 0 or 1] | [KIND_LIST, n, e1 .. en].
+VG_HD inline RunResult run(const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* in, int32_t in_len,
+                           const VMConfig& cfg, Workspace& ws) {
+  RunResult res;
+  res.status = TRAP_OK;
+  res.value = 0;
+  res.steps = 0;
+  ws.nlists = 0;
+  ws.hp = 0;
+  if (entry_pc < 0 || entry_pc >= len || (code[entry_pc] & 0xFF) != OP_FUNC) {
+    res.status = TRAP_BAD_INPUT;
+    return res;
+  }
+  int32_t nl = func_nlocals(code[entry_pc]);
+  int32_t t = load_args(code[entry_pc], in, in_len, cfg, ws, ws.stack, 1);
+  if (t != TRAP_OK) {
+    res.status = t;
+    return res;
+  }
+  return run_from(code, len, cfg, ws, entry_pc + 1, nl, 0, nl, 0, 0);
 }
 
 // Compare a finished run with an encoded expected value ([kind, payload]).
