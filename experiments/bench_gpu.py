@@ -4,6 +4,8 @@ candidate programs of one task with 32 test inputs each:
 * programs compiled per second: token arrays (torch CUDA tensor) -> bytecode, on the device;
 * candidate evaluations per second, end to end: a torch CUDA tensor of tokens -> compile ->
   32 runs -> comparison -> a torch CUDA tensor of rewards (cuda.evaluate), synchronized at the end;
+* the environments' scorer, cuda.evaluate_tasks: the same candidates as fixed-stride token slots
+  (N, S, 4) with counts, task ids and an active mask (all active, one task), on device tensors;
 * VM instructions per second: executed instructions (the steps evaluate sums) over the execute
   part's time (evaluate's time less the compile time measured alone);
 * against the CPU backend (compile_tokens + run_batch on all cores) and the CPU pipeline a user
@@ -68,6 +70,16 @@ def pack_tokens(sources):
     return np.concatenate(toks).astype(np.int32), offsets
 
 
+def slots(flat, offsets):
+    """Packed tokens as fixed-stride slots (N, S, 4) and counts, the layout of evaluate_tasks."""
+    counts = np.diff(offsets)
+    width = int(counts.max())
+    used = np.arange(width)[None, :] < counts[:, None]
+    out = np.zeros((len(counts), width, 4), dtype=np.int32)
+    out[used] = flat
+    return out, counts
+
+
 def timed(fn, repeat: int, sync):
     best = float("inf")
     for _ in range(repeat):
@@ -130,6 +142,13 @@ def main():
         t_comp, _ = timed(lambda: cuda.compile_device("tokens", tok, off), repeat, sync)
         t_eval, ev = timed(lambda: cuda.evaluate(tok, off, inputs, expected, signature=SIGNATURE), repeat, sync)
         steps = int(ev.steps.sum().item())
+        sl, counts = slots(flat, offsets)
+        task_args = [torch.from_numpy(x).cuda() for x in (sl, counts, np.zeros(n, np.int64), np.ones(n, bool))]
+        enc = [tuple(torch.from_numpy(a).cuda() for a in (e.words, e.offsets)) for e in (inputs, expected)]
+        kinds = torch.zeros(1, dtype=torch.int32, device="cuda")  # KIND_INT
+        t_tasks, tk = timed(lambda: cuda.evaluate_tasks(*task_args, *enc, len(args), kinds), repeat, sync)
+        if not torch.equal(tk[0], ev.passed):
+            raise SystemExit(f"N={n}: evaluate_tasks and evaluate pass counts differ")
         # Correctness before any figure: the CPU backend's pass counts on the same candidates.
         cpu_c = compile_tokens(flat, offsets)
         if n <= opts.cpu_max:
@@ -141,14 +160,15 @@ def main():
             row.update(cpu_backend_s=t_cpu, cpu_backend_evals_per_s=n / t_cpu)
         assert cpu_c.ok.all()
         row.update(gpu_compile_s=t_comp, gpu_programs_compiled_per_s=n / t_comp, gpu_evaluate_s=t_eval,
-                   gpu_evals_per_s=n / t_eval, vm_instructions=steps,
+                   gpu_evals_per_s=n / t_eval, gpu_tasks_s=t_tasks, gpu_tasks_evals_per_s=n / t_tasks,
+                   vm_instructions=steps,
                    gpu_vm_instructions_per_s=steps / max(t_eval - t_comp, 1e-9))
         if n <= opts.cpython_max:
             t_py, _ = timed(lambda: cpython_pipeline(tok, sources, args, want), 1, sync)
             row.update(cpython_pipeline_s=t_py, cpython_evals_per_s=n / t_py, speedup_vs_cpython=t_py / t_eval)
         rows.append(row)
         print(json.dumps(row))
-        del tok, off, ev
+        del tok, off, ev, task_args, tk
         cp.get_default_memory_pool().free_all_blocks()
     meta = {"device": cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"].decode(),
             "cupy": cp.__version__, "torch": torch.__version__, "host": platform.node(), "cpus": os.cpu_count(),
@@ -156,7 +176,8 @@ def main():
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench_gpu.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
-    cols = ["N", "gpu_programs_compiled_per_s", "gpu_evals_per_s", "gpu_vm_instructions_per_s",
+    cols = ["N", "gpu_programs_compiled_per_s", "gpu_evals_per_s", "gpu_tasks_evals_per_s",
+            "gpu_vm_instructions_per_s",
             "cpu_backend_evals_per_s", "cpython_evals_per_s", "speedup_vs_cpython", "gpu_evaluate_s"]
     lines = [f"GPU benchmark on {meta['device']} ({meta['cpus']} CPUs), best of {repeat}", "",
              "| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]

@@ -55,7 +55,8 @@ def _expr(r: random.Random, d: int) -> str:
     if x < 0.80: return f"{e()} {r.choice(['<', '<=', '=='])} {e()} {r.choice(['<', '!=', '>'])} {e()}"
     if x < 0.83: return f"{e()}, {e()}"
     if x < 0.86: return f"-{r.choice(['1', '5', '2147483647', '8388608'])}{r.choice(['', '[0]', '.pop()', '(1)'])}"
-    if x < 0.88: return r.choice(["(", ")", "[", "]", ",", ":", "if", "else", "not", ".", "lambda", "x in xs"]) + " " + e()
+    if x < 0.88:
+        return r.choice(["(", ")", "[", "]", ",", ":", "if", "else", "not", ".", "lambda", "x in xs"]) + " " + e()
     return e() + " " + r.choice(["", "", "+", "if", "(", "[0]", "(1)", ".x", ".append"])
 
 

@@ -26,7 +26,8 @@ N_GPU = int(os.environ.get("VRAMGYM_GPU_TASK_PROGRAMS", 4000))
 TASKS = [
     (("int", "int"), "int", "def f(a: int, b: int) -> int:\n    return a % 1000 + b % 1000\n",
      lambda a, b: a % 1000 + b % 1000),
-    (("list",), "int", "def f(xs: list[int]) -> int:\n    s = 0\n    for x in xs:\n        s += x % 100\n    return s\n",
+    (("list",), "int",
+     "def f(xs: list[int]) -> int:\n    s = 0\n    for x in xs:\n        s += x % 100\n    return s\n",
      lambda xs: sum(x % 100 for x in xs)),
     (("list",), "list", "def f(xs: list[int]) -> list[int]:\n    ys: list[int] = []\n    for x in xs:\n"
      "        ys = [x] + ys\n    return ys\n", lambda xs: xs[::-1]),

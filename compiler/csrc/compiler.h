@@ -762,7 +762,8 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
           if (kind_at(c, c.p + 1) != TOK_LPAREN) {
             int32_t l = resolve(c, t.value);
             if (l < 0) {
-              fail_at(c, t.value < NUM_RESERVED_NAMES || find_func(c, t.value) >= 0 ? ERR_UNSUPPORTED : ERR_UNDEFINED_NAME, t);
+              bool builtin_or_func = t.value < NUM_RESERVED_NAMES || find_func(c, t.value) >= 0;
+              fail_at(c, builtin_or_func ? ERR_UNSUPPORTED : ERR_UNDEFINED_NAME, t);
               return -1;
             }
             advance(c);
@@ -843,7 +844,11 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
         lev = at;
         continue;
       }
-      uint8_t type = at == LV_TERM ? PF_TERM : at == LV_SUM ? PF_SUM : at == LV_CMP ? PF_CMP : at == LV_AND ? PF_AND : PF_OR;
+      uint8_t type = at == LV_TERM  ? PF_TERM
+                     : at == LV_SUM ? PF_SUM
+                     : at == LV_CMP ? PF_CMP
+                     : at == LV_AND ? PF_AND
+                                    : PF_OR;
       if (!(f = push_frame(c, sp, type))) return -1;
       f->k = (int8_t)k;
       if (type == PF_AND || type == PF_OR) {
