@@ -1,0 +1,153 @@
+"""The CUDA backend's launches and kernels without a GPU: cuda_kernels.cu compiled for the host
+(tests/native/cuda_emu.cpp: a std::thread per CUDA thread, warp intrinsics at a per-warp
+barrier), with numpy standing in for CuPy. cuda.evaluate_tasks and cuda.evaluate must equal the
+CPU backend exactly. This checks cuda.py's argument lists, dtypes, chunking and the kernels'
+indexing, masks and per-warp sums; not the GPU's memory model, streams, DLPack or speed (the GPU
+tests in test_cuda_backend.py and test_evaluate_tasks.py do, on a GPU).
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from test_evaluate_tasks import make_bank, make_programs
+from vramgym.vm import VMConfig, cuda, opcodes as oc
+from vramgym.vm.evaluate import evaluate_tasks_cpu
+
+ROOT = Path(__file__).resolve().parent.parent
+EMU = ROOT / "tests" / "native" / "cuda_emu.cpp"
+INCLUDES = [ROOT / "vm" / "csrc", ROOT / "compiler" / "csrc"]
+FLAGS = ["-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", f"-DVG_LOCAL_STACK={cuda.LOCAL_STACK}"]
+SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
+
+
+def _library() -> Path:
+    """Build (or reuse) the emulator; the key covers its source, every header and the flags."""
+    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("g++")
+    if not cxx:
+        pytest.skip("g++ is not installed")
+    h = hashlib.sha256(" ".join([cxx, *FLAGS]).encode())
+    for p in [EMU] + sorted(f for d in INCLUDES for f in list(d.glob("*.h")) + list(d.glob("*.cu"))):
+        h.update(p.name.encode() + p.read_bytes())
+    out = Path(tempfile.gettempdir()) / "vramgym-cuda-emu" / h.hexdigest()[:16] / "cuda_emu.so"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
+        cmd = [cxx, *FLAGS, *(f"-I{d}" for d in INCLUDES), str(EMU), "-o", str(tmp)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode and "barrier" in r.stderr:
+            pytest.skip("the C++ compiler lacks C++20 <barrier>")
+        assert r.returncode == 0, r.stderr[-4000:]
+        os.replace(tmp, out)
+    return out
+
+
+class _EmuDevice:
+    """cuda._Device over the emulator: kernels called like CuPy RawKernels."""
+
+    sms = 2
+
+    def __init__(self, so: ctypes.CDLL):
+        self.so = so
+        self.so.emu_launch.restype = ctypes.c_int
+        self.so.emu_launch.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p]
+        self.k = _Kernels(self)
+        self.launches: list[str] = []
+        sizes = np.zeros(5, np.int64)
+        self.k["vg_sizes"]((1,), (1,), (sizes,))
+        self.lexer_bytes, self.compiler_bytes = int(sizes[0]), int(sizes[1])
+
+
+class _Kernels(dict):
+    def __init__(self, dev):
+        super().__init__()
+        self.dev = dev
+
+    def __missing__(self, name):
+        def launch(grid, block, args):
+            held = []
+            for a in args:
+                if isinstance(a, np.ndarray):
+                    assert a.flags.c_contiguous, (name, "non-contiguous argument")
+                    held.append(ctypes.c_void_p(a.ctypes.data))
+                elif isinstance(a, np.int32):
+                    held.append(ctypes.c_int32(int(a)))
+                elif isinstance(a, (np.int64, np.uint64)):
+                    held.append((ctypes.c_int64 if isinstance(a, np.int64) else ctypes.c_uint64)(int(a)))
+                else:
+                    raise TypeError(f"{name}: argument of type {type(a).__name__} (CuPy needs numpy scalars)")
+            ptrs = (ctypes.c_void_p * len(held))(*[ctypes.addressof(h) for h in held])
+            assert self.dev.so.emu_launch(name.encode(), grid[0], block[0], ptrs) == 0, f"no kernel {name}"
+            self.dev.launches.append(name)
+        return launch
+
+
+def _fake_cupy() -> types.ModuleType:
+    cp = types.ModuleType("cupy")
+    for name in ("zeros", "empty", "asarray", "ascontiguousarray", "ndarray", "int32", "int64", "uint8", "uint32",
+                 "uint64", "float32", "from_dlpack", "max"):
+        setattr(cp, name, getattr(np, name))
+    runtime = types.SimpleNamespace(memGetInfo=lambda: (1 << 30, 1 << 31))
+    cp.cuda = types.SimpleNamespace(runtime=runtime, is_available=lambda: True)
+    cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_bytes=lambda: 0)
+    return cp
+
+
+@pytest.fixture
+def emu(monkeypatch):
+    dev = _EmuDevice(ctypes.CDLL(str(_library())))
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
+    monkeypatch.setattr(cuda, "device", lambda device_id=None: dev)
+    return dev
+
+
+@pytest.mark.parametrize("n_tests", [40, 7, 0])
+@pytest.mark.parametrize("config", [VMConfig(fuel=20_000), VMConfig(stack_size=oc.DEFAULT_STACK + 1)],
+                         ids=["local-stack", "global-stack"])
+def test_evaluate_tasks_emulated_equals_cpu(emu, n_tests, config, monkeypatch):
+    rng = np.random.default_rng([SEED, 5, n_tests])
+    inputs, expected, ret_kinds = make_bank(rng, n_tests)
+    progs = make_programs(rng, 250)
+    want = evaluate_tasks_cpu(*progs, inputs, expected, n_tests, ret_kinds, config=config)
+    for chunk in (None, 97):
+        monkeypatch.setattr(cuda, "MAX_CHUNK", chunk)
+        emu.launches.clear()
+        got = cuda.evaluate_tasks(*progs, inputs, expected, n_tests, ret_kinds, config=config)
+        for name, g, w in zip(("passed", "steps", "ok"), got, want):
+            assert g.dtype == w.dtype and np.array_equal(g, w), (name, chunk, np.flatnonzero(g != w)[:5], SEED)
+        n_chunks = 1 if chunk is None else -(-250 // chunk)
+        assert emu.launches.count("vg_compile_token_slots") == n_chunks
+        suffix = "local" if config.stack_size <= cuda.LOCAL_STACK else "global"
+        assert emu.launches.count(f"vg_execute_tasks_{suffix}") == (n_chunks if n_tests else 0)
+    if n_tests:
+        assert want[0].sum() > 0 and want[2].sum() > 50
+
+
+def test_evaluate_emulated_equals_cpu(emu, monkeypatch):
+    """cuda.evaluate (packed tokens, one shared list of tests) on the emulator: the same passes
+    and steps as evaluate_tasks_cpu with every row on that one task."""
+    rng = np.random.default_rng([SEED, 6])
+    n_tests = 37
+    inputs, expected, ret_kinds = make_bank(rng, n_tests)
+    tokens, counts, task_ids, _ = make_programs(rng, 200)
+    counts = np.minimum(counts, tokens.shape[1])
+    ins = type(inputs)(inputs.words[: inputs.offsets[n_tests]], inputs.offsets[: n_tests + 1])
+    exp = type(expected)(expected.words[: expected.offsets[n_tests]], expected.offsets[: n_tests + 1])
+    want = evaluate_tasks_cpu(tokens, counts, np.zeros(200, np.int64), None, ins, exp, n_tests, ret_kinds[:1])
+    packed = np.concatenate([tokens[i, :counts[i]] for i in range(200)])
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    for chunk in (None, 61):
+        monkeypatch.setattr(cuda, "MAX_CHUNK", chunk)
+        res = cuda.evaluate(packed, offsets, ins, exp)
+        assert np.array_equal(res.passed, want[0]) and np.array_equal(res.steps, want[1]), (chunk, SEED)
+        assert np.array_equal(res.errors[:, 0] == 0, want[2]), (chunk, SEED)
