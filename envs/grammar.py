@@ -51,8 +51,9 @@ is indexing and operators they spell alike. The tables are built here once, in n
 backend converts them once (per device). `TorchAutomaton` (envs/grammar_torch.py) is this code
 on torch tensors on any device, with no host synchronization. `BatchedAutomaton(grammars)` runs
 rows of different signatures/budgets in one call (`mask(state, gid)`, `step(state, actions,
-gid)`, `initial(gid)`): the per-grammar constants are per-row lookups. `Grammar.reference_below` (8): smaller batches use
-the reference rows, which are cheaper than the batched code's fixed cost per call (~1-4 ms).
+gid)`, `initial(gid)`): the per-grammar constants are per-row lookups.
+`Grammar.reference_below` (8): smaller batches use the reference rows, which are cheaper than
+the batched code's fixed cost per call (~1-4 ms).
 """
 from __future__ import annotations
 
@@ -367,7 +368,7 @@ class NumpyOps:
 
     @staticmethod
     def min3(x) -> np.ndarray:                 # min over the last axis, of length 3
-        return np.minimum(np.minimum(x[..., 0], x[..., 1]), x[..., 2])   # 5x x.min(axis=-1)
+        return np.minimum(np.minimum(x[..., 0], x[..., 1]), x[..., 2])   # 5x faster than .min(axis=-1)
 
     @staticmethod
     def cap(x) -> np.ndarray:                  # min(x, INF)
@@ -395,6 +396,8 @@ _CONSTS = dict(ACLASS=ACLASS, CALLEE_NUM=_CALLEE_NUM, PUSH=PUSH, KEY_MULT9=_KEY_
                CONSTA=_CONSTA, CANON=_CANON, IS_CLOSER=_IS_CLOSER, IS_NAME=_IS_NAME,
                IS_PARAM_SLOT=_IS_PARAM_SLOT, FR=_FR, LOC=_LOC, J=_J, TT=_TT, A73=_A73, SCLOSE_PH=_SCLOSE_PH,
                SPUSH=_SPUSH, STAIL=_STAIL, SB1=_SB1, SPH=_SPH, PTAIL=_PTAIL, PTYPES=_PTYPES, PEND=_PEND)
+# scalars next to arrays are Python ints (a numpy scalar next to a tensor would convert it)
+_M_EOK, _M_CALLEE, _PUSH0 = int(_KEY_MULT[9]), int(_KEY_MULT[10]), int(PUSH[0])
 # set_many writes these action ids as contiguous column ranges
 assert (np.diff(_CALLEE_TOKENS[:4]) == 1).all() and (np.diff(_NAMES) == 1).all()
 
@@ -513,8 +516,8 @@ class BatchedAutomaton:
         """Frame-state ids of frame rows F (n, F_FIELDS)."""
         xp = self._xp
         callee = xp.where(F[:, F_PH] == PH_CALLEE, F[:, F_CALLEE], 0)
-        pack = (F[:, F_PH:F_CUR + 1] * self._k.KEY_MULT9).sum(axis=1) + F[:, F_EMPTY_OK] * int(_KEY_MULT[9]) \
-            + callee * int(_KEY_MULT[10])
+        pack = (F[:, F_PH:F_CUR + 1] * self._k.KEY_MULT9).sum(axis=1) + F[:, F_EMPTY_OK] * _M_EOK \
+            + callee * _M_CALLEE
         return self._tb.pack2fid[xp.clip(pack, 0, _KEY_SPACE - 1)]
 
     def _cmin(self, x, fid, push, rest):
@@ -653,7 +656,7 @@ class BatchedAutomaton:
         ok[:, K_RET] = k.TT == x.ret[:, None]
         ok[:, K_ASSIGN] = ok[:, K_AUG] = k.TT == x.tvt[:, None]
         x.srest = xp.where(ok, x0[:, :, None], INF)
-        x.scost = self._cmin(x, xp.full((x.n, 15), self._fresh0), int(PUSH[0]), x.srest)
+        x.scost = self._cmin(x, xp.full((x.n, 15), self._fresh0), _PUSH0, x.srest)
 
     # ---- costs after actions --------------------------------------------------------------------
     def _eval(self, x, acts):
@@ -681,7 +684,7 @@ class BatchedAutomaton:
         out.set(V.FN, cc[:, 4])
         # range: `for v in range(` (the iterable frame gives way to the range arguments)
         out.set(T["range"], xp.where(before & (x.kind == K_FORITER) & tb.fresh[f],
-                                     int(_TAILA[P_RANGE_LP]) + x.bS, INF))
+                                     _TAIL[P_RANGE_LP] + x.bS, INF))
         # frames opened on top: ( [ at PH_BEFORE, the call's ( at PH_CALLEE, a subscript [
         opened = self._cmin(x, xp.broadcast_to(self._fids4, (n, 4)), x.push_next[:, None],
                             xp.stack([x.rest_paren, x.rest_call, x.rest_list, x.rest_sub], 1))
@@ -729,9 +732,9 @@ class BatchedAutomaton:
                         (T["pass"], free), (T["break"], free & loops), (T["continue"], free & loops)):
             out.set(c, xp.where(cond, out.get(c), INF))
         vt = x.vt
-        names_b = xp.where(vt == T_NONE, int(_TAILA[P_ASSIGN_EQ]), 2 + k.CONSTA[vt]) + x.bS1[:, None]
+        names_b = xp.where(vt == T_NONE, _TAIL[P_ASSIGN_EQ], 2 + k.CONSTA[vt]) + x.bS1[:, None]
         names_b = xp.where(free[:, None] & ~((vt == T_NONE) & k.IS_PARAM_SLOT), names_b, INF)
-        names_f = xp.where((ph == P_FOR_VAR)[:, None] & x.for_ok, int(_TAILA[P_FOR_IN]) + x.bS[:, None], INF)
+        names_f = xp.where((ph == P_FOR_VAR)[:, None] & x.for_ok, _TAIL[P_FOR_IN] + x.bS[:, None], INF)
         out.set_many(V.P0, xp.where(atb[:, None], names_b, names_f))
         target = ph == P_TARGET
         int_target = x.tvt == T_I

@@ -2,8 +2,9 @@
 checked against the per-row reference in tests/test_grammar_vectorized.py): identical masks,
 next states, invalid flags and completion costs at every step of random rollouts, with rows of
 many signatures and budgets mixed in one batch; the built-in task suite's signatures; no
-data-dependent host sync (all four calls run on the meta device, which has no data); the same
-on CUDA under torch's sync debug mode, skipped without a GPU."""
+data-dependent host sync (all four calls run on the meta device, which has no data, and mask
+and step trace as one torch.compile graph); the same on CUDA under torch's sync debug mode,
+skipped without a GPU."""
 import numpy as np
 import pytest
 import torch
@@ -143,6 +144,21 @@ def test_no_data_dependent_ops_on_meta_device():
     for forbidden in (lambda: bool(inv.any()), lambda: inv.nonzero(), lambda: new[inv], lambda: c.tolist()):
         with pytest.raises((RuntimeError, NotImplementedError)):
             forbidden()
+
+
+def test_traces_as_one_graph():
+    """torch.compile(fullgraph=True) traces mask and step without a graph break (dynamo breaks
+    on .item(), data-dependent shapes and Python branches on values), so the env can compile
+    them or capture them in a CUDA graph. The eager backend: tracing only, no code generation."""
+    g = Grammar(SIGNATURES[1], max_len=24)
+    ta = TorchAutomaton([g, Grammar(SIGNATURES[3], max_len=40)], "cpu")
+    gid = torch.tensor([0, 1, 1, 0])
+    s = ta.initial(gid)
+    a = torch.tensor([V.ID["return"], V.ID["if"], 1000, V.END])
+    m = torch.compile(ta.mask, backend="eager", fullgraph=True)(s, gid)
+    new, inv = torch.compile(ta.step, backend="eager", fullgraph=True)(s, a, gid)
+    assert torch.equal(m, ta.mask(s, gid))
+    assert torch.equal(new, ta.step(s, a, gid)[0]) and inv.tolist() == [False, False, True, True]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
