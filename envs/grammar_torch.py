@@ -24,10 +24,13 @@ states. Actions may be out of range (then invalid, state unchanged).
 
 Cost: whatever n, a mask is about 460 kernels (260 of them the per-row context that step and
 min_tokens_to_finish share) and a step about 860, so on a GPU a call is launch-bound up to tens
-of thousands of rows; there is no data-dependent control flow, so CUDA graphs or torch.compile
-apply (not tried yet). On a CPU it runs at numpy's speed with one intra-op thread; with more
-threads on a loaded machine each of those small kernels waits for its threads (measured: 15x
-slower on 2 shared cores), so set torch.set_num_threads(1) there.
+of thousands of rows. There is no data-dependent control flow: torch.compile(fullgraph=True)
+traces mask and step as one graph each (tests/test_grammar_torch.py), so they can be compiled
+(inductor on a 2-core CPU: ~100 s to compile each, then mask 1.2x and step 1.8x faster at 4,096
+rows, outputs equal) or captured in a CUDA graph (not tried: no GPU yet). On a CPU, eager, it
+runs at about numpy's speed with one intra-op thread; with more threads on a loaded machine each
+small kernel waits for its threads (measured: 15x slower on 2 shared cores), so set
+torch.set_num_threads(1) there.
 """
 from __future__ import annotations
 
