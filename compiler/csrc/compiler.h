@@ -596,6 +596,17 @@ enum FrameType : uint8_t { PF_EXPR, PF_OR, PF_AND, PF_NOT, PF_CMP, PF_SUM, PF_TE
 enum ExprPhase : uint8_t { X_PLAIN, X_COND, X_BODY, X_ELSE };             // PF_EXPR
 enum ArgsOf : uint8_t { A_LEN, A_ABS, A_MIN, A_MAX, A_APPEND, A_POP, A_FUNC };  // PF_ARGS
 
+// The level whose loop a binary operator token continues, or -1.
+VG_HD inline int32_t binary_level(int32_t tok) {
+  switch (tok) {
+    case TOK_STAR: case TOK_SLASHSLASH: case TOK_PERCENT: return LV_TERM;
+    case TOK_PLUS: case TOK_MINUS: return LV_SUM;
+    case TOK_OR: return LV_OR;
+    case TOK_AND: return LV_AND;
+    default: return is_compare(tok) ? LV_CMP : -1;
+  }
+}
+
 // What a frame waits for: the level whose value it takes.
 VG_HD inline int32_t callee_level(const PFrame& f) {
   switch (f.type) {
@@ -746,6 +757,36 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
         lev = LV_UNARY;
         continue;
       }
+      int32_t nx = kind_at(c, c.p + 1);
+      int32_t kind = tk(c).kind;
+      if ((kind == TOK_INT || kind == TOK_NAME || kind == TOK_TRUE || kind == TOK_FALSE) && nx != TOK_LPAREN &&
+          nx != TOK_LBRACKET && nx != TOK_DOT) {
+        // A plain atom with nothing after it for the primary's loop: no frame.
+        const Token& t = tk(c);
+        if (kind == TOK_NAME) {
+          int32_t l = resolve(c, t.value);
+          if (l < 0) {
+            bool builtin_or_func = t.value < NUM_RESERVED_NAMES || find_func(c, t.value) >= 0;
+            fail_at(c, builtin_or_func ? ERR_UNSUPPORTED : ERR_UNDEFINED_NAME, t);
+            return -1;
+          }
+          advance(c);
+          emit(c, OP_LOAD_VAR, l);
+          k = c.locals[l].kind;
+        } else if (kind == TOK_INT) {
+          advance(c);
+          emit_const(c, t.value);
+          k = KIND_INT;
+        } else {
+          advance(c);
+          emit(c, OP_LOAD_CONST, kind == TOK_TRUE ? 1 : 0);
+          k = KIND_BOOL;
+        }
+        if (c.failed) return -1;
+        lev = LV_PRIMARY;
+        up = true;
+        continue;
+      }
       if (lev <= LV_PRIMARY) {
         int32_t pstop = sp == 0 ? stop : 0x7fffffff;  // only the root primary of a target stops early
         if (!(f = push_frame(c, sp, PF_PRIMARY))) return -1;
@@ -834,14 +875,11 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
     if (sp == 0) return k;
     int32_t want = callee_level(*f);
     if (lev > want) {
-      // A level with no frame gets the value of the level below it: its operator, if any.
-      int32_t at = lev - 1;
-      int32_t tok = tk(c).kind;
-      bool more = (at == LV_TERM && (tok == TOK_STAR || tok == TOK_SLASHSLASH || tok == TOK_PERCENT)) ||
-                  (at == LV_SUM && (tok == TOK_PLUS || tok == TOK_MINUS)) || (at == LV_CMP && is_compare(tok)) ||
-                  (at == LV_AND && tok == TOK_AND) || (at == LV_OR && tok == TOK_OR);
-      if (!more) {  // unary, not: nothing after; others: no operator follows
-        lev = at;
+      // Levels want .. lev - 1 have no frame: each would only look for its own operator at c.p,
+      // so the one whose operator is there (if any) takes the value; the others pass it on.
+      int32_t at = binary_level(tk(c).kind);
+      if (at < want || at >= lev) {
+        lev = want;
         continue;
       }
       uint8_t type = at == LV_TERM  ? PF_TERM
