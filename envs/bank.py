@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vramgym.compiler import compile_tokens, tokenize
+from vramgym.compiler import tokenize
 from vramgym.vm import opcodes as oc
-from vramgym.vm import VMConfig, encode_results, encode_tuples, run_batch
+from vramgym.vm import VMConfig, encode_results, encode_tuples
 from vramgym.vm.values import KIND_BY_NAME, Encoded
 
 from . import vocab as V
@@ -143,7 +143,10 @@ class TaskBank:
             self._tensors[key] = {
                 "prefix": as_t(self.prefix), "prefix_len": as_t(self.prefix_len), "actions": as_t(_ACTION_TOKENS),
                 "kinds": as_t(self.kinds), "ret_kind": as_t(self.ret_kind), "examples": as_t(self.examples),
-                "outputs": as_t(self.outputs)}
+                "outputs": as_t(self.outputs),
+                # the tests as (words, offsets) device pairs, which the GPU scorer uses in place
+                "inputs": (as_t(self.inputs.words), as_t(self.inputs.offsets)),
+                "expected": (as_t(self.expected.words), as_t(self.expected.offsets))}
         return self._tensors[key]
 
     def slot_size(self, L: int) -> int:
@@ -221,40 +224,22 @@ class TaskBank:
         """Compile and run N candidate bodies on their tasks' tests: torch tensors in, torch
         tensors out on the same device. Returns (compiled (N,) bool, tests passed (N,) int64,
         executed steps summed over the tests (N,) int64); rows where `active` is False are not
-        compiled or run and give (False, 0, 0). On a CUDA device everything stays there (one
-        sync-free launch sequence, vm.cuda.evaluate_tasks); on the CPU the active rows are
-        packed and run by the CPU backend."""
-        import torch
-        n = bodies.shape[0]
-        dev = bodies.device
-        if active is None:
-            active = torch.ones(n, dtype=torch.bool, device=dev)
+        compiled or run and give (False, 0, 0). On a CUDA device everything stays there
+        (vm.cuda.evaluate_tasks: the tests live on the device, nothing waits for the host); on
+        the CPU, the CPU backend runs the active rows (vm.evaluate.evaluate_tasks_cpu)."""
         slots, count = self.compiler_token_slots(bodies, lengths, task_ids)
+        dev = bodies.device
         if dev.type == "cuda":
             from vramgym.vm import cuda
-            passed, steps, ok = cuda.evaluate_tasks(slots, count, task_ids, active, self.inputs, self.expected,
-                                                    self.n_tests, self.tensors(dev)["ret_kind"], config=self.config)
-            return ok, passed.long(), steps.long()
-        rows = np.flatnonzero(active.cpu().numpy())
-        ok, passed, steps = np.zeros(n, bool), np.zeros(n, np.int64), np.zeros(n, np.int64)
-        if len(rows):
-            s, c = slots.cpu().numpy()[rows], count.cpu().numpy()[rows]
-            offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-            np.cumsum(c, out=offsets[1:])
-            tids = task_ids.cpu().numpy().astype(np.int64)[rows]
-            compiled = compile_tokens(s[np.arange(s.shape[1])[None, :] < c[:, None]], offsets)
-            programs = compiled.to_programs(entry=0, ret_kind=self.ret_kind[tids])
-            m = self.n_tests
-            run_prog = np.repeat(np.arange(len(rows), dtype=np.int32), m)
-            run_in = (tids[:, None] * m + np.arange(m)[None, :]).ravel().astype(np.int32)
-            res = run_batch(programs, self.inputs, (run_prog, run_in), expected=self.expected, config=self.config,
-                            out_cap=0, backend=self.backend)
-            good = compiled.ok
-            ok[rows] = good
-            passed[rows] = np.where(good, res.passed.reshape(-1, m).sum(axis=1), 0)
-            steps[rows] = np.where(good, res.steps.reshape(-1, m).sum(axis=1), 0)
-        as_t = lambda x: torch.from_numpy(x).to(dev)  # noqa: E731
-        return as_t(ok), as_t(passed), as_t(steps)
+            t = self.tensors(dev)
+            passed, steps, ok = cuda.evaluate_tasks(slots, count, task_ids, active, t["inputs"], t["expected"],
+                                                    self.n_tests, t["ret_kind"], config=self.config)
+        else:
+            from vramgym.vm.evaluate import evaluate_tasks_cpu
+            passed, steps, ok = evaluate_tasks_cpu(slots, count, task_ids, active, self.inputs, self.expected,
+                                                   self.n_tests, self.ret_kind, config=self.config)
+            passed, steps, ok = passed.to(dev), steps.to(dev), ok.to(dev)
+        return ok, passed.long(), steps.long()
 
     def scores(self, ok, passed, steps, length) -> Scores:
         """Scores from `evaluate`'s counts (numpy arrays or torch tensors alike)."""
