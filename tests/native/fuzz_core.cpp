@@ -176,20 +176,25 @@ uint32_t run_checked(const std::vector<uint32_t>& code, int32_t entry_pc, const 
                     const VMConfig& cfg) {
   std::vector<std::unique_ptr<int32_t[]>> bufs;  // exact sizes, unlike a vector's spare room
   std::vector<RunResult> scalar;
+  // Superinstructions (fuse.h): the second scalar run and the second lockstep pass take them.
+  std::vector<Fused> fx(code.size());
+  std::vector<uint8_t> xop(code.size()), target(code.size() + 1);
+  fuse_program(code.data(), (int32_t)code.size(), fx.data(), target.data(), xop.data());
   std::vector<std::vector<int32_t>> lists;
   for (const auto& in : ins) {
     bufs.emplace_back(new int32_t[in.size()]);
     if (!in.empty()) memcpy(bufs.back().get(), in.data(), in.size() * sizeof(int32_t));
     Scratch a(cfg, 0x00), b(cfg, 0xA5);
     RunResult ra = run(code.data(), (int32_t)code.size(), entry_pc, bufs.back().get(), (int32_t)in.size(), cfg, a.ws);
-    RunResult rb = run(code.data(), (int32_t)code.size(), entry_pc, bufs.back().get(), (int32_t)in.size(), cfg, b.ws);
+    RunResult rb = run(code.data(), (int32_t)code.size(), entry_pc, bufs.back().get(), (int32_t)in.size(), cfg, b.ws,
+                       fx.data(), xop.data());
     g_runs++;
     if (ra.status < 0 || ra.status > TRAP_BAD_INPUT) fail("unknown trap code");
     g_status[ra.status]++;
     if (ra.steps < 0 || ra.steps > cfg.fuel) fail("steps outside [0, fuel]");
     if (ra.status != rb.status || ra.value != rb.value || ra.steps != rb.steps || list_of(ra, a.ws) != list_of(rb, b.ws))
-      mismatch(code, in, "zeroed workspace", ra, "filled workspace", rb,
-               "result depends on the initial workspace contents (reads memory it never wrote)");
+      mismatch(code, in, "zeroed workspace", ra, "filled workspace, superinstructions", rb,
+               "result depends on the initial workspace contents (reads memory it never wrote) or on superinstructions");
     if (ra.status == TRAP_OK && (a.ws.nlists < 0 || a.ws.nlists > cfg.max_lists || a.ws.hp < 0 ||
                                  a.ws.hp > cfg.heap_size))
       fail("list table or heap pointer out of range after a run");
@@ -198,7 +203,9 @@ uint32_t run_checked(const std::vector<uint32_t>& code, int32_t entry_pc, const 
   }
 #if VG_HAVE_LANES
   // Exactly sized per-lane arrays (the backend packs them into one allocation, where a lane
-  // overrunning into its neighbour would go unnoticed).
+  // overrunning into its neighbour would go unnoticed). Pass 0 plain, pass 1 with superinstructions
+  // and lanes handed over to the scalar interpreter.
+  for (int pass = 0; pass < 2; pass++) {
   int32_t n = (int32_t)ins.size(), depth = cfg.max_depth > 0 ? cfg.max_depth : 1;
   std::vector<int32_t> stack((size_t)cfg.stack_size * LANES, (int32_t)0xA5A5A5A5);
   std::vector<Frame> frames((size_t)depth * LANES);
@@ -220,13 +227,18 @@ uint32_t run_checked(const std::vector<uint32_t>& code, int32_t entry_pc, const 
     if (l < n) inp[l] = bufs[l].get(), lens[l] = (int32_t)ins[l].size();
   }
   RunResult out[LANES];
-  run_lanes(code.data(), (int32_t)code.size(), entry_pc, inp, lens, n, cfg, *S, out);
+  std::unique_ptr<int32_t[]> solo_stack(new int32_t[cfg.stack_size > 0 ? cfg.stack_size : 1]);
+  std::unique_ptr<Frame[]> solo_frames(new Frame[depth]);
+  LaneFast fast = {fx.data(), xop.data(), solo_stack.get(), solo_frames.get()};
+  run_lanes(code.data(), (int32_t)code.size(), entry_pc, inp, lens, n, cfg, *S, out, pass ? &fast : nullptr);
   g_lane_runs += n;
   for (int32_t l = 0; l < n; l++) {
     const RunResult& x = scalar[l];
     if (x.status != out[l].status || x.value != out[l].value || x.steps != out[l].steps ||
         lists[l] != list_of(out[l], S->lane[l]))
-      mismatch(code, ins[l], "run", x, "run_lanes", out[l], "the lockstep interpreter disagrees with run()");
+      mismatch(code, ins[l], "run", x, pass ? "run_lanes, superinstructions" : "run_lanes", out[l],
+               "the lockstep interpreter disagrees with run()");
+  }
   }
 #endif
   uint32_t seen = 0;

@@ -65,21 +65,16 @@ struct LaneScratch {
   std::vector<int32_t> stack, heap;
   std::vector<ListHdr> lists;
   std::vector<Frame> frames;
-  std::vector<Fused> fx;
   std::vector<int32_t> solo_stack;
   std::vector<Frame> solo_frames;
-  std::vector<uint8_t> target;
   LaneState state;
   explicit LaneScratch(const VMConfig& cfg)
       : stack((size_t)cfg.stack_size * LANES), heap((size_t)std::max(cfg.heap_size, 1) * LANES),
         lists((size_t)std::max(cfg.max_lists, 1) * LANES), frames((size_t)std::max(cfg.max_depth, 1) * LANES) {
     state.stack = stack.data();
     state.frame_pool = frames.data();
-    state.fx = nullptr;
     solo_stack.resize(std::max(cfg.stack_size, 1));
     solo_frames.resize(std::max(cfg.max_depth, 1));
-    state.solo_stack = nullptr;
-    state.solo_frames = solo_frames.data();
     for (int l = 0; l < LANES; l++) {
       Workspace& w = state.lane[l];
       w.stack = nullptr;
@@ -89,6 +84,12 @@ struct LaneScratch {
       w.nlists = w.hp = 0;
     }
   }
+};
+
+// A program's superinstructions (fuse.h), per thread.
+struct Translation {
+  std::vector<Fused> fx;
+  std::vector<uint8_t> xop, target;
 };
 
 // Write one run's outputs: a list result is checked and copied out of its workspace, and the
@@ -207,8 +208,9 @@ VG_EXPORT int32_t vg_validate(const uint32_t* code, int32_t len, int32_t entry, 
 // steps, and, when exp_words is not null, passed[r] = the result equals expected value
 // run_in[r] (encoded like an argument, offsets exp_off[n_in + 1]).
 // mode 0: consecutive runs of one program go through the lockstep lane interpreter (up to 32
-// at once) with superinstructions (fuse.h); mode 1: every run through the scalar interpreter;
-// mode 2: lockstep without superinstructions (for tests). All give identical results.
+// at once), mode 1: every run through the scalar interpreter; both with superinstructions
+// (fuse.h). Modes 2 and 3: the same without superinstructions (the tests' references). All
+// give identical results.
 VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
                   const int32_t* ret_kind, const int32_t* in_words, const int64_t* in_off, int32_t n_in,
                   const int32_t* run_prog, const int32_t* run_in, int64_t n_runs, const int32_t* exp_words,
@@ -228,7 +230,7 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
   for (int64_t r = 0; r < n_runs;) {
     task_start.push_back(r);
     int64_t e = r + 1;
-    if (mode != 1)
+    if (mode == 0 || mode == 2)
       while (e < n_runs && e - r < LANES && run_prog[e] == run_prog[r]) e++;
     r = e;
   }
@@ -236,6 +238,8 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
   int32_t nt = nthreads <= 0 ? (int32_t)std::max(1u, std::thread::hardware_concurrency()) : nthreads;
   std::vector<RunScratch*> scratch(nt, nullptr);
   std::vector<LaneScratch*> lane_scratch(nt, nullptr);
+  std::vector<Translation*> trans(nt, nullptr);
+  const bool fused = mode == 0 || mode == 1;
   int64_t ntasks = (int64_t)task_start.size() - 1;
   parallel_for(ntasks, nt, 4, [&](int32_t tid, int64_t t) {
     int64_t r0 = task_start[t], r1 = task_start[t + 1];
@@ -251,23 +255,25 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
         lens[r - r0] = (int32_t)(in_off[j + 1] - in_off[j]);
       }
     }
+    const uint32_t* pcode = (uint32_t)p < (uint32_t)n_prog ? code + code_off[p] : nullptr;
+    int32_t len = pcode ? (int32_t)(code_off[p + 1] - code_off[p]) : 0;
+    const Fused* fx = nullptr;
+    const uint8_t* xop = nullptr;
+    if (fused && pcode && entry_pc[p] != -2) {  // superinstructions, translated once for these runs
+      if (!trans[tid]) trans[tid] = new Translation();
+      Translation& T = *trans[tid];
+      if ((int32_t)T.fx.size() < len) T.fx.resize(len), T.xop.resize(len), T.target.resize(len + 1);
+      fuse_program(pcode, len, T.fx.data(), T.target.data(), T.xop.data());
+      fx = T.fx.data();
+      xop = T.xop.data();
+    }
     if (lockstep) {
       if (!lane_scratch[tid]) lane_scratch[tid] = new LaneScratch(cfg);
       LaneScratch& LS = *lane_scratch[tid];
       LaneState& S = LS.state;
-      int32_t len = (int32_t)(code_off[p + 1] - code_off[p]);
-      S.fx = nullptr;
-      if (mode == 0) {  // superinstructions, translated once for these runs
-        if ((int32_t)LS.fx.size() < len) LS.fx.resize(len), LS.target.resize(len + 1);
-        fuse_program(code + code_off[p], len, LS.fx.data(), LS.target.data());
-        S.fx = LS.fx.data();
-        S.solo_stack = LS.solo_stack.data();
-      } else {
-        S.solo_stack = nullptr;
-      }
+      LaneFast fast = {fx, xop, LS.solo_stack.data(), LS.solo_frames.data()};
       RunResult res[LANES];
-      run_lanes(code + code_off[p], (int32_t)(code_off[p + 1] - code_off[p]), entry_pc[p], ins, lens,
-                (int32_t)(r1 - r0), cfg, S, res);
+      run_lanes(pcode, len, entry_pc[p], ins, lens, (int32_t)(r1 - r0), cfg, S, res, fused ? &fast : nullptr);
       for (int64_t r = r0; r < r1; r++)
         finish_run(res[r - r0], S.lane[r - r0], p, n_prog, ret_kind, run_in[r], n_in, exp_words, exp_off, r, status,
                    value, steps, passed, out_list, out_cap);
@@ -283,14 +289,14 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
       if ((uint32_t)p >= (uint32_t)n_prog || (uint32_t)j >= (uint32_t)n_in) x.status = TRAP_BAD_INPUT;
       else if (entry_pc[p] == -2) x.status = TRAP_BAD_BYTECODE;
       else
-        x = run(code + code_off[p], (int32_t)(code_off[p + 1] - code_off[p]), entry_pc[p], in_words + in_off[j],
-                (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws);
+        x = run(pcode, len, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws, fx, xop);
       finish_run(x, ws, p, n_prog, ret_kind, j, n_in, exp_words, exp_off, r, status, value, steps, passed, out_list,
                  out_cap);
     }
   });
   for (auto* s : scratch) delete s;
   for (auto* s : lane_scratch) delete s;
+  for (auto* s : trans) delete s;
 }
 
 }  // extern "C"

@@ -7,7 +7,8 @@
 // the sequence pass; otherwise it runs the plain instruction at that pc. Words after the first
 // keep their own entry, so jumps into a sequence run it from there.
 #pragma once
-#include "vm.h"
+#include "core_types.h"
+#include "opcodes.h"
 
 namespace vg {
 
@@ -44,6 +45,25 @@ struct Fused {
                    // FX_FOR_RANGE: t = loop variable slot, t2 = exit target, b = go pc
 };
 
+// Binary ops and tails of FX_BIN in the order of the scalar interpreter's handlers (vm.h):
+// xop = XOP_BIN + tail * NUM_BINOPS + op index.
+#define VG_FX_BINOPS(X, T) X(BINARY_ADD, T) X(BINARY_SUB, T) X(BINARY_MUL, T) X(BINARY_DIV, T) X(BINARY_MOD, T) \
+  X(MIN, T) X(MAX, T) X(COMPARE_LT, T) X(COMPARE_LE, T) X(COMPARE_GT, T) X(COMPARE_GE, T) X(COMPARE_EQ, T) X(COMPARE_NE, T)
+#define VG_FX_TAILS(Y, X) Y(X, PUSH) Y(X, STORE) Y(X, JIF) Y(X, JIT) Y(X, JIF_OR_POP) Y(X, JIT_OR_POP) Y(X, STORE_JUMP)
+constexpr int32_t NUM_TAILS = 7, NUM_BINOPS = 13;
+// Internal dispatch codes of the scalar interpreter (never in public bytecode): below 64 the
+// plain opcode; from XOP_BIN the fused handlers.
+constexpr int32_t XOP_BIN = 64, XOP_MOV = XOP_BIN + NUM_BINOPS * NUM_TAILS, XOP_TEST_F = XOP_MOV + 1,
+                  XOP_TEST_T = XOP_MOV + 2, XOP_FOR_RANGE = XOP_MOV + 3, NUM_XOPS = XOP_MOV + 4;
+
+inline int32_t binop_index(int32_t op) {
+  int32_t i = 0, found = -1;
+#define VG_FX_INDEX(NAME, T) if (op == OP_##NAME) found = i; i++;
+  VG_FX_BINOPS(VG_FX_INDEX, _)
+#undef VG_FX_INDEX
+  return found;
+}
+
 namespace fuse_detail {
 
 inline bool is_binop(int32_t op) {
@@ -75,10 +95,11 @@ inline bool operand(const uint32_t* code, int32_t len, int32_t pc, uint8_t* src,
 
 }  // namespace fuse_detail
 
-// Translate a program validated by vg::validate into fx[0 .. len). Sequences never continue
-// across a jump target, so groups of lanes that wait at a join point meet the running group
-// there (lanes.h reconverges at equal pcs). `target` is scratch for len + 1 flags.
-inline void fuse_program(const uint32_t* code, int32_t len, Fused* fx, uint8_t* target) {
+// Translate a program validated by vg::validate into fx[0 .. len), and into xop[0 .. len) the
+// scalar interpreter's dispatch code of every pc (nullable). Sequences never continue across a
+// jump target, so groups of lanes that wait at a join point meet the running group there
+// (lanes.h reconverges at equal pcs). `target` is scratch for len + 1 flags.
+inline void fuse_program(const uint32_t* code, int32_t len, Fused* fx, uint8_t* target, uint8_t* xop = nullptr) {
   using namespace fuse_detail;
   for (int32_t pc = 0; pc <= len; pc++) target[pc] = 0;
   for (int32_t pc = 0; pc < len; pc++) {
@@ -161,6 +182,14 @@ inline void fuse_program(const uint32_t* code, int32_t len, Fused* fx, uint8_t* 
     f.n = (uint8_t)k;
     if (f.kind == FX_NONE) f.n = 0;
     fx[pc] = f;
+    if (xop) {
+      int32_t x = op < NUM_OPCODES ? op : 0;  // 0: an invalid opcode
+      if (f.kind == FX_BIN) x = XOP_BIN + f.tail * NUM_BINOPS + binop_index(f.op);
+      else if (f.kind == FX_MOV) x = XOP_MOV;
+      else if (f.kind == FX_TEST) x = f.tail == TAIL_JIF ? XOP_TEST_F : XOP_TEST_T;
+      else if (f.kind == FX_FOR_RANGE) x = XOP_FOR_RANGE;
+      xop[pc] = (uint8_t)x;
+    }
   }
 }
 

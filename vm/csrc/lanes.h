@@ -36,9 +36,14 @@ struct LaneState {
   LaneGroup groups[LANES];
   int32_t ngroups;
   int32_t steps[LANES];
-  const Fused* fx;  // [len] superinstructions of the program (fuse.h), or null: plain steps only
+};
+
+// Optional speedups of run_lanes, all nullable (null: plain lockstep steps only).
+struct LaneFast {
+  const Fused* fx;      // [len] superinstructions of the program (fuse.h)
+  const uint8_t* xop;   // [len] the scalar interpreter's dispatch codes (fuse.h)
   int32_t* solo_stack;  // [stack_size] and [max_depth]: where a lane that runs alone goes on with
-  Frame* solo_frames;   // the scalar interpreter (null: never)
+  Frame* solo_frames;   // the scalar interpreter
 };
 
 // A group of at most SOLO_LANES lanes that has run SOLO_AFTER instructions without meeting
@@ -118,11 +123,15 @@ inline bool before(const LaneGroup& a, const LaneGroup& b) {
 
 // Run function `entry_pc` of a validated program on nlanes (<= LANES) encoded inputs.
 VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* const* in,
-                      const int32_t* in_len, int32_t nlanes, const VMConfig& cfg, LaneState& S, RunResult* out) {
+                      const int32_t* in_len, int32_t nlanes, const VMConfig& cfg, LaneState& S, RunResult* out,
+                      const LaneFast* fast = nullptr) {
   using namespace lanes_detail;
   const int32_t fuel = cfg.fuel, stack_size = cfg.stack_size, max_depth = cfg.max_depth;
   int32_t* st = S.stack;
-  const Fused* fx = S.fx;
+  const Fused* fx = fast ? fast->fx : nullptr;
+  const uint8_t* xop = fast ? fast->xop : nullptr;
+  int32_t* solo_stack = fast ? fast->solo_stack : nullptr;
+  Frame* solo_frames = fast ? fast->solo_frames : nullptr;
   uint32_t live = 0;
   for (int32_t l = 0; l < LANES; l++) {
     S.steps[l] = 0;
@@ -263,16 +272,16 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
     int32_t arg;
     int32_t slice = 0;
     for (;;) {
-      if ((++slice & 15) == 0 && slice > SOLO_AFTER && S.solo_stack && __builtin_popcount(mask) <= SOLO_LANES) {
+      if ((++slice & 15) == 0 && slice > SOLO_AFTER && solo_stack && __builtin_popcount(mask) <= SOLO_LANES) {
         LN_FLUSH();
         for (uint32_t m = mask; m; m &= m - 1) {
           int32_t l = ctz(m);
           Workspace& ws = S.lane[l];
-          ws.stack = S.solo_stack;
-          ws.frames = S.solo_frames;
+          ws.stack = solo_stack;
+          ws.frames = solo_frames;
           for (int32_t k = 0; k < sp; k++) ws.stack[k] = COL(k)[l];
           for (int32_t d = 0; d < depth; d++) ws.frames[d] = S.groups[gi].frames[d];
-          out[l] = run_from(code, len, cfg, ws, pc, sp, base, obase, depth, S.steps[l]);
+          out[l] = run_from(code, len, cfg, ws, pc, sp, base, obase, depth, S.steps[l], xop ? fx : nullptr, xop);
           ws.stack = nullptr;
           ws.frames = nullptr;
         }
@@ -643,8 +652,10 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
             anyg |= go[l];
           }
           uint32_t gm = anyg ? nonzero_mask(go) : 0;
-          if (gm) {
-            if (sp + 1 > stack_size) LN_TRAP_LANES(gm, TRAP_RECURSION);
+          if (gm && sp + 1 > stack_size) {
+            LN_TRAP_LANES(gm, TRAP_RECURSION);
+            gm = 0;
+          } else if (gm) {
             int32_t* d = COL(sp);
             for (int32_t l = 0; l < LANES; l++) {
               int32_t g = go[l] & mk[l], c = ctr[l];

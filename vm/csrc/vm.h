@@ -5,8 +5,14 @@
 #pragma once
 #include "core_types.h"
 #include "opcodes.h"
+#if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__) && !defined(VG_NO_THREADED_DISPATCH)
+#define VG_HOST_THREADED 1
+#include "fuse.h"  // superinstructions: the host's threaded interpreter takes them (CPU only)
+#endif
 
 namespace vg {
+
+struct Fused;  // fuse.h (host only)
 
 struct VMConfig {
   int32_t fuel;        // executed instructions before out_of_fuel
@@ -161,8 +167,10 @@ VG_HD inline int32_t load_args(uint32_t header, const int32_t* in, int32_t in_le
 // Continue a run from a given state: pc, the operand stack in ws.stack[0 .. sp), the frame of
 // depth `depth` at base/obase with its callers in ws.frames, and `steps` already executed.
 // The lockstep interpreter (lanes.h) hands lanes that run alone over to this loop.
+// fx/xop (nullable, host only): the program's superinstructions from fuse_program.
 VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfig& cfg, Workspace& ws, int32_t pc,
-                                int32_t sp, int32_t base, int32_t obase, int32_t depth, int32_t steps) {
+                                int32_t sp, int32_t base, int32_t obase, int32_t depth, int32_t steps,
+                                const Fused* fx = nullptr, const uint8_t* xop = nullptr) {
   RunResult res;
   int32_t* st = ws.stack;
   int32_t status = TRAP_OK;
@@ -186,22 +194,137 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
   arg = (int32_t)(w >> 8);                                        \
   steps++;
 
-#if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__) && !defined(VG_NO_THREADED_DISPATCH)
+#if VG_HOST_THREADED
   // Threaded dispatch on the host: one indirect jump per opcode handler predicts far better
   // than the single jump of a switch. CUDA keeps the switch (warps run one program anyway).
+  // With xop, the dispatch code of each pc may name a superinstruction (fuse.h), whose handler
+  // runs its whole sequence when the fuel and stack checks of every step pass, else goes on to
+  // the plain handler of its first word.
 #define VG_LABEL(name) &&L_##name,
-  static const void* const dispatch[] = {VG_OPCODE_LIST(VG_LABEL)};
+#define VG_INV4 &&L_INVALID, &&L_INVALID, &&L_INVALID, &&L_INVALID,
+#define VG_FX_LABEL_T(X, T) X(T)
+#define VG_FX_LABEL(NAME, T) &&FX_##NAME##_##T,
+#define VG_FX_LABELS(T) VG_FX_BINOPS(VG_FX_LABEL, T)
+  static const void* const dispatch[NUM_XOPS] = {
+      VG_OPCODE_LIST(VG_LABEL) VG_INV4 VG_INV4 VG_INV4 VG_INV4 &&L_INVALID, &&L_INVALID,  // codes 0 .. 63
+      VG_FX_LABELS(PUSH) VG_FX_LABELS(STORE) VG_FX_LABELS(JIF) VG_FX_LABELS(JIT) VG_FX_LABELS(JIF_OR_POP)
+      VG_FX_LABELS(JIT_OR_POP) VG_FX_LABELS(STORE_JUMP) &&FX_MOV, &&FX_TEST_F, &&FX_TEST_T, &&FX_FOR_RANGE};
+  static_assert(NUM_OPCODES + 18 == XOP_BIN, "dispatch table padding");
 #undef VG_LABEL
+#undef VG_INV4
+#undef VG_FX_LABEL_T
+#undef VG_FX_LABEL
+#undef VG_FX_LABELS
 #define VG_OP(name) L_##name:
 #define VG_DEFAULT L_INVALID:
 #define VG_NEXT()                                                 \
   do {                                                            \
     VG_FETCH();                                                   \
+    if (xop) goto* dispatch[xop[pc - 1]];                         \
     if ((w & 0xFF) >= NUM_OPCODES) VG_TRAP(TRAP_BAD_BYTECODE);    \
     goto* dispatch[w & 0xFF];                                     \
   } while (0)
   VG_NEXT();
   {
+    // Superinstructions. On entry the first word is fetched and counted (pc and steps past it).
+    const Fused* f;
+    int32_t fx_s0;
+#define VG_FX_ENTER()                                                                          \
+  f = fx + (pc - 1);                                                                           \
+  if (steps - 1 + f->n > fuel || sp + f->pushes > stack_size || sp - f->pops < obase)          \
+    goto* dispatch[w & 0xFF];                                                                  \
+  fx_s0 = sp - f->pops;
+#define VG_FX_OPERANDS()                                                                       \
+  int32_t x = f->lk == SRC_CONST ? f->a : st[f->lk == SRC_VAR ? base + f->a : fx_s0];          \
+  int32_t y = f->rk == SRC_CONST ? f->b : st[f->rk == SRC_VAR ? base + f->b : sp - 1];
+    // The binary op is the sequence's (pushes + 1)th step: a trap there counts the steps before.
+#define VG_FX_TRAP(t) do { steps += f->pushes; VG_TRAP(t); } while (0)
+#define VG_FX_ARITH(EXPR) int64_t r64 = (EXPR); if (r64 < VG_INT32_MIN || r64 > VG_INT32_MAX) VG_FX_TRAP(TRAP_OVERFLOW); r = (int32_t)r64;
+#define VG_FX_OP_BINARY_ADD VG_FX_ARITH((int64_t)x + y)
+#define VG_FX_OP_BINARY_SUB VG_FX_ARITH((int64_t)x - y)
+#define VG_FX_OP_BINARY_MUL VG_FX_ARITH((int64_t)x * y)
+#define VG_FX_OP_BINARY_DIV                                           \
+  if (y == 0) VG_FX_TRAP(TRAP_ZERO_DIVISION);                         \
+  if (x == VG_INT32_MIN && y == -1) VG_FX_TRAP(TRAP_OVERFLOW);        \
+  r = x / y;                                                          \
+  if ((x % y != 0) && ((x < 0) != (y < 0))) r--;
+#define VG_FX_OP_BINARY_MOD                                           \
+  if (y == 0) VG_FX_TRAP(TRAP_ZERO_DIVISION);                         \
+  r = y == -1 ? 0 : x % y;                                            \
+  if (r != 0 && ((r < 0) != (y < 0))) r += y;
+#define VG_FX_OP_MIN r = y < x ? y : x;
+#define VG_FX_OP_MAX r = y > x ? y : x;
+#define VG_FX_OP_COMPARE_LT r = x < y;
+#define VG_FX_OP_COMPARE_LE r = x <= y;
+#define VG_FX_OP_COMPARE_GT r = x > y;
+#define VG_FX_OP_COMPARE_GE r = x >= y;
+#define VG_FX_OP_COMPARE_EQ r = x == y;
+#define VG_FX_OP_COMPARE_NE r = x != y;
+#define VG_FX_TAIL_PUSH st[fx_s0] = r; sp = fx_s0 + 1; pc += f->n - 1;
+#define VG_FX_TAIL_STORE st[base + f->t] = r; sp = fx_s0; pc += f->n - 1;
+#define VG_FX_TAIL_STORE_JUMP st[base + f->t] = r; sp = fx_s0; pc = f->t2;
+#define VG_FX_TAIL_JIF sp = fx_s0; pc = r == 0 ? f->t : pc + f->n - 1;
+#define VG_FX_TAIL_JIT sp = fx_s0; pc = r != 0 ? f->t : pc + f->n - 1;
+#define VG_FX_TAIL_JIF_OR_POP st[fx_s0] = r; if (r == 0) sp = fx_s0 + 1, pc = f->t; else sp = fx_s0, pc += f->n - 1;
+#define VG_FX_TAIL_JIT_OR_POP st[fx_s0] = r; if (r != 0) sp = fx_s0 + 1, pc = f->t; else sp = fx_s0, pc += f->n - 1;
+#define VG_FX_HANDLER(NAME, T)       \
+  FX_##NAME##_##T: {                 \
+    VG_FX_ENTER();                   \
+    VG_FX_OPERANDS();                \
+    int32_t r;                       \
+    VG_FX_OP_##NAME                  \
+    steps += f->n - 1;               \
+    VG_FX_TAIL_##T                   \
+    VG_NEXT();                       \
+  }
+#define VG_FX_HANDLERS(T) VG_FX_BINOPS(VG_FX_HANDLER, T)
+    VG_FX_HANDLERS(PUSH)
+    VG_FX_HANDLERS(STORE)
+    VG_FX_HANDLERS(JIF)
+    VG_FX_HANDLERS(JIT)
+    VG_FX_HANDLERS(JIF_OR_POP)
+    VG_FX_HANDLERS(JIT_OR_POP)
+    VG_FX_HANDLERS(STORE_JUMP)
+  FX_MOV:
+    VG_FX_ENTER();
+    st[base + f->t] = f->lk == SRC_CONST ? f->a : st[base + f->a];
+    steps++;
+    pc++;
+    VG_NEXT();
+  FX_TEST_F:
+    VG_FX_ENTER();
+    steps++;
+    pc = st[base + f->a] == 0 ? f->t : pc + 1;
+    VG_NEXT();
+  FX_TEST_T:
+    VG_FX_ENTER();
+    steps++;
+    pc = st[base + f->a] != 0 ? f->t : pc + 1;
+    VG_NEXT();
+  FX_FOR_RANGE: {
+    VG_FX_ENTER();
+    int32_t* s = st + base + f->a;  // counter, stop, step
+    steps += f->n - 2;  // FOR_RANGE is the last step but one
+    if (s[2] == 0) VG_TRAP(TRAP_VALUE_ERROR);
+    steps++;
+    if (s[2] > 0 ? s[0] < s[1] : s[0] > s[1]) {
+      int32_t c = s[0];
+      int64_t nx = (int64_t)c + s[2];
+      s[0] = (nx > VG_INT32_MAX || nx < VG_INT32_MIN) ? s[1] : (int32_t)nx;  // past int32 is past stop
+      st[base + f->t] = c;  // after the counter: the loop variable may be a range slot
+      pc = f->b;
+    } else {
+      pc = f->t2;
+    }
+    VG_NEXT();
+  }
+#undef VG_FX_ENTER
+#undef VG_FX_OPERANDS
+#undef VG_FX_TRAP
+#undef VG_FX_ARITH
+#undef VG_FX_HANDLER
+#undef VG_FX_HANDLERS
+
 #else
 #define VG_OP(name) case OP_##name:
 #define VG_DEFAULT default:
@@ -440,7 +563,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
       }
       VG_OP(FUNC)  // fell off the end of a function
       VG_DEFAULT VG_TRAP(TRAP_BAD_BYTECODE);
-#if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__) && !defined(VG_NO_THREADED_DISPATCH)
+#if VG_HOST_THREADED
   }
 #else
     }
@@ -465,7 +588,8 @@ done:
 // Run function `entry_pc` of a validated program on one encoded input:
 // per argument [KIND_INT, v] | [KIND_BOOL, 0 or 1] | [KIND_LIST, n, e1 .. en].
 VG_HD inline RunResult run(const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* in, int32_t in_len,
-                           const VMConfig& cfg, Workspace& ws) {
+                           const VMConfig& cfg, Workspace& ws, const Fused* fx = nullptr,
+                           const uint8_t* xop = nullptr) {
   RunResult res;
   res.status = TRAP_OK;
   res.value = 0;
@@ -482,7 +606,7 @@ VG_HD inline RunResult run(const uint32_t* code, int32_t len, int32_t entry_pc, 
     res.status = t;
     return res;
   }
-  return run_from(code, len, cfg, ws, entry_pc + 1, nl, 0, nl, 0, 0);
+  return run_from(code, len, cfg, ws, entry_pc + 1, nl, 0, nl, 0, 0, fx, xop);
 }
 
 // Compare a finished run with an encoded expected value ([kind, payload]).
