@@ -614,7 +614,7 @@ class BatchedAutomaton:
         xp = self._xp
         m = len(callee)
         ar = xp.arange(m)
-        reps = m // x.n
+        reps = m // x.n if x.n else 1
         args = xp.cat([x.cargs] * reps, 0)[ar, callee]              # (m, 4)
         nargs = xp.cat([x.cnargs] * reps, 0)[ar, callee]
         c0 = (self._single_C[self._fresh0][push] if self._single_C is not None
@@ -872,7 +872,7 @@ class BatchedAutomaton:
         newblock = xp.full((n, B_FIELDS), 0)
         newblock[:, B_KIND] = pend_kind
         B[ar, nd] = xp.where(indent[:, None], newblock, B[ar, nd])
-        N[:, OFF_BLOCKS:OFF_VARS] = B.reshape(n, -1)
+        N[:, OFF_BLOCKS:OFF_VARS] = B.reshape(n, MAX_BLOCKS * B_FIELDS)
         N[:, H_DEPTH] = xp.where(dedent, d - 1, xp.where(indent, d + 1, d))
         loops = S[:, H_LOOPS]
         N[:, H_LOOPS] = xp.where(dedent & (kind_d == BK_LOOP), loops - 1,

@@ -93,18 +93,17 @@ def compare_rollouts(grammars, rows_per_grammar, steps, seed, device="cpu"):
     return finished
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_mixed_signatures_and_budgets_equal_numpy(seed):
+def test_mixed_signatures_and_budgets_equal_numpy():
     grammars = [grammar(sig, L) for sig in SIGNATURES for L in (5, 12, 32, 64)]
-    assert compare_rollouts(grammars, rows_per_grammar=4, steps=70, seed=seed) > 0
+    assert compare_rollouts(grammars, rows_per_grammar=6, steps=80, seed=0) > 0
 
 
 def test_task_suite_signatures_equal_numpy():
     from vramgym.envs.bank import TaskBank
     sigs = TaskBank.from_names().signatures
     assert len(sigs) > 10
-    grammars = [Grammar(sig, max_len=48) for sig in sigs]
-    assert compare_rollouts(grammars, rows_per_grammar=2, steps=50, seed=2) > 0
+    grammars = [Grammar(sig, max_len=48) for sig in sigs]   # every masked rollout ends by 48 valid steps
+    assert compare_rollouts(grammars, rows_per_grammar=2, steps=60, seed=2) > 0
 
 
 def test_single_grammar_and_gid_forms():
@@ -120,6 +119,15 @@ def test_single_grammar_and_gid_forms():
     assert s[0, H_DONE] == 1 and not ta.mask(s, gid).any() and ta.min_tokens_to_finish(s, gid)[0] == 0
     s2, inv = ta.step(s, torch.tensor([V.END]), gid)
     assert inv[0] and torch.equal(s2, s)
+
+
+def test_empty_batch():
+    ta = TorchAutomaton([Grammar(SIGNATURES[0], max_len=20)], "cpu")
+    gid = torch.zeros(0, dtype=torch.int64)
+    s = ta.initial(gid)
+    assert s.shape == (0, STATE_SIZE) and ta.mask(s, gid).shape == (0, V.VOCAB_SIZE)
+    new, inv = ta.step(s, gid, gid)
+    assert new.shape == (0, STATE_SIZE) and inv.shape == (0,) and ta.min_tokens_to_finish(s, gid).shape == (0,)
 
 
 def test_no_data_dependent_ops_on_meta_device():
