@@ -7,6 +7,10 @@
     res = cuda.evaluate(tokens, offsets, inputs, expected)  # torch CUDA tensors in and out
     res.passed, res.steps, res.errors, res.reward
 
+    # environments: (N, S, 4) token slots, each row scored on its own task's tests, no host sync
+    passed, steps, ok = cuda.evaluate_tasks(tokens, counts, task_ids, active, inputs, expected,
+                                            n_tests, ret_kinds)   # == vm.evaluate.evaluate_tasks_cpu
+
 Only this module imports cupy, and only when it is used. The kernels (vm/csrc/cuda_kernels.cu)
 include the very headers the CPU backend compiles; kernel_source() inlines them, so CuPy's
 on-disk cache (keyed on the source text) never serves a build of stale headers. The module
@@ -533,7 +537,8 @@ def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: 
     tokens (N, S, 4) int32: row i holds program i's compiler tokens (kind, value, line, col), the
         layout of compile_tokens, in its first counts[i] entries (the last one EOF); the rest of
         the slot is ignored. counts (N,) int: clamped to [0, S]. task_ids (N,) int: each row's
-        task, in [0, T). active (N,) bool (None: all): inactive rows are neither compiled nor run.
+        task, in [0, T) (evaluate_tasks_cpu raises otherwise; here such a row runs no test).
+        active (N,) bool (None: all): inactive rows are neither compiled nor run.
     inputs, expected: Encoded (uploaded on each call) or (words, offsets) device pairs (no
         copy), T * n_tests values: task t's tests are items t * n_tests .. (t + 1) * n_tests - 1.
     ret_kinds (T,) int32: each task's return kind (opcodes.KIND_*), for comparing results.
