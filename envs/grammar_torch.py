@@ -11,7 +11,7 @@ it IS BatchedAutomaton: there is one implementation of the automaton, written ov
 backend. envs/grammar.py keeps the numpy backend (`NumpyOps`, the default) and the code; this
 module only supplies `TorchOps`, the dozen operations that numpy and torch spell differently
 (where/cat/amin/clamp/gather/...), and converts the numpy tables once per device: the frame
-tables and constants (about 30 MB, cached per device, shared by every TorchAutomaton on it) and
+tables and constants (about 25 MB, cached per device, shared by every TorchAutomaton on it) and
 each grammar variant's cost table (4 MB, cached per device and (return type, call cost)).
 
 No host synchronization: every operation of initial/mask/step/min_tokens_to_finish is a gather
