@@ -67,6 +67,76 @@ def test_nvcc_compiles_kernels(tmp_path):
                  "vg_execute_global_eval", "vg_compile_token_slots", "vg_execute_tasks_local",
                  "vg_execute_tasks_global"):
         assert f".entry {name}(" in ptx
+    # No kernel recurses (the compiler once did: expr -> ... -> expr), so no kernel needs the
+    # dynamic CUDA call stack. At -O0 nothing is inlined: the PTX call graph is the whole one.
+    graph = ptx_call_graph(ptx)
+    for name in re.findall(r"\.entry (\w+)\(", ptx):
+        assert call_cycle(graph, name) is None, f"{name} recurses: {call_cycle(graph, name)}"
+
+
+def ptx_call_graph(ptx: str) -> dict[str, set[str]]:
+    """Callees of every .entry/.func in a PTX text (call targets may sit on the next line)."""
+    graph: dict[str, set[str]] = {}
+    cur, pending = None, False
+    for line in ptx.splitlines():
+        s = line.strip()
+        m = re.match(r"(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\s+(?:\([^)]*\)\s*)?(\w+)", s)
+        if m:
+            cur = m.group(1)
+            graph.setdefault(cur, set())
+        elif pending and s:
+            graph[cur].add(re.match(r"\w+", s).group(0))
+            pending = False
+        elif cur and (m := re.match(r"call(?:\.uni)?\s*(.*)", s)):
+            rest = re.sub(r"^\([^)]*\),?\s*", "", m.group(1).strip())
+            if rest:
+                graph[cur].add(re.match(r"\w+", rest).group(0))
+            else:
+                pending = True
+    return graph
+
+
+def call_cycle(graph: dict[str, set[str]], root: str) -> list[str] | None:
+    """A call cycle reachable from root, or None."""
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(u):
+        state[u] = 1
+        path.append(u)
+        for v in sorted(graph.get(u, ())):
+            if state.get(v) == 1:
+                return path[path.index(v):] + [v]
+            if v not in state and (found := visit(v)):
+                return found
+        state[u] = 2
+        path.pop()
+        return None
+
+    return visit(root)
+
+
+def test_ptx_call_graph_finds_recursion():
+    ptx = """.func (.param .b32 r) _Z1ai(.param .b32 x)
+{
+\tcall.uni (retval0),
+\t_Z1bi,
+}
+.func (.param .b32 r) _Z1bi(.param .b32 x)
+{
+\tcall.uni (retval0), _Z1ai, (param0);
+}
+.visible .entry k(
+{
+\tcall.uni _Z1bi, (param0);
+}
+.visible .entry ok(
+{
+}
+"""
+    g = ptx_call_graph(ptx)
+    assert g == {"_Z1ai": {"_Z1bi"}, "_Z1bi": {"_Z1ai"}, "k": {"_Z1bi"}, "ok": set()}
+    assert call_cycle(g, "k") == ["_Z1bi", "_Z1ai", "_Z1bi"] and call_cycle(g, "ok") is None
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
