@@ -82,7 +82,7 @@ class SynthesisCore:
     """The pure part shared by the single and vector envs: a bank, a length budget, a reward."""
 
     def __init__(self, bank: TaskBank, max_len: int = 48, reward: SynthesisReward | None = None,
-                 automaton: str = "auto", batch: bool = False):
+                 automaton: str = "auto", batch: bool = False, cuda_graph: bool = False):
         if automaton not in ("auto", "numpy", "torch"):
             raise ValueError(f"automaton must be 'auto', 'numpy' or 'torch', got {automaton!r}")
         self.bank, self.max_len, self.batch = bank, max_len, batch
@@ -90,6 +90,7 @@ class SynthesisCore:
         self.grammars = [Grammar(sig, max_len=max_len) for sig in bank.signatures]
         self.n_tasks = len(bank)
         self._automaton_kind = automaton
+        self.cuda_graph = cuda_graph
         self._automata: dict = {}
 
     def automaton(self, device: torch.device):
@@ -100,9 +101,16 @@ class SynthesisCore:
             else:
                 if self._automaton_kind == "numpy":
                     raise ValueError("the numpy automaton runs on the CPU only")
-                from .grammar_torch import TorchAutomaton
-                self._automata[key] = TorchAutomaton(self.grammars, device)
+                from .grammar_torch import GraphedAutomaton, TorchAutomaton
+                a = TorchAutomaton(self.grammars, device)
+                self._automata[key] = GraphedAutomaton(a) if self.cuda_graph and device.type == "cuda" else a
         return self._automata[key]
+
+    def prepare(self, state: SynthesisState) -> None:
+        """Before the first step (the shell's reset): capture the automaton's CUDA graphs."""
+        a = self.automaton(state.grammar.device)
+        if hasattr(a, "prepare"):
+            a.prepare(len(state.task))
 
     def observation_space(self) -> spaces.Dict:
         T, E, W = self.bank.examples.shape
@@ -238,13 +246,14 @@ class SynthesisEnv(CoreEnv):
 class SynthesisVectorEnv(TensorVectorEnv):
     """N synthesis envs in one batched state: one mask and one score call per step for all of
     them, autoreset NEXT_STEP (envs/vector.py). `device=None`: numpy out; a device: torch
-    tensors there, state and scoring included."""
+    tensors there, state and scoring included. `cuda_graph=True` (CUDA only) replays the mask
+    automaton from CUDA graphs captured at reset (envs/grammar_torch.py GraphedAutomaton)."""
 
     def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
                  max_len: int = 48, reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16,
                  seed: int = 0, backend: str = "cpu", device=None, render_mode: str | None = None,
-                 automaton: str = "auto", max_episode_steps: int | None = None):
-        core = SynthesisCore(_bank(bank, tasks, n_tests, seed, backend), max_len, reward, automaton, batch)
+                 automaton: str = "auto", cuda_graph: bool = False, max_episode_steps: int | None = None):
+        core = SynthesisCore(_bank(bank, tasks, n_tests, seed, backend), max_len, reward, automaton, batch, cuda_graph)
         super().__init__(core, num_envs, core.observation_space(), core.action_space(), seed, device, render_mode)
 
 

@@ -1,21 +1,23 @@
-"""The Gymnasium shells shared by the environments around their functional cores: `CoreEnv`, one
-env with numpy observations (the core with one row on the CPU), and `TensorVectorEnv`: N envs whose state is a dataclass of torch
-tensors on one device, stepped by a core's batched functions (no Python loop over envs), with
-autoreset NEXT_STEP (the step after an episode ends resets that env and ignores its action).
+"""The Gymnasium shells shared by the environments around their functional cores: `CoreEnv`,
+one env with numpy observations (the core with one row on the CPU), and `TensorVectorEnv`, N
+envs whose state is a dataclass of torch tensors on one device, stepped by a core's batched
+functions (no Python loop over envs), with autoreset NEXT_STEP (the step after an episode ends
+resets that env and ignores its action).
 
 `device=None` keeps the state on the CPU and returns numpy arrays, what RLlib and most Gymnasium
 code expect; `device="cpu"`, `"cuda"`, `"cuda:1"` or a torch.device returns torch tensors on
-that device. On a CUDA device nothing in `step` or `reset` waits for the GPU: masks, the
-automaton, autoresets, task sampling and the scoring of finished programs are all device ops.
+that device. On a CUDA device nothing in `step` waits for the GPU: masks, the automaton,
+autoresets, task sampling and the scoring of finished programs are all device ops.
 
 Tasks: an env's task is a counter-based hash of (seed, env index, episode number) computed with
 int64 tensor arithmetic, so CPU and GPU envs built with one seed see the same tasks in the same
 envs. `reset(options={"task": t or (N,) tasks})` pins envs to tasks, autoresets included (e.g.
 groups of candidates per task); a reset without it samples again.
 
-A core supplies: `empty(n, device) -> state`, `reset_rows(state, rows, tasks)` (in place, rows a
-(N,) bool mask), `step(state, actions, live) -> (reward, terminated, truncated, invalid)` (rows
-not `live` unchanged, all-zero outputs), `observe(state) -> dict` and `render(state, i) -> str`.
+A core supplies: `empty(n, device) -> state`; `reset_rows(state, rows, tasks)` (in place, rows a
+(N,) bool mask); optionally `prepare(state)` (called at reset); `step(state, actions, live) ->
+(reward, terminated, truncated, invalid)` (rows not `live` unchanged, all-zero outputs);
+`observe(state) -> dict`; `render(state, i) -> str`; `n_tasks`.
 """
 from __future__ import annotations
 
@@ -95,6 +97,8 @@ class TensorVectorEnv(gym.vector.VectorEnv):
             self._pinned = tasks
         self.core.reset_rows(self.state, torch.ones_like(self._needs_reset), self._tasks())
         self._needs_reset.zero_()
+        if hasattr(self.core, "prepare"):
+            self.core.prepare(self.state)  # e.g. capture CUDA graphs: a reset may sync, a step never does
         return self._out(self.core.observe(self.state)), {}
 
     def step(self, actions):

@@ -7,7 +7,8 @@ compile + execute of finished programs included, on the CPU and (where present) 
 
 Devices: `numpy` is the default vector env (state on the CPU, numpy out), `cpu` / `cuda` the
 torch-out env with its state there (`cuda` uses the torch mask automaton and the GPU scorer, and
-the random policy runs on the device too, so nothing crosses to the host in the timed loop).
+the random policy runs on the device too, so nothing crosses to the host in the timed loop),
+`cuda-graph` the same with the automaton replayed from CUDA graphs.
 Synthesis-v0 counts token steps (one action per env per step); SynthesisBatch-v0 counts
 candidate programs (one whole body per env per step; bodies are sampled once under the mask,
 outside the timed loop, and reused).
@@ -38,6 +39,8 @@ def masked_actions(mask, gen: torch.Generator) -> torch.Tensor:
 
 
 def _env(bank, n, device, **kw):
+    if device == "cuda-graph":
+        return SynthesisVectorEnv(num_envs=n, bank=bank, device="cuda", cuda_graph=True, **kw)
     return SynthesisVectorEnv(num_envs=n, bank=bank, device=None if device == "numpy" else device, **kw)
 
 
@@ -47,7 +50,7 @@ def _sync(device):
 
 
 def _gen(device, seed):
-    return torch.Generator(device="cpu" if device == "numpy" else device).manual_seed(seed)
+    return torch.Generator(device="cuda" if device.startswith("cuda") else "cpu").manual_seed(seed)
 
 
 def bench_token_env(bank, num_envs: int, seconds: float, seed: int, device: str) -> dict:
@@ -117,7 +120,7 @@ def machine() -> str:
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--num-envs", type=int, nargs="+", default=[1, 16, 256, 4096])
-    p.add_argument("--device", nargs="+", default=["numpy"], help="numpy, cpu, cuda (several: side by side)")
+    p.add_argument("--device", nargs="+", default=["numpy"], help="numpy, cpu, cuda, cuda-graph (several: side by side)")
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true")

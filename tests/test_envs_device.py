@@ -159,11 +159,11 @@ def test_torch_automaton_env_equals_numpy_automaton_env():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
-@pytest.mark.parametrize("batch", [False, True])
-def test_gpu_env_equals_cpu_env(batch):
+@pytest.mark.parametrize("batch,graph", [(False, False), (False, True), (True, False)])
+def test_gpu_env_equals_cpu_env(batch, graph):
     n = 512
     cpu = SynthesisVectorEnv(num_envs=n, bank=BANK, max_len=24, device="cpu", batch=batch)
-    gpu = SynthesisVectorEnv(num_envs=n, bank=BANK, max_len=24, device="cuda", batch=batch)
+    gpu = SynthesisVectorEnv(num_envs=n, bank=BANK, max_len=24, device="cuda", batch=batch, cuda_graph=graph)
     if not batch:
         assert_same(rollout(cpu, SEED, 100), rollout(gpu, SEED, 100))
         return
@@ -179,10 +179,11 @@ def test_gpu_env_equals_cpu_env(batch):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
-def test_gpu_env_step_does_not_sync():
+@pytest.mark.parametrize("graph", [False, True])
+def test_gpu_env_step_does_not_sync(graph):
     """torch's sync debug mode raises on any synchronizing CUDA call inside step."""
     n = 1024
-    env = SynthesisVectorEnv(num_envs=n, bank=BANK, max_len=24, device="cuda")
+    env = SynthesisVectorEnv(num_envs=n, bank=BANK, max_len=24, device="cuda", cuda_graph=graph)
     obs, _ = env.reset(seed=0)
     gen = torch.Generator(device="cuda").manual_seed(0)
     torch.cuda.set_sync_debug_mode("error")
