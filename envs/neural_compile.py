@@ -12,8 +12,8 @@ token arrays ((S, 4) int32 rows of kind, value, line, col; zero rows after the e
 signature kinds and shown examples, and the bytes written so far.
 
 State is torch tensors on one device, as in envs/synthesis.py; `device=None` vector envs return
-numpy. Scoring a finished image runs on the CPU backend: on a CUDA device the finished rows are
-copied to the host for it (the one host sync of this env's step; the synthesis envs have none).
+numpy. Finished images are validated and run on their tasks' tests where the state lives:
+vm.cuda.execute_tasks on a CUDA device (no host sync), vm.evaluate.execute_tasks_cpu on the CPU.
 """
 from __future__ import annotations
 
@@ -24,8 +24,7 @@ import torch
 from gymnasium import spaces
 
 from vramgym.compiler import tokenize
-from vramgym.vm import ProgramBatch, run_batch
-from vramgym.vm import cpu
+from vramgym.vm.evaluate import execute_tasks_cpu
 
 from .bank import TaskBank
 from .reward import NeuralCompileReward
@@ -73,15 +72,22 @@ class NeuralCompileCore:
             if len(code) > max_words:
                 raise ValueError(f"task {task.name}: its bytecode has {len(code)} words, more than max_words")
             self.ref_code.append(code)
-        # Executed steps of the traditional compiler's bytecode, the efficiency baseline.
-        self.ref_steps = self._run([c for c in self.ref_code], np.arange(T))[1]
+        # Executed steps of the traditional compiler's bytecode (mean over the tests), the efficiency baseline.
+        ref = np.zeros((T, max_words), np.uint32)
+        for i, c in enumerate(self.ref_code):
+            ref[i, : len(c)] = c
+        _, steps, valid = execute_tasks_cpu(ref, [len(c) for c in self.ref_code], np.arange(T), None, bank.inputs,
+                                            bank.expected, bank.n_tests, bank.ret_kind, config=bank.config)
+        assert valid.all(), "the compiler's bytecode of every reference validates"
+        self.ref_steps = steps / bank.n_tests
         self._tensors: dict = {}
 
     def tensors(self, device) -> dict:
         key = str(device)
         if key not in self._tensors:
             self._tensors[key] = {"sources": torch.from_numpy(self.sources).to(device),
-                                  "source_lengths": torch.from_numpy(self.source_lengths).to(device)}
+                                  "source_lengths": torch.from_numpy(self.source_lengths).to(device),
+                                  "ref_steps": torch.from_numpy(self.ref_steps).to(device)}
         return self._tensors[key]
 
     def observation_space(self) -> spaces.Dict:
@@ -98,23 +104,6 @@ class NeuralCompileCore:
             "code": spaces.Box(0, 255, (L,), np.int64),
             "length": spaces.Box(0, L, (), np.int64),
         })
-
-    def _run(self, codes: list[np.ndarray], task_ids: np.ndarray):
-        """(valid (N,), mean steps (N,), all tests pass (N,)) of bytecode images on their tasks."""
-        n, m = len(codes), self.bank.n_tests
-        lengths = np.array([len(c) for c in codes], dtype=np.int64)
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        words = np.concatenate(codes).astype(np.uint32) if n else np.zeros(0, np.uint32)
-        checks = [cpu.validate(c) for c in codes]  # (first bad word or -1, pc of function 0 or -1)
-        valid = np.array([bad == -1 and pc >= 0 for bad, pc in checks], dtype=bool)
-        programs = ProgramBatch.build(words, offsets, 0, self.bank.ret_kind[task_ids])
-        run_prog = np.repeat(np.arange(n, dtype=np.int32), m)
-        run_in = (task_ids[:, None] * m + np.arange(m)[None, :]).ravel().astype(np.int32)
-        res = run_batch(programs, self.bank.inputs, (run_prog, run_in), expected=self.bank.expected,
-                        config=self.bank.config, out_cap=0, backend=self.bank.backend)
-        passed = res.passed.reshape(n, m).all(axis=1) & valid
-        return valid, res.steps.reshape(n, m).mean(axis=1), passed
 
     def empty(self, n: int, device) -> NeuralCompileState:
         z = lambda *shape: torch.zeros(shape, dtype=torch.int64, device=device)  # noqa: E731
@@ -143,15 +132,26 @@ class NeuralCompileCore:
         return f"task {self.bank.tasks[int(state.task[i])].name}\n" + disassemble(self.words(state, i)) + "\n"
 
     def score(self, state: NeuralCompileState, done: torch.Tensor) -> torch.Tensor:
-        """Rewards of the finished images where `done` (others 0), on the state's device."""
-        rows = np.flatnonzero(done.cpu().numpy())
-        out = np.zeros(len(done), np.float32)
-        if len(rows):
-            task_ids = state.task.cpu().numpy()[rows]
-            valid, steps, passed = self._run([self.words(state, i) for i in rows], task_ids)
-            valid &= (state.length.cpu().numpy()[rows] % 4) == 0  # a partial last word is not a valid image
-            out[rows] = self.reward(valid, passed & valid, steps, self.ref_steps[task_ids])
-        return torch.from_numpy(out).to(done.device)
+        """Rewards of the finished images where `done` (others 0), on the state's device, with no
+        host sync on a GPU."""
+        n, W = len(done), self.max_words
+        b = state.code.view(n, W, 4)
+        w = b[..., 0] | (b[..., 1] << 8) | (b[..., 2] << 16) | (b[..., 3] << 24)   # little-endian words
+        w = torch.where(w >= 2**31, w - 2**32, w).to(torch.int32)                 # the same bits as int32
+        length = torch.where(state.length % 4 == 0, state.length // 4, -1)        # a partial word: invalid
+        bank, m = self.bank, self.bank.n_tests
+        if done.device.type == "cuda":
+            from vramgym.vm import cuda
+            t = bank.tensors(done.device)
+            passed, steps, valid = cuda.execute_tasks(w, length, state.task, done, t["inputs"], t["expected"], m,
+                                                      t["ret_kind"], config=bank.config)
+        else:
+            passed, steps, valid = execute_tasks_cpu(w, length, state.task, done, bank.inputs, bank.expected, m,
+                                                     bank.ret_kind, config=bank.config)
+        passed, steps, valid = passed.to(done.device), steps.to(done.device), valid.to(done.device)
+        ref = self.tensors(done.device)["ref_steps"][state.task]
+        r = self.reward(valid, valid & (passed == m), steps.double() / m, ref)
+        return torch.where(done, r, 0.0)
 
     def step(self, state: NeuralCompileState, actions: torch.Tensor, live: torch.Tensor):
         """(reward, terminated, truncated, invalid) per env where `live`; an out-of-range action

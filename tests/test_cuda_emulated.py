@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_evaluate_tasks import make_bank, make_programs
+from test_evaluate_tasks import make_bank, make_images, make_programs
 from vramgym.vm import VMConfig, cuda, opcodes as oc
-from vramgym.vm.evaluate import evaluate_tasks_cpu
+from vramgym.vm.evaluate import evaluate_tasks_cpu, execute_tasks_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
 EMU = ROOT / "tests" / "native" / "cuda_emu.cpp"
@@ -95,7 +95,7 @@ class _Kernels(dict):
 def _fake_cupy() -> types.ModuleType:
     cp = types.ModuleType("cupy")
     for name in ("zeros", "empty", "asarray", "ascontiguousarray", "ndarray", "int32", "int64", "uint8", "uint32",
-                 "uint64", "float32", "from_dlpack", "max"):
+                 "uint64", "float32", "from_dlpack", "max", "where", "full", "bool_"):
         setattr(cp, name, getattr(np, name))
     runtime = types.SimpleNamespace(memGetInfo=lambda: (1 << 30, 1 << 31))
     cp.cuda = types.SimpleNamespace(runtime=runtime, is_available=lambda: True)
@@ -151,3 +151,21 @@ def test_evaluate_emulated_equals_cpu(emu, monkeypatch):
         res = cuda.evaluate(packed, offsets, ins, exp)
         assert np.array_equal(res.passed, want[0]) and np.array_equal(res.steps, want[1]), (chunk, SEED)
         assert np.array_equal(res.errors[:, 0] == 0, want[2]), (chunk, SEED)
+
+
+@pytest.mark.parametrize("n_tests", [21, 0])
+def test_execute_tasks_emulated_equals_cpu(emu, n_tests, monkeypatch):
+    rng = np.random.default_rng([SEED, 9, n_tests])
+    inputs, expected, ret_kinds = make_bank(rng, n_tests)
+    imgs = make_images(rng, 200)
+    want = execute_tasks_cpu(*imgs, inputs, expected, n_tests, ret_kinds)
+    for chunk in (None, 53):
+        monkeypatch.setattr(cuda, "MAX_CHUNK", chunk)
+        emu.launches.clear()
+        got = cuda.execute_tasks(*imgs, inputs, expected, n_tests, ret_kinds)
+        for name, g, w in zip(("passed", "steps", "valid"), got, want):
+            assert g.dtype == w.dtype and np.array_equal(g, w), (name, chunk, np.flatnonzero(g != w)[:5], SEED)
+        n_chunks = 1 if chunk is None else -(-200 // chunk)
+        assert emu.launches.count("vg_validate_programs") == n_chunks
+        assert emu.launches.count("vg_execute_tasks_local") == (n_chunks if n_tests else 0)
+    assert want[2].sum() > 30 and (not n_tests or want[0].sum() > 0)

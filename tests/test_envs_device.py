@@ -195,3 +195,30 @@ def test_gpu_env_step_does_not_sync(graph):
     finally:
         torch.cuda.set_sync_debug_mode("default")
     torch.cuda.synchronize()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
+def test_gpu_neural_compile_equals_cpu_and_does_not_sync():
+    from vramgym.envs.neural_compile import bytecode_actions
+    n = 64
+    envs = [NeuralCompileVectorEnv(num_envs=n, bank=BANK, max_words=64, device=d) for d in ("cpu", "cuda")]
+    for e in envs:
+        e.reset(seed=SEED, options={"task": torch.arange(n) % len(BANK)})
+    # each env writes its task's reference bytecode (reward 11), some with a byte changed
+    scripts = [bytecode_actions(BANK.tasks[i % len(BANK)].program.code) for i in range(n)]
+    rng = np.random.default_rng(SEED)
+    for s in scripts[::3]:
+        s[int(rng.integers(len(s) - 1))] = int(rng.integers(256))
+    T = max(len(s) for s in scripts)
+    acts = np.array([s + [256] * (T - len(s)) for s in scripts]).T
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        outs = [[e.step(torch.as_tensor(a, device=e.device))[1:4] for a in acts] for e in envs]
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    for step, (a, b) in enumerate(zip(*outs)):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(as_np(x), as_np(y), err_msg=f"step {step}")
+    total = sum(as_np(o[0]) for o in outs[0])
+    assert (total[1::3] == 11).all()

@@ -15,8 +15,8 @@ import pytest
 
 from vramgym.compiler import compile_tokens, tokenize
 from vramgym.compiler.random_programs import GeneratorConfig, generate_program, random_args
-from vramgym.vm import VMConfig, cuda, encode_results, encode_tuples, opcodes as oc, run_batch
-from vramgym.vm.evaluate import evaluate_tasks_cpu
+from vramgym.vm import ProgramBatch, VMConfig, cpu, cuda, encode_results, encode_tuples, opcodes as oc, run_batch
+from vramgym.vm.evaluate import evaluate_tasks_cpu, execute_tasks_cpu
 from vramgym.vm.values import KIND_BY_NAME, Encoded
 
 SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
@@ -213,3 +213,78 @@ def test_evaluate_tasks_torch_no_sync():
     assert [x.dtype for x in got] == [torch.int32, torch.int64, torch.bool]
     for name, g, w in zip(("passed", "steps", "ok"), got, want):
         assert np.array_equal(g.cpu().numpy(), w), name
+
+
+# --- execute_tasks: bytecode images -------------------------------------------------------------
+
+def make_images(rng: np.random.Generator, n: int):
+    """(code (n, W) uint32, code_len, task_ids, active): the compiled programs of make_programs,
+    some with words flipped (often invalid), lengths cut short, negative or past W."""
+    tokens, counts, task_ids, active = make_programs(rng, n)
+    code = np.zeros((n, 256), np.uint32)
+    length = np.full(n, -1, np.int64)
+    for i in range(n):
+        c = int(np.clip(counts[i], 0, tokens.shape[1]))
+        res = compile_tokens(tokens[i, :c], np.array([0, c]), code_cap=256)
+        if res.ok[0]:
+            length[i] = res.lengths[0]
+            code[i, : length[i]] = res.code[0, : length[i]]
+    u = rng.random(n)
+    flip = u < 0.2
+    for i in np.flatnonzero(flip & (length > 0)):
+        code[i, rng.integers(length[i])] ^= np.uint32(1 << int(rng.integers(32)))
+    length[(u > 0.2) & (u < 0.25)] //= 2
+    length[(u > 0.25) & (u < 0.27)] = 300
+    code[:, 250:] = rng.integers(0, 2**32, (n, 6), dtype=np.uint32)  # garbage past most images
+    return code, length, task_ids, active
+
+
+def image_oracle(code, length, task_ids, active, inputs, expected, n_tests, ret_kinds, config=None):
+    """One image at a time: the validator, then run_batch on its task's tests."""
+    n, W = code.shape
+    passed, steps, valid = np.zeros(n, np.int32), np.zeros(n, np.int64), np.zeros(n, bool)
+    for i in np.flatnonzero(active):
+        if not 0 <= length[i] <= W:
+            continue
+        img = code[i, : length[i]]
+        bad, pc = cpu.validate(img)
+        if bad != -1 or pc < 0:
+            continue
+        valid[i] = True
+        t = int(task_ids[i])
+        runs = (np.zeros(n_tests, np.int32), (t * n_tests + np.arange(n_tests)).astype(np.int32))
+        prog = ProgramBatch.build(img, np.array([0, len(img)]), 0, ret_kinds[t])
+        r = run_batch(prog, inputs, runs, expected=expected, config=config, out_cap=0)
+        passed[i] = r.passed.sum()
+        steps[i] = r.steps.astype(np.int64).sum()
+    return passed, steps, valid
+
+
+def test_execute_tasks_cpu_matches_per_image_oracle():
+    rng = np.random.default_rng([SEED, 7])
+    inputs, expected, ret_kinds = make_bank(rng, 9)
+    imgs = make_images(rng, 300)
+    config = VMConfig(fuel=5000)
+    got = execute_tasks_cpu(*imgs, inputs, expected, 9, ret_kinds, config=config)
+    want = image_oracle(*imgs, inputs, expected, 9, ret_kinds, config=config)
+    for name, g, w in zip(("passed", "steps", "valid"), got, want):
+        assert g.dtype == w.dtype and np.array_equal(g, w), (name, np.flatnonzero(g != w)[:5], SEED)
+    assert got[2].sum() > 50 and (~got[2] & imgs[3]).sum() > 10 and got[0].sum() > 0
+    torch = pytest.importorskip("torch")
+    t = execute_tasks_cpu(*(torch.from_numpy(x.view(np.int32) if x.dtype == np.uint32 else x) for x in imgs),
+                          inputs, expected, 9, ret_kinds, config=config)
+    assert all(np.array_equal(a.numpy(), b) for a, b in zip(t, got))
+
+
+@gpu
+def test_execute_tasks_gpu_equals_cpu(monkeypatch):
+    rng = np.random.default_rng([SEED, 8])
+    inputs, expected, ret_kinds = make_bank(rng, 33)
+    imgs = make_images(rng, 3000)
+    want = execute_tasks_cpu(*imgs, inputs, expected, 33, ret_kinds)
+    for chunk in (None, 997):
+        monkeypatch.setattr(cuda, "MAX_CHUNK", chunk)
+        got = cuda.execute_tasks(*imgs, inputs, expected, 33, ret_kinds)
+        for name, g, w in zip(("passed", "steps", "valid"), got, want):
+            g = _host(g)
+            assert g.dtype == w.dtype and np.array_equal(g, w), (name, chunk, np.flatnonzero(g != w)[:5], SEED)

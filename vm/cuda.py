@@ -600,3 +600,71 @@ def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: 
                 *_cfg_args(config), scratch, passed[a:b], steps[a:b]))
         ok = _out(lengths, as_torch) >= 0  # compared after the hand-over: no bool through DLPack
         return _out(passed, as_torch), _out(steps.view(cp.int64), as_torch), ok
+
+
+# --- execute_tasks: bytecode images, each on its own task's tests --------------------------------
+
+def execute_tasks(code, code_len, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *, config=None):
+    """Validate N bytecode images and run each valid one on its own task's tests, on the device
+    with no host synchronisation (NeuralCompile-v0 scores its envs' bytecode with it).
+
+    code (N, W) uint32 or int32 (the same bits): image i in code[i, :code_len[i]]; code_len (N,)
+    int (< 0 or > W: invalid). task_ids, active, inputs, expected, n_tests, ret_kinds as in
+    evaluate_tasks. Returns (passed (N,) int32, steps (N,) int64 summed over the tests, valid
+    (N,) bool: passes the validator and has a function 0); passed and steps are 0 where a row is
+    inactive or invalid. Torch CUDA tensors when code is one (on torch's current stream), else
+    CuPy arrays. Exactly vramgym.vm.evaluate.execute_tasks_cpu."""
+    import cupy as cp
+    from .batch import VMConfig
+    config = config or VMConfig()
+    n_tests = int(n_tests)
+    if n_tests < 0:
+        raise ValueError("n_tests must be >= 0")
+    with _torch_stream((code, code_len, task_ids, active)) as as_torch:
+        d = device()
+        words = _dev(code, cp.int32 if _is_torch(code) else cp.uint32)  # torch has no uint32 for DLPack
+        if words.ndim != 2:
+            raise ValueError(f"code must have shape (N, W), got {words.shape}")
+        words = words.view(cp.uint32)
+        n, width = words.shape
+        length = _dev(code_len, cp.int64)
+        task_of = _dev(task_ids, cp.int64)
+        act = None if active is None else _dev(active, cp.uint8)
+        task_ret = _dev(ret_kinds, cp.int32)
+        in_words, in_off = _encoded_dev(inputs)
+        exp_words, exp_off = _encoded_dev(expected)
+        n_in, n_task = len(in_off) - 1, len(task_ret)
+        for name, x in (("code_len", length), ("task_ids", task_of), ("active", act)):
+            if x is not None and x.shape != (n,):
+                raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
+        if len(exp_off) - 1 != n_in:
+            raise ValueError("expected needs one value per input")
+        if n_in != n_task * n_tests:
+            raise ValueError(f"inputs hold {n_in} values; {n_task} tasks x {n_tests} tests need {n_task * n_tests}")
+        # Inactive rows and lengths outside [0, W] become -1: the validator marks them invalid.
+        keep = (length >= 0) & (length <= width)
+        if act is not None:
+            keep &= act.astype(cp.bool_)
+        lengths = cp.where(keep, length, -1).astype(cp.int32)
+        passed = cp.zeros(n, dtype=cp.int32)
+        steps = cp.zeros(n, dtype=cp.uint64)
+        entry_pc = cp.full(max(n, 1), -1, dtype=cp.int32)
+        wpp = max(1, -(-n_tests // 32))
+        chunk = _chunk_size(n, 4 * width + 16)
+        if n and n_tests:
+            suffix, blocks, scratch = _exec_grid(d, min(n, chunk) * wpp, config)
+            kernel = d.k[f"vg_execute_tasks_{suffix}"]
+        for a in range(0, n, chunk):
+            b = min(n, a + chunk)
+            k = b - a
+            sub = cp.ascontiguousarray(words[a:b])
+            pc = _validate(d, sub, None, width, lengths[a:b], k, None, 0, None, None)
+            entry_pc[a:b] = pc[:k]
+            if not n_tests:
+                continue
+            kernel((blocks,), (EXEC_BLOCK,), (
+                sub, _i32(width), lengths[a:b], _i32(k), pc, task_of[a:b], task_ret, _i32(n_task),
+                _i32(n_tests), in_words, in_off, _i32(n_in), exp_words, exp_off, _i64(k * wpp), _i32(wpp),
+                *_cfg_args(config), scratch, passed[a:b], steps[a:b]))
+        valid = _out(entry_pc[:n], as_torch) >= 0  # compared after the hand-over: no bool through DLPack
+        return _out(passed, as_torch), _out(steps.view(cp.int64), as_torch), valid

@@ -1,4 +1,6 @@
-"""Score programs on their tasks' tests: the CPU reference of vramgym.vm.cuda.evaluate_tasks.
+"""Score programs on their tasks' tests: the CPU references of vramgym.vm.cuda.evaluate_tasks
+(programs as compiler tokens) and vramgym.vm.cuda.execute_tasks (programs as bytecode, at the
+end of this file).
 
     from vramgym.vm.evaluate import evaluate_tasks_cpu
     passed, steps, ok = evaluate_tasks_cpu(tokens, counts, task_ids, active, bank.inputs,
@@ -92,3 +94,61 @@ def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tes
         import torch
         return torch.from_numpy(passed), torch.from_numpy(steps), torch.from_numpy(ok)
     return passed, steps, ok
+
+
+def execute_tasks_cpu(code, code_len, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *,
+                      config: VMConfig | None = None):
+    """The CPU backend's scores of N bytecode images (e.g. a neural compiler's output) on their
+    tasks' tests; the same signature and results as vramgym.vm.cuda.execute_tasks.
+
+    code (N, W) uint32: image i in code[i, :code_len[i]]; code_len (N,) int: words used (< 0 or
+    > W: not a valid image). task_ids, active, inputs, expected, n_tests, ret_kinds as in
+    evaluate_tasks_cpu. Returns passed (N,) int32, steps (N,) int64 (summed over the tests) and
+    valid (N,) bool: the image passes the bytecode validator and has a function 0; passed and
+    steps are 0 where a row is inactive or invalid. Numpy arrays, or torch CPU tensors when code
+    is a torch tensor."""
+    from . import cpu
+    from .batch import ProgramBatch
+    as_torch = type(code).__module__.startswith("torch")
+    words = _host(code)
+    if words.ndim != 2:
+        raise ValueError(f"code must have shape (N, W), got {words.shape}")
+    words = words.astype(np.uint32)
+    n, width = words.shape
+    length = _host(code_len, np.int64)
+    task = _host(task_ids, np.int64)
+    act = np.ones(n, dtype=bool) if active is None else _host(active, bool)
+    ret = _host(ret_kinds, np.int32)
+    inputs, expected = _encoded(inputs), _encoded(expected)
+    n_tests = int(n_tests)
+    for name, x in (("code_len", length), ("task_ids", task), ("active", act)):
+        if x.shape != (n,):
+            raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
+    if n_tests < 0 or len(inputs) != len(ret) * n_tests or len(expected) != len(inputs):
+        raise ValueError(f"inputs and expected need {len(ret)} tasks x {n_tests} tests values each, "
+                         f"got {len(inputs)} and {len(expected)}")
+    if np.any(task[act] < 0) or np.any(task[act] >= len(ret)):
+        raise ValueError(f"task_ids of active rows must be in [0, {len(ret)})")
+    passed = np.zeros(n, dtype=np.int32)
+    steps = np.zeros(n, dtype=np.int64)
+    valid = np.zeros(n, dtype=bool)
+    for i in np.flatnonzero(act & (length >= 0) & (length <= width)):  # the validator is per image
+        bad, pc = cpu.validate(words[i, : length[i]])
+        valid[i] = bad == -1 and pc >= 0
+    rows = np.flatnonzero(valid)
+    if len(rows) and n_tests:
+        used = np.arange(width)[None, :] < length[rows, None]
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(length[rows], out=offsets[1:])
+        t = task[rows]
+        programs = ProgramBatch.build(words[rows][used], offsets, 0, ret[t])
+        run_prog = np.repeat(np.arange(len(rows), dtype=np.int32), n_tests)
+        run_in = (t[:, None] * n_tests + np.arange(n_tests)[None, :]).ravel().astype(np.int32)
+        res = run_batch(programs, inputs, (run_prog, run_in), expected=expected, config=config, out_cap=0,
+                        backend="cpu")
+        passed[rows] = res.passed.reshape(-1, n_tests).sum(axis=1)
+        steps[rows] = res.steps.reshape(-1, n_tests).astype(np.int64).sum(axis=1)
+    if as_torch:
+        import torch
+        return torch.from_numpy(passed), torch.from_numpy(steps), torch.from_numpy(valid)
+    return passed, steps, valid
