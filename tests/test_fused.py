@@ -1,8 +1,8 @@
 """Superinstructions (vm/csrc/fuse.h) must be invisible: the lockstep and scalar interpreters
-with them (modes 0 and 1) and without (modes 2 and 3; 3 is the reference: the plain scalar
-interpreter that CUDA runs too) give the same status, value, steps and list contents, also
-when the step budget runs out or a trap happens inside a fused sequence. Fuel is swept over
-every cut point of small programs on purpose."""
+with them (modes 0 and 1 where they pay, 5 and 4 always) and without (modes 2 and 3; 3 is the
+reference: the plain scalar interpreter that CUDA runs too) give the same status, value, steps
+and list contents, also when the step budget runs out or a trap happens inside a fused
+sequence. Fuel is swept over every cut point of small programs on purpose."""
 import os
 
 import numpy as np
@@ -13,7 +13,7 @@ from vramgym.compiler.random_programs import generate_program, random_args
 from vramgym.vm import Program, ProgramBatch, VMConfig, cpu, encode_tuples, opcodes as oc, run_batch
 
 SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
-MODES = {"fused lockstep": 0, "fused scalar": 1, "plain lockstep": 2, "plain scalar": 3}
+MODES = {"lockstep": 0, "scalar": 1, "plain lockstep": 2, "plain scalar": 3, "fused scalar": 4, "fused lockstep": 5}
 
 
 class _ModeLib:
@@ -39,7 +39,7 @@ def run_mode(batch, inputs, config, mode, monkeypatch):
 def assert_modes_agree(batch, inputs, config, what, monkeypatch):
     res = {name: run_mode(batch, inputs, config, mode, monkeypatch) for name, mode in MODES.items()}
     ref = res["plain scalar"]
-    for name in ("fused lockstep", "fused scalar", "plain lockstep"):
+    for name in ("lockstep", "scalar", "plain lockstep", "fused scalar", "fused lockstep"):
         for field in ("status", "value", "steps", "out_list"):
             x, y = getattr(res[name], field), getattr(ref, field)
             if x is None:

@@ -90,6 +90,9 @@ struct LaneScratch {
 struct Translation {
   std::vector<Fused> fx;
   std::vector<uint8_t> xop, target;
+  int64_t prog = -1;  // the program of the thread's last runs one by one, or -1
+  int64_t steps = 0;  // steps of its runs so far
+  bool full = false;  // fx and xop hold its whole translation
 };
 
 // Write one run's outputs: a list result is checked and copied out of its workspace, and the
@@ -209,8 +212,9 @@ VG_EXPORT int32_t vg_validate(const uint32_t* code, int32_t len, int32_t entry, 
 // run_in[r] (encoded like an argument, offsets exp_off[n_in + 1]).
 // mode 0: consecutive runs of one program go through the lockstep lane interpreter (up to 32
 // at once), mode 1: every run through the scalar interpreter; both with superinstructions
-// (fuse.h). Modes 2 and 3: the same without superinstructions (the tests' references). All
-// give identical results.
+// (fuse.h) where they pay. Modes 2 and 3: the same without superinstructions (the tests'
+// references); modes 4 and 5: scalar and lockstep, always with them (for tests). All give
+// identical results.
 VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
                   const int32_t* ret_kind, const int32_t* in_words, const int64_t* in_off, int32_t n_in,
                   const int32_t* run_prog, const int32_t* run_in, int64_t n_runs, const int32_t* exp_words,
@@ -230,7 +234,7 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
   for (int64_t r = 0; r < n_runs;) {
     task_start.push_back(r);
     int64_t e = r + 1;
-    if (mode == 0 || mode == 2)
+    if (mode == 0 || mode == 2 || mode == 5)
       while (e < n_runs && e - r < LANES && run_prog[e] == run_prog[r]) e++;
     r = e;
   }
@@ -239,7 +243,7 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
   std::vector<RunScratch*> scratch(nt, nullptr);
   std::vector<LaneScratch*> lane_scratch(nt, nullptr);
   std::vector<Translation*> trans(nt, nullptr);
-  const bool fused = mode == 0 || mode == 1;
+  const bool fused = mode == 0 || mode == 1 || mode == 4 || mode == 5;
   int64_t ntasks = (int64_t)task_start.size() - 1;
   parallel_for(ntasks, nt, 4, [&](int32_t tid, int64_t t) {
     int64_t r0 = task_start[t], r1 = task_start[t + 1];
@@ -257,21 +261,36 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
     }
     const uint32_t* pcode = (uint32_t)p < (uint32_t)n_prog ? code + code_off[p] : nullptr;
     int32_t len = pcode ? (int32_t)(code_off[p + 1] - code_off[p]) : 0;
-    const Fused* fx = nullptr;
-    const uint8_t* xop = nullptr;
-    if (fused && pcode && entry_pc[p] != -2) {  // superinstructions, translated once for these runs
+    Fused* fx = nullptr;
+    uint8_t* xop = nullptr;
+    uint8_t* target = nullptr;
+    if (fused && pcode && entry_pc[p] != -2) {
+      // Superinstructions: the lockstep interpreter translates each pc when it first reaches it;
+      // runs one by one take the whole translation, kept while the thread's runs stay on p.
       if (!trans[tid]) trans[tid] = new Translation();
       Translation& T = *trans[tid];
       if ((int32_t)T.fx.size() < len) T.fx.resize(len), T.xop.resize(len), T.target.resize(len + 1);
-      fuse_program(pcode, len, T.fx.data(), T.target.data(), T.xop.data());
-      fx = T.fx.data();
-      xop = T.xop.data();
+      if (lockstep) {  // run_lanes translates lazily into these
+        T.prog = -1;
+        fx = T.fx.data();
+        xop = T.xop.data();
+        target = T.target.data();
+      } else {
+        if (T.prog != p) T.prog = p, T.steps = 0, T.full = false;
+        // A translation costs some 30 ns a word, and saves about 1 ns a step: worth it once the
+        // runs of p have shown that they are long for its size.
+        if (!T.full && (T.steps >= 16 * (int64_t)len || mode == 4)) {
+          fuse_program(pcode, len, T.fx.data(), T.target.data(), T.xop.data());
+          T.full = true;
+        }
+        if (T.full) fx = T.fx.data(), xop = T.xop.data();
+      }
     }
     if (lockstep) {
       if (!lane_scratch[tid]) lane_scratch[tid] = new LaneScratch(cfg);
       LaneScratch& LS = *lane_scratch[tid];
       LaneState& S = LS.state;
-      LaneFast fast = {fx, xop, LS.solo_stack.data(), LS.solo_frames.data()};
+      LaneFast fast = {fx, xop, LS.solo_stack.data(), LS.solo_frames.data(), target, mode == 5 ? 1 : len + 33};
       RunResult res[LANES];
       run_lanes(pcode, len, entry_pc[p], ins, lens, (int32_t)(r1 - r0), cfg, S, res, fused ? &fast : nullptr);
       for (int64_t r = r0; r < r1; r++)
@@ -290,6 +309,7 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
       else if (entry_pc[p] == -2) x.status = TRAP_BAD_BYTECODE;
       else
         x = run(pcode, len, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws, fx, xop);
+      if (fused && trans[tid]) trans[tid]->steps += x.steps;
       finish_run(x, ws, p, n_prog, ret_kind, j, n_in, exp_words, exp_off, r, status, value, steps, passed, out_list,
                  out_cap);
     }

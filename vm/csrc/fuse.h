@@ -18,6 +18,7 @@ enum FusedKind : uint8_t {
   FX_MOV,        // LOAD_VAR a | LOAD_CONST a; STORE_VAR t
   FX_TEST,       // LOAD_VAR a; JUMP_IF_FALSE t | JUMP_IF_TRUE t (tail says which)
   FX_FOR_RANGE,  // [JUMP to it;] FOR_RANGE a; JUMP e; STORE_VAR t  (go: pc = after the store)
+  FX_PENDING,    // not translated yet (fuse_pending / fuse_at)
 };
 
 enum FusedSrc : uint8_t { SRC_STACK = 0, SRC_VAR = 1, SRC_CONST = 2 };
@@ -95,12 +96,9 @@ inline bool operand(const uint32_t* code, int32_t len, int32_t pc, uint8_t* src,
 
 }  // namespace fuse_detail
 
-// Translate a program validated by vg::validate into fx[0 .. len), and into xop[0 .. len) the
-// scalar interpreter's dispatch code of every pc (nullable). Sequences never continue across a
-// jump target, so groups of lanes that wait at a join point meet the running group there
-// (lanes.h reconverges at equal pcs). `target` is scratch for len + 1 flags.
-inline void fuse_program(const uint32_t* code, int32_t len, Fused* fx, uint8_t* target, uint8_t* xop = nullptr) {
-  using namespace fuse_detail;
+// Jump targets of a program validated by vg::validate: target[pc] = 1 where control may enter
+// other than from pc - 1 (jump targets, loop exits, return and entry points). [len + 1] flags.
+inline void fuse_targets(const uint32_t* code, int32_t len, uint8_t* target) {
   for (int32_t pc = 0; pc <= len; pc++) target[pc] = 0;
   for (int32_t pc = 0; pc < len; pc++) {
     uint32_t w = code[pc];
@@ -121,76 +119,99 @@ inline void fuse_program(const uint32_t* code, int32_t len, Fused* fx, uint8_t* 
         break;
     }
   }
+}
+
+// Mark every pc as not yet translated (FX_PENDING; xop: the plain opcode), so that an
+// interpreter translates only the pcs it reaches (fuse_at): short runs of long programs would
+// spend more on translating than they save.
+inline void fuse_pending(const uint32_t* code, int32_t len, Fused* fx, uint8_t* xop) {
   for (int32_t pc = 0; pc < len; pc++) {
-    Fused f = {};
-    uint32_t w = code[pc];
-    int32_t op = w & 0xFF;
-    // The k-th word after pc, when it exists and is not a jump target.
-    auto at = [&](int32_t k) -> int32_t {
-      int32_t q = pc + k;
-      return q < len && !target[q] ? (int32_t)(code[q] & 0xFF) : -1;
-    };
-    auto arg_at = [&](int32_t k) -> int32_t { return (int32_t)(code[pc + k] >> 8); };
-    uint8_t s0, s1;
-    int32_t v0, v1;
-    int32_t k = 0;  // words of the sequence so far
-    if (operand(code, len, pc, &s0, &v0) && at(1) >= 0 && operand(code, len, pc + 1, &s1, &v1) && is_binop(at(2))) {
-      f.kind = FX_BIN, f.lk = s0, f.a = v0, f.rk = s1, f.b = v1, f.op = (uint8_t)at(2), f.pushes = 2, f.pops = 0;
-      k = 3;
-    } else if (operand(code, len, pc, &s1, &v1) && is_binop(at(1))) {
-      f.kind = FX_BIN, f.lk = SRC_STACK, f.rk = s1, f.b = v1, f.op = (uint8_t)at(1), f.pushes = 1, f.pops = 1;
-      k = 2;
-    } else if (is_binop(op)) {
-      f.kind = FX_BIN, f.lk = SRC_STACK, f.rk = SRC_STACK, f.op = (uint8_t)op, f.pushes = 0, f.pops = 2;
-      k = 1;
+    fx[pc].kind = FX_PENDING;
+    int32_t op = code[pc] & 0xFF;
+    xop[pc] = (uint8_t)(op < NUM_OPCODES ? op : 0);  // 0: an invalid opcode
+  }
+}
+
+// Translate the sequence that starts at pc into fx[pc] and xop[pc] (nullable). Sequences never
+// continue across a jump target, so groups of lanes that wait at a join point meet the running
+// group there (lanes.h reconverges at equal pcs).
+inline void fuse_at(const uint32_t* code, int32_t len, const uint8_t* target, int32_t pc, Fused* fx, uint8_t* xop) {
+  using namespace fuse_detail;
+  Fused f = {};
+  uint32_t w = code[pc];
+  int32_t op = w & 0xFF;
+  // The k-th word after pc, when it exists and is not a jump target.
+  auto at = [&](int32_t k) -> int32_t {
+    int32_t q = pc + k;
+    return q < len && !target[q] ? (int32_t)(code[q] & 0xFF) : -1;
+  };
+  auto arg_at = [&](int32_t k) -> int32_t { return (int32_t)(code[pc + k] >> 8); };
+  uint8_t s0, s1;
+  int32_t v0, v1;
+  int32_t k = 0;  // words of the sequence so far
+  if (operand(code, len, pc, &s0, &v0) && at(1) >= 0 && operand(code, len, pc + 1, &s1, &v1) && is_binop(at(2))) {
+    f.kind = FX_BIN, f.lk = s0, f.a = v0, f.rk = s1, f.b = v1, f.op = (uint8_t)at(2), f.pushes = 2, f.pops = 0;
+    k = 3;
+  } else if (operand(code, len, pc, &s1, &v1) && is_binop(at(1))) {
+    f.kind = FX_BIN, f.lk = SRC_STACK, f.rk = s1, f.b = v1, f.op = (uint8_t)at(1), f.pushes = 1, f.pops = 1;
+    k = 2;
+  } else if (is_binop(op)) {
+    f.kind = FX_BIN, f.lk = SRC_STACK, f.rk = SRC_STACK, f.op = (uint8_t)op, f.pushes = 0, f.pops = 2;
+    k = 1;
+  }
+  if (f.kind == FX_BIN) {
+    f.tail = TAIL_PUSH;
+    switch (at(k)) {
+      case OP_STORE_VAR:
+        f.t = arg_at(k);
+        f.tail = TAIL_STORE;
+        k++;
+        if (at(k) == OP_JUMP) f.t2 = arg_at(k), f.tail = TAIL_STORE_JUMP, k++;
+        break;
+      case OP_JUMP_IF_FALSE: f.t = arg_at(k), f.tail = TAIL_JIF, k++; break;
+      case OP_JUMP_IF_TRUE: f.t = arg_at(k), f.tail = TAIL_JIT, k++; break;
+      case OP_JUMP_IF_FALSE_OR_POP: f.t = arg_at(k), f.tail = TAIL_JIF_OR_POP, k++; break;
+      case OP_JUMP_IF_TRUE_OR_POP: f.t = arg_at(k), f.tail = TAIL_JIT_OR_POP, k++; break;
+      default: break;
     }
-    if (f.kind == FX_BIN) {
-      f.tail = TAIL_PUSH;
-      switch (at(k)) {
-        case OP_STORE_VAR:
-          f.t = arg_at(k);
-          f.tail = TAIL_STORE;
-          k++;
-          if (at(k) == OP_JUMP) f.t2 = arg_at(k), f.tail = TAIL_STORE_JUMP, k++;
-          break;
-        case OP_JUMP_IF_FALSE: f.t = arg_at(k), f.tail = TAIL_JIF, k++; break;
-        case OP_JUMP_IF_TRUE: f.t = arg_at(k), f.tail = TAIL_JIT, k++; break;
-        case OP_JUMP_IF_FALSE_OR_POP: f.t = arg_at(k), f.tail = TAIL_JIF_OR_POP, k++; break;
-        case OP_JUMP_IF_TRUE_OR_POP: f.t = arg_at(k), f.tail = TAIL_JIT_OR_POP, k++; break;
-        default: break;
-      }
-      if (k < 2) f.kind = FX_NONE;  // a lone binary op: nothing to gain
-    } else if (operand(code, len, pc, &s0, &v0) && at(1) == OP_STORE_VAR) {
-      f.kind = FX_MOV, f.lk = s0, f.a = v0, f.t = arg_at(1), f.pushes = 1;
-      k = 2;
-    } else if (op == OP_LOAD_VAR && (at(1) == OP_JUMP_IF_FALSE || at(1) == OP_JUMP_IF_TRUE)) {
-      f.kind = FX_TEST, f.a = (int32_t)(w >> 8), f.t = arg_at(1), f.pushes = 1;
-      f.tail = at(1) == OP_JUMP_IF_FALSE ? TAIL_JIF : TAIL_JIT;
-      k = 2;
-    } else {
-      // FOR_RANGE a; JUMP e; STORE_VAR x (the compiler's loop head), optionally entered by a
-      // JUMP to it (the loop's back edge). Both paths take the same number of steps.
-      int32_t h = op == OP_JUMP ? (int32_t)(w >> 8) : pc;
-      int32_t extra = op == OP_JUMP ? 1 : 0;
-      if ((op == OP_JUMP || op == OP_FOR_RANGE) && h + 2 < len && (code[h] & 0xFF) == OP_FOR_RANGE &&
-          (code[h + 1] & 0xFF) == OP_JUMP && (code[h + 2] & 0xFF) == OP_STORE_VAR) {
-        f.kind = FX_FOR_RANGE, f.a = (int32_t)(code[h] >> 8), f.t2 = (int32_t)(code[h + 1] >> 8);
-        f.t = (int32_t)(code[h + 2] >> 8), f.b = h + 3, f.pushes = 1;
-        k = 2 + extra;
-      }
-    }
-    f.n = (uint8_t)k;
-    if (f.kind == FX_NONE) f.n = 0;
-    fx[pc] = f;
-    if (xop) {
-      int32_t x = op < NUM_OPCODES ? op : 0;  // 0: an invalid opcode
-      if (f.kind == FX_BIN) x = XOP_BIN + f.tail * NUM_BINOPS + binop_index(f.op);
-      else if (f.kind == FX_MOV) x = XOP_MOV;
-      else if (f.kind == FX_TEST) x = f.tail == TAIL_JIF ? XOP_TEST_F : XOP_TEST_T;
-      else if (f.kind == FX_FOR_RANGE) x = XOP_FOR_RANGE;
-      xop[pc] = (uint8_t)x;
+    if (k < 2) f.kind = FX_NONE;  // a lone binary op: nothing to gain
+  } else if (operand(code, len, pc, &s0, &v0) && at(1) == OP_STORE_VAR) {
+    f.kind = FX_MOV, f.lk = s0, f.a = v0, f.t = arg_at(1), f.pushes = 1;
+    k = 2;
+  } else if (op == OP_LOAD_VAR && (at(1) == OP_JUMP_IF_FALSE || at(1) == OP_JUMP_IF_TRUE)) {
+    f.kind = FX_TEST, f.a = (int32_t)(w >> 8), f.t = arg_at(1), f.pushes = 1;
+    f.tail = at(1) == OP_JUMP_IF_FALSE ? TAIL_JIF : TAIL_JIT;
+    k = 2;
+  } else {
+    // FOR_RANGE a; JUMP e; STORE_VAR x (the compiler's loop head), optionally entered by a
+    // JUMP to it (the loop's back edge). Both paths take the same number of steps.
+    int32_t h = op == OP_JUMP ? (int32_t)(w >> 8) : pc;
+    int32_t extra = op == OP_JUMP ? 1 : 0;
+    if ((op == OP_JUMP || op == OP_FOR_RANGE) && h + 2 < len && (code[h] & 0xFF) == OP_FOR_RANGE &&
+        (code[h + 1] & 0xFF) == OP_JUMP && (code[h + 2] & 0xFF) == OP_STORE_VAR) {
+      f.kind = FX_FOR_RANGE, f.a = (int32_t)(code[h] >> 8), f.t2 = (int32_t)(code[h + 1] >> 8);
+      f.t = (int32_t)(code[h + 2] >> 8), f.b = h + 3, f.pushes = 1;
+      k = 2 + extra;
     }
   }
+  f.n = (uint8_t)k;
+  if (f.kind == FX_NONE) f.n = 0;
+  fx[pc] = f;
+  if (xop) {
+    int32_t x = op < NUM_OPCODES ? op : 0;  // 0: an invalid opcode
+    if (f.kind == FX_BIN) x = XOP_BIN + f.tail * NUM_BINOPS + binop_index(f.op);
+    else if (f.kind == FX_MOV) x = XOP_MOV;
+    else if (f.kind == FX_TEST) x = f.tail == TAIL_JIF ? XOP_TEST_F : XOP_TEST_T;
+    else if (f.kind == FX_FOR_RANGE) x = XOP_FOR_RANGE;
+    xop[pc] = (uint8_t)x;
+  }
+}
+
+// Translate a whole program validated by vg::validate: fx[0 .. len), xop[0 .. len) (nullable),
+// with `target` as scratch for len + 1 flags.
+inline void fuse_program(const uint32_t* code, int32_t len, Fused* fx, uint8_t* target, uint8_t* xop = nullptr) {
+  fuse_targets(code, len, target);
+  for (int32_t pc = 0; pc < len; pc++) fuse_at(code, len, target, pc, fx, xop);
 }
 
 }  // namespace vg

@@ -40,10 +40,14 @@ struct LaneState {
 
 // Optional speedups of run_lanes, all nullable (null: plain lockstep steps only).
 struct LaneFast {
-  const Fused* fx;      // [len] superinstructions of the program (fuse.h)
-  const uint8_t* xop;   // [len] the scalar interpreter's dispatch codes (fuse.h)
-  int32_t* solo_stack;  // [stack_size] and [max_depth]: where a lane that runs alone goes on with
-  Frame* solo_frames;   // the scalar interpreter
+  Fused* fx;              // [len] superinstructions of the program (fuse.h)
+  uint8_t* xop;           // [len] the scalar interpreter's dispatch codes (fuse.h)
+  int32_t* solo_stack;    // [stack_size] and [max_depth]: where a lane that runs alone goes on with
+  Frame* solo_frames;     // the scalar interpreter
+  uint8_t* target;        // lazy: [len + 1] scratch for jump targets; else unused
+  int32_t lazy;           // 0: fx, xop hold the whole translation. Else they are scratch, and
+                          // translation (pc by pc, as reached) starts after lazy - 1 instructions:
+                          // short runs of long programs would spend more on it than they save
 };
 
 // A group of at most SOLO_LANES lanes that has run SOLO_AFTER instructions without meeting
@@ -128,8 +132,10 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
   using namespace lanes_detail;
   const int32_t fuel = cfg.fuel, stack_size = cfg.stack_size, max_depth = cfg.max_depth;
   int32_t* st = S.stack;
-  const Fused* fx = fast ? fast->fx : nullptr;
-  const uint8_t* xop = fast ? fast->xop : nullptr;
+  Fused* fx = fast && !fast->lazy ? fast->fx : nullptr;
+  uint8_t* xop = fast && !fast->lazy ? fast->xop : nullptr;
+  const uint8_t* target = nullptr;
+  int32_t fuse_countdown = fast && fast->lazy && fast->fx ? fast->lazy - 1 : -1;
   int32_t* solo_stack = fast ? fast->solo_stack : nullptr;
   Frame* solo_frames = fast ? fast->solo_frames : nullptr;
   uint32_t live = 0;
@@ -289,9 +295,15 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
         dead = true;
         goto leave;
       }
+      if (fuse_countdown >= 0 && fuse_countdown-- == 0) {
+        fuse_targets(code, len, fast->target);
+        fuse_pending(code, len, fast->fx, fast->xop);
+        fx = fast->fx, xop = fast->xop, target = fast->target;
+      }
       if (fx && (uint32_t)pc < (uint32_t)len) {
         // A superinstruction when every lane has fuel for all its steps and its stack checks
         // pass; else the plain instruction, which traps exactly where the sequence would.
+        if (fx[pc].kind == FX_PENDING) fuse_at(code, len, target, pc, fx, xop);
         const Fused& f = fx[pc];
         if (f.kind != FX_NONE && max_steps + pending + f.n <= fuel && sp + f.pushes <= stack_size &&
             sp - f.pops >= obase) {
