@@ -146,3 +146,26 @@ def test_random_fusable_bytecode(monkeypatch):
         cfg = VMConfig(fuel=int(rng.integers(1, 300)), stack_size=int(rng.integers(6, 20)))
         assert_modes_agree(ProgramBatch.from_programs([p], "f0"), encode_tuples(ints, ("int", "int")), cfg,
                            f"bytecode #{i}: {words}", monkeypatch)
+
+
+def test_division_across_lanes(monkeypatch):
+    """The lockstep interpreter divides 8 lanes at a time in float when every operand is below
+    2^24 in magnitude, else in double: exact floor division and modulo either way."""
+    rng = np.random.default_rng(SEED)
+    src = ("def f(a: int, b: int) -> list[int]:\n    if b == 0:\n        return [0]\n"
+           "    if a == -2147483647 - 1 and b == -1:\n        return [1]\n    return [a // b, a % b]\n")
+    batch = ProgramBatch.from_programs([compile_source(src)], "f")
+    edges = [0, 1, -1, 2, -2, 3, 7, (1 << 24) - 1, 1 << 24, (1 << 24) + 1, -(1 << 24), 2**31 - 1, -2**31,
+             2**31 - 2, 46341, -46341, 10**9, -10**9]
+    pairs = [(a, b) for a in edges for b in edges]
+    for _ in range(4000):
+        ea, eb = rng.integers(0, 32, 2)
+        a = int(rng.integers(-(2**ea), 2**ea)) if ea < 31 else int(rng.integers(-2**31, 2**31))
+        b = int(rng.integers(-(2**eb), 2**eb)) if eb < 31 else int(rng.integers(-2**31, 2**31))
+        pairs.append((max(min(a, 2**31 - 1), -2**31), max(min(b, 2**31 - 1), -2**31)))
+    for k in range(0, len(pairs), 32):
+        chunk = pairs[k:k + 32]
+        res = assert_modes_agree(batch, encode_tuples(chunk, ("int", "int")), VMConfig(), src, monkeypatch)
+        for i, (a, b) in enumerate(chunk):
+            want = [0] if b == 0 else [1] if (a, b) == (-2**31, -1) else [a // b, a % b]
+            assert res.out_list[i][:len(want)].tolist() == want, (a, b, res.out_list[i][:2])

@@ -79,23 +79,48 @@ inline uint32_t nonzero_mask(const int32_t* v) {
 #endif
 }
 
-// Python's x // y (div) or x % y of LANES lanes, 4 at a time through doubles: idiv is not
-// pipelined (20-40 cycles a lane), and the double quotient of two int32 truncates to the exact
-// integer quotient (its rounding error, below |q| * 2^-53, is smaller than the 1/|y| gap to the
-// next integer). Lanes with y == 0 or INT_MIN // -1 get a meaningless value (they trap).
+// Python's x // y (div) or x % y of the lanes in `mask` (others: a meaningless value), through
+// floating point: idiv is not pipelined (20-40 cycles a lane), and the float quotient of two
+// integers truncates to the exact integer quotient when |x| < 2^p, p the significand's bits (its
+// rounding error, below |q| * 2^-p, is smaller than the 1/|y| gap to the next integer). 8 lanes
+// at a time in float when every |x| and |y| < 2^24, else 4 in double (int32 < 2^53). Lanes with
+// y == 0 or INT_MIN // -1 get a meaningless value (they trap).
 typedef int32_t vi4 __attribute__((vector_size(16)));
+typedef uint32_t vu4 __attribute__((vector_size(16)));
 typedef double vd4 __attribute__((vector_size(32)));
-inline void floor_divmod(const int32_t* xs, const int32_t* ys, int32_t* out, bool div) {
-  for (int32_t l = 0; l < LANES; l += 4) {
-    vi4 x, y;
+typedef int32_t vi8 __attribute__((vector_size(32)));
+typedef uint32_t vu8 __attribute__((vector_size(32)));
+typedef float vf8 __attribute__((vector_size(32)));
+inline void floor_divmod(const int32_t* xs, const int32_t* ys, int32_t* out, bool div, uint32_t mask) {
+  for (int32_t l = 0; l < LANES; l += 8) {
+    vi8 x, y;
     __builtin_memcpy(&x, xs + l, sizeof x);
     __builtin_memcpy(&y, ys + l, sizeof y);
-    vi4 odd = (y == 0) | ((x == VG_INT32_MIN) & (y == -1));
+    if (!((mask >> l) & 0xFFu)) {  // no lane of this group here
+      __builtin_memcpy(out + l, &x, sizeof x);
+      continue;
+    }
+    vi8 odd = (y == 0) | ((x == VG_INT32_MIN) & (y == -1));
     y = (y & ~odd) | (odd & 1);
-    vi4 q = __builtin_convertvector(__builtin_convertvector(x, vd4) / __builtin_convertvector(y, vd4), vi4);
-    vi4 r = (vi4)((__attribute__((vector_size(16))) uint32_t)x - (__attribute__((vector_size(16))) uint32_t)q * (__attribute__((vector_size(16))) uint32_t)y);
-    vi4 adj = (r != 0) & ((r ^ y) < 0);  // -1 where floor differs from truncation
-    vi4 v = div ? q + adj : r + (y & adj);
+    const vi8 lim = {1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24};
+    vi8 big = ((x >= lim) | (x <= -lim)) | ((y >= lim) | (y <= -lim));
+    vi8 q;
+    bool any_big = false;
+    for (int32_t k = 0; k < 8; k++) any_big |= big[k] != 0;
+    if (!any_big) {
+      q = __builtin_convertvector(__builtin_convertvector(x, vf8) / __builtin_convertvector(y, vf8), vi8);
+    } else {
+      for (int32_t h = 0; h < 8; h += 4) {
+        vi4 x4, y4;
+        __builtin_memcpy(&x4, (const int32_t*)&x + h, sizeof x4);
+        __builtin_memcpy(&y4, (const int32_t*)&y + h, sizeof y4);
+        vi4 q4 = __builtin_convertvector(__builtin_convertvector(x4, vd4) / __builtin_convertvector(y4, vd4), vi4);
+        __builtin_memcpy((int32_t*)&q + h, &q4, sizeof q4);
+      }
+    }
+    vi8 r = (vi8)((vu8)x - (vu8)q * (vu8)y);
+    vi8 adj = (r != 0) & ((r ^ y) < 0);  // -1 where floor differs from truncation
+    vi8 v = div ? q + adj : r + (y & adj);
     __builtin_memcpy(out + l, &v, sizeof v);
   }
 }
@@ -348,7 +373,7 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
                     bad[l] = div ? big & mk[l] : 0;
                     any |= zero[l] | bad[l];
                   }
-                  floor_divmod(L, R, res, div);
+                  floor_divmod(L, R, res, div, mask);
                   break;
                 }
                 case OP_MIN: FX_LOOP(y < x ? y : x)
@@ -586,7 +611,7 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
       ovf[l] = (DIV) ? big & mk[l] : 0;                                              \
       any |= zero[l] | ovf[l];                                                       \
     }                                                                                \
-    floor_divmod(a, b, res, DIV);                                                    \
+    floor_divmod(a, b, res, DIV, mask);                                              \
     for (int32_t l = 0; l < LANES; l++) BLEND(a[l], res[l]);                         \
     sp--;                                                                            \
     if (any) {                                                                       \
