@@ -335,22 +335,29 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
           const int32_t n = f.n, next = pc + n;
           switch (f.kind) {
             case FX_BIN: {
+              // A sequence whose result the next one takes as its left operand runs on into it
+              // (chained): the value stays in res, never stored in its stack slot.
               int32_t cl[LANES], cr[LANES], res[LANES], bad[LANES], zero[LANES];
-              const int32_t s0 = sp - f.pops;  // the left operand's slot when on the stack; the result's slot
-              const int32_t* L = COL(s0);
+              const Fused* fp = &f;
+              int32_t cpc = pc;
+              bool chained = false;
+              for (;;) {
+              const int32_t cnext = cpc + fp->n;
+              const int32_t s0 = sp - fp->pops;  // the left operand's slot when on the stack; the result's slot
+              const int32_t* L = chained ? res : COL(s0);
               const int32_t* R = COL(sp - 1);
-              if (f.lk == SRC_VAR) L = COL(base + f.a);
-              else if (f.lk == SRC_CONST) {
-                for (int32_t l = 0; l < LANES; l++) cl[l] = f.a;
+              if (fp->lk == SRC_VAR) L = COL(base + fp->a);
+              else if (fp->lk == SRC_CONST) {
+                for (int32_t l = 0; l < LANES; l++) cl[l] = fp->a;
                 L = cl;
               }
-              if (f.rk == SRC_VAR) R = COL(base + f.b);
-              else if (f.rk == SRC_CONST) {
-                for (int32_t l = 0; l < LANES; l++) cr[l] = f.b;
+              if (fp->rk == SRC_VAR) R = COL(base + fp->b);
+              else if (fp->rk == SRC_CONST) {
+                for (int32_t l = 0; l < LANES; l++) cr[l] = fp->b;
                 R = cr;
               }
               int32_t any = 0;
-              switch (f.op) {
+              switch (fp->op) {
 #define FX_LOOP(EXPR) for (int32_t l = 0; l < LANES; l++) { int32_t x = L[l], y = R[l]; res[l] = (int32_t)(EXPR); } break;
 #define FX_OVF(EXPR, OVF)                          \
   for (int32_t l = 0; l < LANES; l++) {            \
@@ -366,7 +373,7 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
                 case OP_BINARY_MUL:
                   FX_OVF((int32_t)((int64_t)x * y), -(int32_t)((int64_t)x * y != (int64_t)(int32_t)((int64_t)x * y)))
                 case OP_BINARY_DIV: case OP_BINARY_MOD: {
-                  bool div = f.op == OP_BINARY_DIV;
+                  bool div = fp->op == OP_BINARY_DIV;
                   for (int32_t l = 0; l < LANES; l++) {
                     int32_t big = -(int32_t)((L[l] == VG_INT32_MIN) & (R[l] == -1));
                     zero[l] = -(int32_t)(R[l] == 0) & mk[l];
@@ -388,41 +395,54 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
 #undef FX_OVF
               }
               if (any) {  // lanes that trap stop at the binary op, the sequence's (pushes + 1)th step
-                const int32_t j = f.pushes + 1;
+                const int32_t j = fp->pushes + 1;
                 pending += j;
-                if (f.op == OP_BINARY_DIV || f.op == OP_BINARY_MOD) LN_TRAP_LANES(nonzero_mask(zero), TRAP_ZERO_DIVISION);
+                if (fp->op == OP_BINARY_DIV || fp->op == OP_BINARY_MOD) LN_TRAP_LANES(nonzero_mask(zero), TRAP_ZERO_DIVISION);
                 LN_TRAP_LANES(nonzero_mask(bad), TRAP_OVERFLOW);
-                pending += n - j;
+                pending += fp->n - j;
               } else {
-                pending += n;
+                pending += fp->n;
               }
-              switch (f.tail) {
+              switch (fp->tail) {
                 case TAIL_PUSH: {
+                  sp = s0 + 1;
+                  pc = cnext;
+                  if (cnext < len) {
+                    if (fx[cnext].kind == FX_PENDING) fuse_at(code, len, target, cnext, fx, xop);
+                    const Fused& g = fx[cnext];
+                    if (g.kind == FX_BIN && g.lk == SRC_STACK && g.pops == 1 && max_steps + pending + g.n <= fuel &&
+                        sp + g.pushes <= stack_size && sp - 1 >= obase) {
+                      fp = &g;
+                      cpc = cnext;
+                      chained = true;
+                      continue;
+                    }
+                  }
                   int32_t* d = COL(s0);
                   for (int32_t l = 0; l < LANES; l++) BLEND(d[l], res[l]);
-                  sp = s0 + 1;
-                  pc = next;
                   break;
                 }
                 case TAIL_STORE: case TAIL_STORE_JUMP: {
-                  int32_t* d = COL(base + f.t);
+                  int32_t* d = COL(base + fp->t);
                   for (int32_t l = 0; l < LANES; l++) BLEND(d[l], res[l]);
                   sp = s0;
-                  pc = f.tail == TAIL_STORE ? next : f.t2;
+                  pc = fp->tail == TAIL_STORE ? cnext : fp->t2;
                   break;
                 }
                 case TAIL_JIF: case TAIL_JIT: {
                   uint32_t nz = nonzero_mask(res);
-                  LN_FORK(f.tail == TAIL_JIT ? nz : ~nz, f.t, s0, next, s0);
+                  LN_FORK(fp->tail == TAIL_JIT ? nz : ~nz, fp->t, s0, cnext, s0);
                   break;
                 }
                 default: {  // JUMP_IF_*_OR_POP: the value stays where the jump is taken
                   int32_t* d = COL(s0);
                   for (int32_t l = 0; l < LANES; l++) BLEND(d[l], res[l]);
                   uint32_t nz = nonzero_mask(res);
-                  LN_FORK(f.tail == TAIL_JIT_OR_POP ? nz : ~nz, f.t, s0 + 1, next, s0);
+                  LN_FORK(fp->tail == TAIL_JIT_OR_POP ? nz : ~nz, fp->t, s0 + 1, cnext, s0);
                   break;
                 }
+              }
+              break;
               }
               break;
             }
