@@ -105,9 +105,9 @@ inline void floor_divmod(const int32_t* xs, const int32_t* ys, int32_t* out, boo
     const vi8 lim = {1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24};
     vi8 big = ((x >= lim) | (x <= -lim)) | ((y >= lim) | (y <= -lim));
     vi8 q;
-    bool any_big = false;
-    for (int32_t k = 0; k < 8; k++) any_big |= big[k] != 0;
-    if (!any_big) {
+    uint64_t b4[4];  // any lane big: OR the vector as four words (no per-lane extraction)
+    __builtin_memcpy(b4, &big, sizeof b4);
+    if (!(b4[0] | b4[1] | b4[2] | b4[3])) {
       q = __builtin_convertvector(__builtin_convertvector(x, vf8) / __builtin_convertvector(y, vf8), vi8);
     } else {
       for (int32_t h = 0; h < 8; h += 4) {
