@@ -192,22 +192,25 @@ class TaskBank:
         j = torch.arange(S, device=dev)[None, :]
         k = (j - plen[:, None]).clamp(0, L - 1)                   # body position of slot j
         pre = t["prefix"][task_ids[:, None], j.clamp(max=P - 1)].long()   # (n, S, 4)
-        body = torch.stack([kind.gather(1, k), t["actions"][a.gather(1, k), 1].long(), line.gather(1, k), k + 1], dim=2)
         nl_at = (plen + body_len)[:, None]
-        zeros = torch.zeros_like(j).expand(n, S)
-
-        def row(kind_code, line_no, col):
-            return torch.stack([torch.full_like(zeros, kind_code), zeros, line_no.expand(n, S), col.expand(n, S)], dim=2)
-
-        nl = row(tc["NEWLINE"], (end_line - 1)[:, None], (body_len + 1)[:, None])
-        ded = row(tc["DEDENT"], end_line[:, None], torch.ones_like(j))
-        eof = row(tc["EOF"], end_line[:, None], torch.ones_like(j))
-        out = torch.where((j == count[:, None] - 1)[..., None], eof, torch.zeros_like(eof))
-        out = torch.where(((j >= nl_at + add_nl[:, None]) & (j < count[:, None] - 1))[..., None], ded, out)
-        out = torch.where(((j == nl_at) & (add_nl[:, None] == 1))[..., None], nl, out)
-        out = torch.where((j < nl_at)[..., None], body, out)
-        out = torch.where((j < plen[:, None])[..., None], pre, out)
-        return out.to(torch.int32), count
+        in_pre, in_body = j < plen[:, None], j < nl_at            # (in_body only where not in_pre)
+        at_nl = (j == nl_at) & (add_nl[:, None] == 1)
+        at_eof = j == count[:, None] - 1
+        closing = (j >= nl_at + add_nl[:, None]) & (j <= count[:, None] - 1)   # the DEDENTs and EOF
+        # one (n, S) plane per field: the regions are, in order, prefix, body, NEWLINE, DEDENTs, EOF, zeros
+        kind_c = torch.where(at_eof, tc["EOF"], torch.where(closing, tc["DEDENT"], 0))
+        kind_c = torch.where(at_nl, tc["NEWLINE"], kind_c)
+        line_c = torch.where(closing, end_line[:, None], 0)
+        line_c = torch.where(at_nl, (end_line - 1)[:, None], line_c)
+        col_c = torch.where(closing, 1, 0)
+        col_c = torch.where(at_nl, (body_len + 1)[:, None], col_c)
+        fields = [
+            torch.where(in_pre, pre[..., 0], torch.where(in_body, kind.gather(1, k), kind_c)),
+            torch.where(in_pre, pre[..., 1], torch.where(in_body, t["actions"][a.gather(1, k), 1].long(), 0)),
+            torch.where(in_pre, pre[..., 2], torch.where(in_body, line.gather(1, k), line_c)),
+            torch.where(in_pre, pre[..., 3], torch.where(in_body, k + 1, col_c)),
+        ]
+        return torch.stack(fields, dim=2).to(torch.int32), count
 
     def compiler_tokens(self, bodies: np.ndarray, lengths: np.ndarray, task_ids: np.ndarray):
         """The slots of `compiler_token_slots`, packed for `compile_tokens`: ((R, 4) int32, (N+1,) int64)."""
@@ -227,19 +230,27 @@ class TaskBank:
         compiled or run and give (False, 0, 0). On a CUDA device everything stays there
         (vm.cuda.evaluate_tasks: the tests live on the device, nothing waits for the host); on
         the CPU, the CPU backend runs the active rows (vm.evaluate.evaluate_tasks_cpu)."""
-        slots, count = self.compiler_token_slots(bodies, lengths, task_ids)
+        import torch
         dev = bodies.device
         if dev.type == "cuda":
             from vramgym.vm import cuda
             t = self.tensors(dev)
+            slots, count = self.compiler_token_slots(bodies, lengths, task_ids)
             passed, steps, ok = cuda.evaluate_tasks(slots, count, task_ids, active, t["inputs"], t["expected"],
                                                     self.n_tests, t["ret_kind"], config=self.config)
-        else:
-            from vramgym.vm.evaluate import evaluate_tasks_cpu
-            passed, steps, ok = evaluate_tasks_cpu(slots, count, task_ids, active, self.inputs, self.expected,
-                                                   self.n_tests, self.ret_kind, config=self.config)
-            passed, steps, ok = passed.to(dev), steps.to(dev), ok.to(dev)
-        return ok, passed.long(), steps.long()
+            return ok, passed.long(), steps.long()
+        # CPU: only the active rows are turned into tokens (a host sync costs nothing here)
+        from vramgym.vm.evaluate import evaluate_tasks_cpu
+        n = bodies.shape[0]
+        ok = torch.zeros(n, dtype=torch.bool, device=dev)
+        passed, steps = torch.zeros(n, dtype=torch.int64, device=dev), torch.zeros(n, dtype=torch.int64, device=dev)
+        rows = torch.arange(n, device=dev) if active is None else torch.nonzero(active).reshape(-1)
+        if len(rows):
+            slots, count = self.compiler_token_slots(bodies[rows], lengths[rows], task_ids[rows])
+            p, s, o = evaluate_tasks_cpu(slots, count, task_ids[rows], None, self.inputs, self.expected,
+                                         self.n_tests, self.ret_kind, config=self.config)
+            ok[rows], passed[rows], steps[rows] = o.to(dev), p.to(dev).long(), s.to(dev)
+        return ok, passed, steps
 
     def scores(self, ok, passed, steps, length) -> Scores:
         """Scores from `evaluate`'s counts (numpy arrays or torch tensors alike)."""
