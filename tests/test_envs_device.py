@@ -222,3 +222,26 @@ def test_gpu_neural_compile_equals_cpu_and_does_not_sync():
             np.testing.assert_array_equal(as_np(x), as_np(y), err_msg=f"step {step}")
     total = sum(as_np(o[0]) for o in outs[0])
     assert (total[1::3] == 11).all()
+
+
+@pytest.mark.parametrize("env_id", ["vramgym/Synthesis-v0", "vramgym/SynthesisBatch-v0", "vramgym/NeuralCompile-v0"])
+def test_make_vec_takes_a_device(env_id):
+    import gymnasium as gym
+    import vramgym.envs  # noqa: F401
+    kw = {"bank": BANK}
+    t = gym.make_vec(env_id, num_envs=3, vectorization_mode="vector_entry_point", device="cpu", **kw)
+    n = gym.make_vec(env_id, num_envs=3, vectorization_mode="vector_entry_point", **kw)
+    ot, _ = t.reset(seed=4)
+    on, _ = n.reset(seed=4)
+    assert all(isinstance(v, torch.Tensor) for v in ot.values())
+    assert all(isinstance(v, np.ndarray) for v in on.values()) and n.observation_space.contains(on)
+    for k in on:
+        np.testing.assert_array_equal(ot[k].numpy(), on[k])
+    with pytest.raises((RuntimeError, ValueError)):
+        gym.make_vec(env_id, num_envs=0, vectorization_mode="vector_entry_point", **kw)
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="a GPU is present")
+def test_cuda_device_without_a_gpu_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="no CUDA device"):
+        SynthesisVectorEnv(num_envs=2, bank=BANK, device="cuda")
