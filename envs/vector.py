@@ -91,7 +91,10 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         self._episode.zero_()
         self._pinned = None
         if options and "task" in options:
-            tasks = to_device(options["task"], self.device, torch.int64).expand(self.num_envs).clone()
+            tasks = to_device(options["task"], self.device, torch.int64).reshape(-1)
+            if tasks.numel() not in (1, self.num_envs):
+                raise ValueError(f"options['task'] must be one task id or {self.num_envs}, got {tasks.numel()}")
+            tasks = tasks.expand(self.num_envs).clone()
             if bool(((tasks < 0) | (tasks >= self.core.n_tasks)).any()):  # a reset may sync; a step never does
                 raise ValueError(f"task ids must be in 0..{self.core.n_tasks - 1}")
             self._pinned = tasks

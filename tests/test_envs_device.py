@@ -90,6 +90,8 @@ def test_autoreset_draws_new_tasks_and_pins_hold():
     assert (env.state.task == 2).all()
     with pytest.raises(ValueError, match="task ids"):
         env.reset(options={"task": len(BANK)})
+    with pytest.raises(ValueError, match="one task id or 64"):
+        env.reset(options={"task": [0, 1, 2]})
 
 
 def test_batch_env_tensor_bodies_and_garbage():
