@@ -133,6 +133,8 @@ class SynthesisCore:
 
     def reset_rows(self, state: SynthesisState, rows: torch.Tensor, tasks: torch.Tensor) -> None:
         """Start new episodes in the envs where `rows` is True (in place), on `tasks`."""
+        if rows.device.type == "cpu" and not bool(rows.any()):  # free on the CPU; on a GPU it would sync
+            return
         state.task.copy_(torch.where(rows, tasks, state.task))
         state.tokens.masked_fill_(rows[:, None], V.END)
         state.length.masked_fill_(rows, 0)
