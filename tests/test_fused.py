@@ -169,3 +169,26 @@ def test_division_across_lanes(monkeypatch):
         for i, (a, b) in enumerate(chunk):
             want = [0] if b == 0 else [1] if (a, b) == (-2**31, -1) else [a // b, a % b]
             assert res.out_list[i][:len(want)].tolist() == want, (a, b, res.out_list[i][:2])
+
+
+def test_division_by_constants_across_lanes(monkeypatch):
+    """A fused floor division or modulo by a constant divisor (never 0 or -1, so it cannot trap)
+    shifts or masks for powers of two and skips the divisor's checks otherwise: exact floor
+    division and modulo against Python, on operands at the float/double and int32 edges."""
+    rng = np.random.default_rng(SEED)
+    consts = [1, 2, 4, 8, 64, 1 << 22, -2, -4, -(1 << 23), 3, 7, -3, -7, 10, 1000, (1 << 23) - 1, 10**8, -(10**8)]
+    body = "".join(f"    out.append(a // {c})\n    out.append(a % {c})\n" for c in consts)
+    src = f"def f(a: int) -> list[int]:\n    out = []\n{body}    return out\n"
+    batch = ProgramBatch.from_programs([compile_source(src)], "f")
+    edges = [0, 1, -1, 2, -2, 3, -3, 7, (1 << 24) - 1, 1 << 24, (1 << 24) + 1, -(1 << 24), -(1 << 24) - 1,
+             2**31 - 1, -2**31, 2**31 - 2, -2**31 + 1, 10**9, -10**9, 1 << 22, -(1 << 23)]
+    xs = edges + [int(rng.integers(-(2**e), 2**e)) for e in rng.integers(1, 32, 600)]
+    xs = [max(min(x, 2**31 - 1), -2**31) for x in xs]
+    config = VMConfig(heap_size=4096)
+    for k in range(0, len(xs), 32):
+        chunk = xs[k:k + 32]
+        res = assert_modes_agree(batch, encode_tuples([(x,) for x in chunk], ("int",)), config, src, monkeypatch)
+        assert (res.status == 0).all()
+        for i, a in enumerate(chunk):
+            want = [v for c in consts for v in (a // c, a % c)]
+            assert res.out_list[i][:len(want)].tolist() == want, (a, res.out_list[i][:len(want)].tolist())

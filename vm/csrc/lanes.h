@@ -125,6 +125,51 @@ inline void floor_divmod(const int32_t* xs, const int32_t* ys, int32_t* out, boo
   }
 }
 
+// floor_divmod by a constant c (not 0 or -1): a shift or a mask for c a power of two (Python's
+// floor division and modulo are the arithmetic shift and the low bits), else as floor_divmod
+// without the checks on the divisor.
+inline void floor_divmod_const(const int32_t* xs, int32_t c, int32_t* out, bool div, uint32_t mask) {
+  if (c > 0 && (c & (c - 1)) == 0) {
+    const int32_t k = __builtin_ctz((uint32_t)c);
+    if (div)
+      for (int32_t l = 0; l < LANES; l++) out[l] = xs[l] >> k;
+    else
+      for (int32_t l = 0; l < LANES; l++) out[l] = xs[l] & (c - 1);
+    return;
+  }
+  const bool small_c = c < (1 << 24) && c > -(1 << 24);
+  const vf8 yf = {(float)c, (float)c, (float)c, (float)c, (float)c, (float)c, (float)c, (float)c};
+  const vi8 y = {c, c, c, c, c, c, c, c};
+  for (int32_t l = 0; l < LANES; l += 8) {
+    vi8 x;
+    __builtin_memcpy(&x, xs + l, sizeof x);
+    if (!((mask >> l) & 0xFFu)) {  // no lane of this group here
+      __builtin_memcpy(out + l, &x, sizeof x);
+      continue;
+    }
+    const vi8 lim = {1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24};
+    vi8 big = (x >= lim) | (x <= -lim);
+    uint64_t b4[4];
+    __builtin_memcpy(b4, &big, sizeof b4);
+    vi8 q;
+    if (small_c && !(b4[0] | b4[1] | b4[2] | b4[3])) {
+      q = __builtin_convertvector(__builtin_convertvector(x, vf8) / yf, vi8);
+    } else {
+      const vd4 yd = {(double)c, (double)c, (double)c, (double)c};
+      for (int32_t h = 0; h < 8; h += 4) {
+        vi4 x4;
+        __builtin_memcpy(&x4, (const int32_t*)&x + h, sizeof x4);
+        vi4 q4 = __builtin_convertvector(__builtin_convertvector(x4, vd4) / yd, vi4);
+        __builtin_memcpy((int32_t*)&q + h, &q4, sizeof q4);
+      }
+    }
+    vi8 r = (vi8)((vu8)x - (vu8)q * (vu8)y);
+    vi8 adj = (r != 0) & ((r ^ y) < 0);  // -1 where floor differs from truncation
+    vi8 v = div ? q + adj : r + (y & adj);
+    __builtin_memcpy(out + l, &v, sizeof v);
+  }
+}
+
 inline bool same_state(const LaneGroup& a, const LaneGroup& b) {
   if (a.pc != b.pc || a.depth != b.depth || a.sp != b.sp || a.base != b.base || a.obase != b.obase) return false;
   for (int32_t d = 0; d < a.depth; d++) {
@@ -374,6 +419,10 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
                   FX_OVF((int32_t)((int64_t)x * y), -(int32_t)((int64_t)x * y != (int64_t)(int32_t)((int64_t)x * y)))
                 case OP_BINARY_DIV: case OP_BINARY_MOD: {
                   bool div = fp->op == OP_BINARY_DIV;
+                  if (fp->rk == SRC_CONST && fp->b != 0 && fp->b != -1) {  // cannot trap
+                    floor_divmod_const(L, fp->b, res, div, mask);
+                    break;
+                  }
                   for (int32_t l = 0; l < LANES; l++) {
                     int32_t big = -(int32_t)((L[l] == VG_INT32_MIN) & (R[l] == -1));
                     zero[l] = -(int32_t)(R[l] == 0) & mk[l];
