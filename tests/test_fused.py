@@ -192,3 +192,32 @@ def test_division_by_constants_across_lanes(monkeypatch):
         for i, a in enumerate(chunk):
             want = [v for c in consts for v in (a // c, a % c)]
             assert res.out_list[i][:len(want)].tolist() == want, (a, res.out_list[i][:len(want)].tolist())
+
+
+def test_multiplication_across_lanes(monkeypatch):
+    """A fused multiplication multiplies in 32 bits when every lane's operands lie in
+    [-2^15, 2^15), else checks each lane's 64-bit product: exact products and overflow traps
+    against Python, on groups of small operands only and on groups with one operand past the edge."""
+    rng = np.random.default_rng(SEED)
+    src = "def f(a: int, b: int) -> int:\n    return a * b\n"
+    batch = ProgramBatch.from_programs([compile_source(src)], "f")
+    edges = [0, 1, -1, 2, 32767, -32768, 32768, -32769, 46340, 46341, -46341, 65535, 65536, -65536,
+             2**31 - 1, -2**31]
+    chunks = [[(a, b) for a in edges for b in edges][k:k + 32] for k in range(0, len(edges) ** 2, 32)]
+    for near in ([32767, -32768, 0, 1, -1, 2, 32766, -32767],  # at the edge only, on either side
+                 [32767, 32768, 46340, 46341, 65535, 98303, 0, -32768],
+                 [-32768, -32769, -46340, -46341, -65535, 32767, 0, 1]):
+        chunks += [[(a, b) for a in near for b in near][k:k + 32] for k in range(0, len(near) ** 2, 32)]
+    for _ in range(40):
+        small = [(int(a), int(b)) for a, b in rng.integers(-32768, 32768, size=(32, 2))]
+        chunks.append(small)
+        odd = list(small)
+        odd[int(rng.integers(0, 32))] = (int(rng.choice(edges)), int(rng.integers(-2**31, 2**31)))
+        chunks.append(odd)
+    for chunk in chunks:
+        res = assert_modes_agree(batch, encode_tuples(chunk, ("int", "int")), VMConfig(), src, monkeypatch)
+        for i, (a, b) in enumerate(chunk):
+            if -2**31 <= a * b < 2**31:
+                assert (res.status[i], res.value[i]) == (0, a * b), (a, b, res.status[i], res.value[i])
+            else:
+                assert res.status[i] == oc.TRAP_CODES["overflow"], (a, b, res.status[i])

@@ -415,8 +415,17 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
   break;
                 case OP_BINARY_ADD: FX_OVF((int32_t)((uint32_t)x + (uint32_t)y), ((x ^ r) & (y ^ r)) >> 31)
                 case OP_BINARY_SUB: FX_OVF((int32_t)((uint32_t)x - (uint32_t)y), ((x ^ y) & (x ^ r)) >> 31)
-                case OP_BINARY_MUL:
+                case OP_BINARY_MUL: {
+                  // Every lane's operands in [-2^15, 2^15): no product leaves int32, and a 32-bit
+                  // multiply does (the overflow check needs the 64-bit products).
+                  uint32_t wide = 0;
+                  for (int32_t l = 0; l < LANES; l++) wide |= (((uint32_t)L[l] + 32768u) | ((uint32_t)R[l] + 32768u)) >> 16;
+                  if (!wide) {
+                    for (int32_t l = 0; l < LANES; l++) res[l] = (int32_t)((uint32_t)L[l] * (uint32_t)R[l]);
+                    break;
+                  }
                   FX_OVF((int32_t)((int64_t)x * y), -(int32_t)((int64_t)x * y != (int64_t)(int32_t)((int64_t)x * y)))
+                }
                 case OP_BINARY_DIV: case OP_BINARY_MOD: {
                   bool div = fp->op == OP_BINARY_DIV;
                   if (fp->rk == SRC_CONST && fp->b != 0 && fp->b != -1) {  // cannot trap
