@@ -189,28 +189,28 @@ class TaskBank:
 
         S = self.slot_size(L)
         P = t["prefix"].shape[1]
-        j = torch.arange(S, device=dev)[None, :]
-        k = (j - plen[:, None]).clamp(0, L - 1)                   # body position of slot j
-        pre = t["prefix"][task_ids[:, None], j.clamp(max=P - 1)].long()   # (n, S, 4)
-        nl_at = (plen + body_len)[:, None]
-        in_pre, in_body = j < plen[:, None], j < nl_at            # (in_body only where not in_pre)
+        i32 = torch.int32
+        j = torch.arange(S, device=dev, dtype=i32)[None, :]
+        plen32, nl_at = plen.to(i32)[:, None], (plen + body_len).to(i32)[:, None]
+        last_at = (count - 1).to(i32)[:, None]
+        k = (j - plen32).clamp(0, L - 1).long()                  # body position of slot j
+        in_body = j < nl_at                                        # (the prefix overwrites its part below)
         at_nl = (j == nl_at) & (add_nl[:, None] == 1)
-        at_eof = j == count[:, None] - 1
-        closing = (j >= nl_at + add_nl[:, None]) & (j <= count[:, None] - 1)   # the DEDENTs and EOF
-        # one (n, S) plane per field: the regions are, in order, prefix, body, NEWLINE, DEDENTs, EOF, zeros
-        kind_c = torch.where(at_eof, tc["EOF"], torch.where(closing, tc["DEDENT"], 0))
+        closing = (j >= nl_at + add_nl.to(i32)[:, None]) & (j <= last_at)   # the DEDENTs and EOF
+        end = end_line.to(i32)[:, None]
+        # one (n, S) int32 plane per field; in slot order: prefix, body, NEWLINE, DEDENTs, EOF, zeros
+        kind_c = torch.where(j == last_at, tc["EOF"], torch.where(closing, tc["DEDENT"], 0)).to(i32)
         kind_c = torch.where(at_nl, tc["NEWLINE"], kind_c)
-        line_c = torch.where(closing, end_line[:, None], 0)
-        line_c = torch.where(at_nl, (end_line - 1)[:, None], line_c)
-        col_c = torch.where(closing, 1, 0)
-        col_c = torch.where(at_nl, (body_len + 1)[:, None], col_c)
-        fields = [
-            torch.where(in_pre, pre[..., 0], torch.where(in_body, kind.gather(1, k), kind_c)),
-            torch.where(in_pre, pre[..., 1], torch.where(in_body, t["actions"][a.gather(1, k), 1].long(), 0)),
-            torch.where(in_pre, pre[..., 2], torch.where(in_body, line.gather(1, k), line_c)),
-            torch.where(in_pre, pre[..., 3], torch.where(in_body, k + 1, col_c)),
-        ]
-        return torch.stack(fields, dim=2).to(torch.int32), count
+        line_c = torch.where(at_nl, end - 1, torch.where(closing, end, 0))
+        col_c = torch.where(at_nl, (body_len + 1).to(i32)[:, None], closing.to(i32))
+        out = torch.empty((n, S, 4), dtype=i32, device=dev)
+        out[..., 0] = torch.where(in_body, kind.to(i32).gather(1, k), kind_c)
+        out[..., 1] = torch.where(in_body, t["actions"][a.gather(1, k), 1], 0)
+        out[..., 2] = torch.where(in_body, line.to(i32).gather(1, k), line_c)
+        out[..., 3] = torch.where(in_body, (k + 1).to(i32), col_c)
+        pre = t["prefix"][task_ids]                                # (n, P, 4) int32
+        out[:, :P] = torch.where((j[:, :P] < plen32)[..., None], pre, out[:, :P])
+        return out, count
 
     def compiler_tokens(self, bodies: np.ndarray, lengths: np.ndarray, task_ids: np.ndarray):
         """The slots of `compiler_token_slots`, packed for `compile_tokens`: ((R, 4) int32, (N+1,) int64)."""
