@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 import threading
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -514,6 +514,27 @@ def evaluate(programs, offsets, inputs, expected, *, source: bool = False, signa
                           _out(errors, as_torch), m)
 
 
+def _task_args_dev(n: int, sizes_name: str, sizes, task_ids, active, inputs, expected, n_tests: int, ret_kinds):
+    """The device arguments evaluate_tasks and execute_tasks share, with their shapes checked
+    (shapes only: nothing is read back from the device)."""
+    import cupy as cp
+    sizes = _dev(sizes, cp.int64)
+    task_of = _dev(task_ids, cp.int64)
+    act = None if active is None else _dev(active, cp.uint8)
+    task_ret = _dev(ret_kinds, cp.int32)
+    in_words, in_off = _encoded_dev(inputs)
+    exp_words, exp_off = _encoded_dev(expected)
+    n_in, n_task = len(in_off) - 1, len(task_ret)
+    for name, x in ((sizes_name, sizes), ("task_ids", task_of), ("active", act)):
+        if x is not None and x.shape != (n,):
+            raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
+    if len(exp_off) - 1 != n_in:
+        raise ValueError("expected needs one value per input")
+    if n_in != n_task * n_tests:
+        raise ValueError(f"inputs hold {n_in} values; {n_task} tasks x {n_tests} tests need {n_task * n_tests}")
+    return sizes, task_of, act, task_ret, (in_words, in_off, exp_words, exp_off), n_in, n_task
+
+
 # --- evaluate_tasks: token slots, each program on its own task's tests --------------------------
 
 def _compile_slots_launch(d: _Device, toks, count, active, n: int, code, code_len, code_cap: int, err=None):
@@ -562,21 +583,10 @@ def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: 
         toks = _dev(tokens, cp.int32)
         if toks.ndim != 3 or toks.shape[2] != 4:
             raise ValueError(f"tokens must have shape (N, S, 4), got {toks.shape}")
-        n, slot = toks.shape[0], toks.shape[1]
-        count = _dev(counts, cp.int64)
-        task_of = _dev(task_ids, cp.int64)
-        act = None if active is None else _dev(active, cp.uint8)
-        task_ret = _dev(ret_kinds, cp.int32)
-        in_words, in_off = _encoded_dev(inputs)
-        exp_words, exp_off = _encoded_dev(expected)
-        n_in, n_task = len(in_off) - 1, len(task_ret)
-        for name, x in (("counts", count), ("task_ids", task_of), ("active", act)):
-            if x is not None and x.shape != (n,):
-                raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
-        if len(exp_off) - 1 != n_in:
-            raise ValueError("expected needs one value per input")
-        if n_in != n_task * n_tests:
-            raise ValueError(f"inputs hold {n_in} values; {n_task} tasks x {n_tests} tests need {n_task * n_tests}")
+        n = toks.shape[0]
+        count, task_of, act, task_ret, tests, n_in, n_task = _task_args_dev(
+            n, "counts", counts, task_ids, active, inputs, expected, n_tests, ret_kinds)
+        in_words, in_off, exp_words, exp_off = tests
         passed = cp.zeros(n, dtype=cp.int32)
         steps = cp.zeros(n, dtype=cp.uint64)
         lengths = cp.empty(n, dtype=cp.int32)
@@ -627,20 +637,9 @@ def execute_tasks(code, code_len, task_ids, active, inputs, expected, n_tests: i
             raise ValueError(f"code must have shape (N, W), got {words.shape}")
         words = words.view(cp.uint32)
         n, width = words.shape
-        length = _dev(code_len, cp.int64)
-        task_of = _dev(task_ids, cp.int64)
-        act = None if active is None else _dev(active, cp.uint8)
-        task_ret = _dev(ret_kinds, cp.int32)
-        in_words, in_off = _encoded_dev(inputs)
-        exp_words, exp_off = _encoded_dev(expected)
-        n_in, n_task = len(in_off) - 1, len(task_ret)
-        for name, x in (("code_len", length), ("task_ids", task_of), ("active", act)):
-            if x is not None and x.shape != (n,):
-                raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
-        if len(exp_off) - 1 != n_in:
-            raise ValueError("expected needs one value per input")
-        if n_in != n_task * n_tests:
-            raise ValueError(f"inputs hold {n_in} values; {n_task} tasks x {n_tests} tests need {n_task * n_tests}")
+        length, task_of, act, task_ret, tests, n_in, n_task = _task_args_dev(
+            n, "code_len", code_len, task_ids, active, inputs, expected, n_tests, ret_kinds)
+        in_words, in_off, exp_words, exp_off = tests
         # Inactive rows and lengths outside [0, W] become -1: the validator marks them invalid.
         keep = (length >= 0) & (length <= width)
         if act is not None:

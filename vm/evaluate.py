@@ -26,8 +26,9 @@ from __future__ import annotations
 import numpy as np
 
 from vramgym.compiler import compile_tokens
+from vramgym.compiler.batch import CompiledBatch
 
-from .batch import VMConfig, run_batch
+from .batch import ProgramBatch, VMConfig, run_batch
 from .values import Encoded
 
 
@@ -45,23 +46,15 @@ def _encoded(x) -> Encoded:
     return Encoded(_host(words, np.int32), _host(offsets, np.int64))
 
 
-def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *,
-                       config: VMConfig | None = None, code_cap: int = 1024):
-    """The CPU backend's scores of N token-slot programs on their tasks' tests (see the module
-    docstring); the same signature and results as vramgym.vm.cuda.evaluate_tasks. Returns numpy
-    arrays, or torch CPU tensors when tokens is a torch tensor."""
-    as_torch = type(tokens).__module__.startswith("torch")
-    toks = _host(tokens, np.int32)
-    if toks.ndim != 3 or toks.shape[2] != 4:
-        raise ValueError(f"tokens must have shape (N, S, 4), got {toks.shape}")
-    n, slot = toks.shape[:2]
-    count = np.clip(_host(counts, np.int64), 0, slot)
+def _task_args(n: int, sizes_name: str, sizes, task_ids, active, inputs, expected, n_tests: int, ret_kinds):
+    """The arguments both scorers share, as checked host arrays."""
+    sizes = _host(sizes, np.int64)
     task = _host(task_ids, np.int64)
     act = np.ones(n, dtype=bool) if active is None else _host(active, bool)
     ret = _host(ret_kinds, np.int32)
     inputs, expected = _encoded(inputs), _encoded(expected)
     n_tests = int(n_tests)
-    for name, x in (("counts", count), ("task_ids", task), ("active", act)):
+    for name, x in ((sizes_name, sizes), ("task_ids", task), ("active", act)):
         if x.shape != (n,):
             raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
     if n_tests < 0 or len(inputs) != len(ret) * n_tests or len(expected) != len(inputs):
@@ -69,31 +62,53 @@ def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tes
                          f"got {len(inputs)} and {len(expected)}")
     if np.any(task[act] < 0) or np.any(task[act] >= len(ret)):
         raise ValueError(f"task_ids of active rows must be in [0, {len(ret)})")
-    passed = np.zeros(n, dtype=np.int32)
-    steps = np.zeros(n, dtype=np.int64)
-    ok = np.zeros(n, dtype=bool)
+    return sizes, task, act, ret, inputs, expected, n_tests
+
+
+def _run_on_tasks(programs, rows, task, inputs, expected, n_tests, config, passed, steps) -> None:
+    """Run programs[i] on the tests of task[rows[i]]; write the passes and step sums to rows."""
+    if not len(rows) or not n_tests:
+        return
+    t = task[rows]
+    run_prog = np.repeat(np.arange(len(rows), dtype=np.int32), n_tests)
+    run_in = (t[:, None] * n_tests + np.arange(n_tests)[None, :]).ravel().astype(np.int32)
+    res = run_batch(programs, inputs, (run_prog, run_in), expected=expected, config=config, out_cap=0, backend="cpu")
+    passed[rows] = res.passed.reshape(-1, n_tests).sum(axis=1)
+    steps[rows] = res.steps.reshape(-1, n_tests).astype(np.int64).sum(axis=1)
+
+
+def _out(as_torch: bool, *arrays):
+    if as_torch:
+        import torch
+        return tuple(torch.from_numpy(a) for a in arrays)
+    return arrays
+
+
+def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *,
+                       config: VMConfig | None = None, code_cap: int = 1024):
+    """The CPU backend's scores of N token-slot programs on their tasks' tests (see the module
+    docstring); the same signature and results as vramgym.vm.cuda.evaluate_tasks. Returns numpy
+    arrays, or torch CPU tensors when tokens is a torch tensor."""
+    toks = _host(tokens, np.int32)
+    if toks.ndim != 3 or toks.shape[2] != 4:
+        raise ValueError(f"tokens must have shape (N, S, 4), got {toks.shape}")
+    n, slot = toks.shape[:2]
+    count, task, act, ret, inputs, expected, n_tests = _task_args(n, "counts", counts, task_ids, active, inputs,
+                                                                  expected, n_tests, ret_kinds)
+    count = np.clip(count, 0, slot)
+    passed, steps, ok = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
     rows = np.flatnonzero(act)
     if len(rows):
         used = np.arange(slot)[None, :] < count[rows, None]      # (R, S)
-        packed = toks[rows][used]                                 # (sum of counts, 4)
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(count[rows], out=offsets[1:])
-        compiled = compile_tokens(packed, offsets, code_cap=code_cap)
+        compiled = compile_tokens(toks[rows][used], offsets, code_cap=code_cap)
         ok[rows] = compiled.ok
-        if n_tests:
-            t = task[rows]
-            programs = compiled.to_programs(entry=0, ret_kind=ret[t])
-            run_prog = np.repeat(np.arange(len(rows), dtype=np.int32), n_tests)
-            run_in = (t[:, None] * n_tests + np.arange(n_tests)[None, :]).ravel().astype(np.int32)
-            res = run_batch(programs, inputs, (run_prog, run_in), expected=expected, config=config, out_cap=0,
-                            backend="cpu")
-            good = compiled.ok[:, None]
-            passed[rows] = (res.passed.reshape(-1, n_tests) & good).sum(axis=1)
-            steps[rows] = np.where(good, res.steps.reshape(-1, n_tests), 0).astype(np.int64).sum(axis=1)
-    if as_torch:
-        import torch
-        return torch.from_numpy(passed), torch.from_numpy(steps), torch.from_numpy(ok)
-    return passed, steps, ok
+        good = compiled.ok
+        programs = CompiledBatch(compiled.code[good], compiled.lengths[good], compiled.errors[good]).to_programs(
+            entry=0, ret_kind=ret[task[rows[good]]])
+        _run_on_tasks(programs, rows[good], task, inputs, expected, n_tests, config, passed, steps)
+    return _out(type(tokens).__module__.startswith("torch"), passed, steps, ok)
 
 
 def execute_tasks_cpu(code, code_len, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *,
@@ -108,47 +123,22 @@ def execute_tasks_cpu(code, code_len, task_ids, active, inputs, expected, n_test
     steps are 0 where a row is inactive or invalid. Numpy arrays, or torch CPU tensors when code
     is a torch tensor."""
     from . import cpu
-    from .batch import ProgramBatch
-    as_torch = type(code).__module__.startswith("torch")
     words = _host(code)
     if words.ndim != 2:
         raise ValueError(f"code must have shape (N, W), got {words.shape}")
     words = words.astype(np.uint32)
     n, width = words.shape
-    length = _host(code_len, np.int64)
-    task = _host(task_ids, np.int64)
-    act = np.ones(n, dtype=bool) if active is None else _host(active, bool)
-    ret = _host(ret_kinds, np.int32)
-    inputs, expected = _encoded(inputs), _encoded(expected)
-    n_tests = int(n_tests)
-    for name, x in (("code_len", length), ("task_ids", task), ("active", act)):
-        if x.shape != (n,):
-            raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
-    if n_tests < 0 or len(inputs) != len(ret) * n_tests or len(expected) != len(inputs):
-        raise ValueError(f"inputs and expected need {len(ret)} tasks x {n_tests} tests values each, "
-                         f"got {len(inputs)} and {len(expected)}")
-    if np.any(task[act] < 0) or np.any(task[act] >= len(ret)):
-        raise ValueError(f"task_ids of active rows must be in [0, {len(ret)})")
-    passed = np.zeros(n, dtype=np.int32)
-    steps = np.zeros(n, dtype=np.int64)
-    valid = np.zeros(n, dtype=bool)
+    length, task, act, ret, inputs, expected, n_tests = _task_args(n, "code_len", code_len, task_ids, active,
+                                                                   inputs, expected, n_tests, ret_kinds)
+    passed, steps, valid = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
     for i in np.flatnonzero(act & (length >= 0) & (length <= width)):  # the validator is per image
         bad, pc = cpu.validate(words[i, : length[i]])
         valid[i] = bad == -1 and pc >= 0
     rows = np.flatnonzero(valid)
-    if len(rows) and n_tests:
+    if len(rows):
         used = np.arange(width)[None, :] < length[rows, None]
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(length[rows], out=offsets[1:])
-        t = task[rows]
-        programs = ProgramBatch.build(words[rows][used], offsets, 0, ret[t])
-        run_prog = np.repeat(np.arange(len(rows), dtype=np.int32), n_tests)
-        run_in = (t[:, None] * n_tests + np.arange(n_tests)[None, :]).ravel().astype(np.int32)
-        res = run_batch(programs, inputs, (run_prog, run_in), expected=expected, config=config, out_cap=0,
-                        backend="cpu")
-        passed[rows] = res.passed.reshape(-1, n_tests).sum(axis=1)
-        steps[rows] = res.steps.reshape(-1, n_tests).astype(np.int64).sum(axis=1)
-    if as_torch:
-        import torch
-        return torch.from_numpy(passed), torch.from_numpy(steps), torch.from_numpy(valid)
-    return passed, steps, valid
+        programs = ProgramBatch.build(words[rows][used], offsets, 0, ret[task[rows]])
+        _run_on_tasks(programs, rows, task, inputs, expected, n_tests, config, passed, steps)
+    return _out(type(code).__module__.startswith("torch"), passed, steps, valid)
