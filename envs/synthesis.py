@@ -255,6 +255,8 @@ class SynthesisVectorEnv(TensorVectorEnv):
                  max_len: int = 48, reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16,
                  seed: int = 0, backend: str = "cpu", device=None, render_mode: str | None = None,
                  automaton: str = "auto", cuda_graph: bool = False, max_episode_steps: int | None = None):
+        if cuda_graph and torch.device("cpu" if device is None else device).type != "cuda":
+            raise ValueError("cuda_graph=True needs a CUDA device (device='cuda')")
         core = SynthesisCore(_bank(bank, tasks, n_tests, seed, backend), max_len, reward, automaton, batch, cuda_graph)
         super().__init__(core, num_envs, core.observation_space(), core.action_space(), seed, device, render_mode)
 

@@ -247,3 +247,5 @@ def test_make_vec_takes_a_device(env_id):
 def test_cuda_device_without_a_gpu_is_a_clear_error():
     with pytest.raises(RuntimeError, match="no CUDA device"):
         SynthesisVectorEnv(num_envs=2, bank=BANK, device="cuda")
+    with pytest.raises(ValueError, match="cuda_graph"):
+        SynthesisVectorEnv(num_envs=2, bank=BANK, device="cpu", cuda_graph=True)
