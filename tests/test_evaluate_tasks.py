@@ -149,19 +149,7 @@ def test_cpu_reference_torch_and_edge_cases():
 
 # --- GPU == CPU ---------------------------------------------------------------------------------
 
-def _gpu_reason() -> str | None:
-    try:
-        import cupy
-    except ImportError:
-        return "cupy is not installed (pip install 'vramgym[cuda]')"
-    try:
-        ok = cupy.cuda.is_available()
-    except Exception as e:  # a driver without a device raises
-        return f"cupy.cuda.is_available() raised {e!r}"
-    return None if ok else "no CUDA GPU: cupy.cuda.is_available() is false"
-
-
-gpu = pytest.mark.skipif(_gpu_reason() is not None, reason=f"GPU test: {_gpu_reason()}")
+from test_cuda_backend import gpu  # noqa: E402  (one GPU check and skip reason for every GPU test)
 
 
 def _host(x):
