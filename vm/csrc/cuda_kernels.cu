@@ -120,6 +120,33 @@ __device__ inline bool run_one(const ProgRef& pr, int32_t p, int32_t n_prog, con
   return ok;
 }
 
+// The workspace of thread `thread` in the scratch buffer (operand stack in local memory or there).
+template <bool LOCAL>
+__device__ inline Workspace lane_workspace(const VMConfig& cfg, int32_t* scratch, int64_t thread,
+                                           int32_t* local_stack) {
+  LaneLayout L = lane_layout(cfg, !LOCAL);
+  int32_t* mine = scratch + thread * L.total;
+  Workspace ws;
+  ws.frames = reinterpret_cast<Frame*>(mine + L.frames);
+  ws.lists = reinterpret_cast<ListHdr*>(mine + L.lists);
+  ws.heap = mine + L.heap;
+  ws.stack = LOCAL ? local_stack : mine + L.stack;
+  ws.nlists = ws.hp = 0;
+  return ws;
+}
+
+// The warp's passes and executed steps, added to one program's counters by lane 0.
+__device__ inline void warp_add(bool ok, int32_t ns, int32_t lane, int32_t* pass_count,
+                                unsigned long long* step_sum) {
+  unsigned int npass = __popc(__ballot_sync(0xffffffffu, ok));
+  unsigned long long s = (unsigned long long)ns;
+  for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(0xffffffffu, s, off);
+  if (lane == 0) {
+    if (npass) atomicAdd(pass_count, (int)npass);
+    if (s) atomicAdd(step_sum, s);
+  }
+}
+
 // The execute kernels' body. A task is up to 32 runs of one program, one per lane:
 //   run_batch (EVAL false): task t = runs task_start[t] .. task_start[t + 1], listed explicitly;
 //   evaluate (EVAL true):   task t = program t / wpp on inputs (t % wpp) * 32 + lane, and the
@@ -140,14 +167,7 @@ __device__ inline void execute(const uint32_t* __restrict__ code, const int64_t*
                                int32_t* local_stack) {
   const int32_t lane = threadIdx.x & 31;
   const int64_t warp = global_tid() >> 5, nwarps = grid_threads() >> 5;
-  LaneLayout L = lane_layout(cfg, !LOCAL);
-  int32_t* mine = scratch + (warp * 32 + lane) * L.total;
-  Workspace ws;
-  ws.frames = reinterpret_cast<Frame*>(mine + L.frames);
-  ws.lists = reinterpret_cast<ListHdr*>(mine + L.lists);
-  ws.heap = mine + L.heap;
-  ws.stack = LOCAL ? local_stack : mine + L.stack;
-  ws.nlists = ws.hp = 0;
+  Workspace ws = lane_workspace<LOCAL>(cfg, scratch, warp * 32 + lane, local_stack);
   for (int64_t t = warp; t < n_tasks; t += nwarps) {  // uniform across the warp
     int64_t r;
     int32_t p, j;
@@ -175,13 +195,7 @@ __device__ inline void execute(const uint32_t* __restrict__ code, const int64_t*
                    status, value, steps, passed, out_list, out_cap, &ns);
     }
     if (EVAL) {
-      unsigned int npass = __popc(__ballot_sync(0xffffffffu, ok));
-      unsigned long long s = (unsigned long long)ns;
-      for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(0xffffffffu, s, off);
-      if (lane == 0) {
-        if (npass) atomicAdd(pass_count + p, (int)npass);
-        atomicAdd(step_sum + p, s);
-      }
+      warp_add(ok, ns, lane, pass_count + p, step_sum + p);
     }
   }
 }
@@ -203,14 +217,7 @@ __device__ inline void execute_tasks(const uint32_t* __restrict__ code, int32_t 
                                      unsigned long long* step_sum, int32_t* local_stack) {
   const int32_t lane = threadIdx.x & 31;
   const int64_t warp = global_tid() >> 5, nwarps = grid_threads() >> 5;
-  LaneLayout L = lane_layout(cfg, !LOCAL);
-  int32_t* mine = scratch + (warp * 32 + lane) * L.total;
-  Workspace ws;
-  ws.frames = reinterpret_cast<Frame*>(mine + L.frames);
-  ws.lists = reinterpret_cast<ListHdr*>(mine + L.lists);
-  ws.heap = mine + L.heap;
-  ws.stack = LOCAL ? local_stack : mine + L.stack;
-  ws.nlists = ws.hp = 0;
+  Workspace ws = lane_workspace<LOCAL>(cfg, scratch, warp * 32 + lane, local_stack);
   for (int64_t t = warp; t < n_items; t += nwarps) {  // uniform across the warp
     int32_t p = (int32_t)(t / wpp);
     if (p >= n_prog) continue;
@@ -225,13 +232,7 @@ __device__ inline void execute_tasks(const uint32_t* __restrict__ code, int32_t 
       ok = run_one(pr, p, n_prog, entry_pc, task_ret[task], in_words, in_off, j < n_in ? (int32_t)j : n_in, n_in,
                    exp_words, exp_off, cfg, ws, 0, nullptr, nullptr, nullptr, nullptr, nullptr, 0, &ns);
     }
-    unsigned int npass = __popc(__ballot_sync(0xffffffffu, ok));
-    unsigned long long s = (unsigned long long)ns;
-    for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(0xffffffffu, s, off);
-    if (lane == 0) {
-      if (npass) atomicAdd(pass_count + p, (int)npass);
-      if (s) atomicAdd(step_sum + p, s);
-    }
+    warp_add(ok, ns, lane, pass_count + p, step_sum + p);
   }
 }
 
