@@ -1,54 +1,104 @@
 #!/usr/bin/env bash
-# Everything a session with a GPU runs on the device machine, in one go (results under $OUT):
-#   1. install vramgym (the device machine has no network: torch, cupy, numpy, pytest and
-#      hypothesis are in its image; anything else, e.g. ray, travels as wheels in .whl/, made
-#      on the development machine as /work/.library/device/README.md shows, and the `run`
-#      call names .whl in `carry`);
-#   2. the GPU tests (CPU == GPU on the corpus, 100,000 random programs, fuzzed bytecode and
-#      sources, torch round trip, chunking, Ray; evaluate_tasks on token slots across tasks);
-#   3. compute-sanitizer memcheck on a corpus + fuzz run of the kernels;
-#   4. the benchmarks (experiments/bench_gpu.py, --quick with QUICK=1; experiments/bench_envs.py
-#      on the GPU, eager and with CUDA graphs).
-# Wheels to carry (the image lacks them): gymnasium, farama-notifications, cloudpickle (and ray
-# with its needs for the Ray test), downloaded for the device's Python as the device README shows.
-# Each step logs to $OUT/<step>.log and the script goes on after a failure; the exit status is
-# the number of failed steps.
+# Everything a session with a GPU runs on the device machine, in stages that each fit in one
+# device `run` call (10 minutes at most per command; the lease is 30 device-minutes):
+#
+#   bash experiments/gpu_check.sh tests envs          # one call
+#   bash experiments/gpu_check.sh memcheck            # another
+#   QUICK=1 bash experiments/gpu_check.sh bench bench_envs
+#
+# Stages (none named: all of them, in this order):
+#   tests     CPU == GPU on the corpus, 100,000 random programs, fuzzed bytecode and sources,
+#             torch round trip, chunking, Ray; evaluate_tasks / execute_tasks on token slots
+#   envs      the environments and mask automata on the GPU: torch and native automata ==
+#             numpy, GPU env == CPU env step for step, no sync inside step, CUDA graphs
+#   memcheck  compute-sanitizer memcheck on a corpus + fuzz + task-scorer run of the kernels
+#   bench     experiments/bench_gpu.py (N = 1 .. 1e6; --quick with QUICK=1)
+#   bench_envs experiments/bench_envs.py on the GPU at 1k, 16k and 64k envs
+# Every call first installs vramgym (the device machine has no network: torch, cupy, numpy,
+# pytest and hypothesis are in its image; gymnasium, farama-notifications, cloudpickle and ray
+# with its needs travel as wheels in .whl/, made on the development machine as
+# /work/.library/device/README.md shows; the `run` call names .whl in `carry`).
+# Logs and results go to a work folder that ends up as ONE archive, $OUT/gpu_check.tgz, beside
+# $OUT/summary.txt (the device returns at most 8 files). The script goes on after a failed step;
+# its exit status is the number of failed steps.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu_check_out}
-mkdir -p "$OUT"
+WORK=${GPU_CHECK_WORK:-/tmp/gpu_check}
+STEP_LIMIT=${STEP_LIMIT:-570}          # seconds per step, inside the device's 600 s per command
+mkdir -p "$OUT" "$WORK"
+export PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy_cache
 fails=0
-step() {  # step NAME COMMAND...: run, log, record
+step() {  # step NAME COMMAND...: run under a time limit, log, record
   local name=$1; shift
-  echo "== $name: $*" | tee -a "$OUT/summary.txt"
+  echo "== $name: $*" | tee -a "$WORK/summary.txt"
   local t0=$SECONDS
-  if "$@" >"$OUT/$name.log" 2>&1; then echo "   ok ($((SECONDS - t0)) s)" | tee -a "$OUT/summary.txt"
-  else echo "   FAILED ($((SECONDS - t0)) s, see $name.log)" | tee -a "$OUT/summary.txt"; fails=$((fails + 1)); fi
+  if timeout "$STEP_LIMIT" "$@" >"$WORK/$name.log" 2>&1; then
+    echo "   ok ($((SECONDS - t0)) s)" | tee -a "$WORK/summary.txt"
+  else
+    echo "   FAILED rc=$? ($((SECONDS - t0)) s, see $name.log)" | tee -a "$WORK/summary.txt"
+    tail -n 30 "$WORK/$name.log"
+    fails=$((fails + 1))
+  fi
 }
-nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
-if compgen -G ".whl/*.whl" >/dev/null; then
-  step wheels python -m pip install -q --no-index --no-deps --no-compile .whl/*.whl
-fi
-# No network: no build isolation and no dependency resolution; the image provides the rest.
-step install python -m pip install -q --no-index --no-deps --no-build-isolation -e .
-export CUPY_CACHE_DIR="$OUT/cupy_cache"
-step build python -c "from vramgym.vm import cuda; cuda.device(); print(cuda.device().k)"
-step gpu_tests python -m pytest -q -rs tests/test_cuda_backend.py tests/test_corpus.py -k "cuda or gpu or identically or evaluate or torch or chunking or ray"
-step gpu_evaluate_tasks python -m pytest -q -rs tests/test_evaluate_tasks.py
-# the environments on the GPU (needs gymnasium, carried as a wheel): torch automaton == numpy,
-# GPU env == CPU env step for step, no sync inside step (torch's sync debug mode), CUDA graphs
-step gpu_envs python -m pytest -q -rs tests/test_grammar_torch.py tests/test_envs_device.py
-# memcheck: the corpus and the fuzz tests, small random corpus (the sanitizer is ~100x slower)
-export VRAMGYM_GPU_RANDOM_PROGRAMS=300
-step memcheck compute-sanitizer --tool memcheck --leak-check no --error-exitcode 99 \
-  python -m pytest -q -x tests/test_cuda_backend.py -k "corpus or fuzzed or random_programs or evaluate"
-VRAMGYM_GPU_TASK_PROGRAMS=300 step memcheck_tasks compute-sanitizer --tool memcheck --leak-check no \
-  --error-exitcode 99 python -m pytest -q -x tests/test_evaluate_tasks.py -k gpu
-unset VRAMGYM_GPU_RANDOM_PROGRAMS
-if [ "${QUICK:-0}" = 1 ]; then step bench python experiments/bench_gpu.py --quick --out "$OUT"
-else step bench python experiments/bench_gpu.py --out "$OUT"; fi
-step bench_envs python experiments/bench_envs.py --device cuda cuda-graph --num-envs 1024 16384 65536 \
-  --seconds 5 --name bench_envs_gpu --out "$OUT"
-cp -r experiments/results "$OUT/results" 2>/dev/null
-cat "$OUT/summary.txt"
+finish() {
+  cp -r experiments/results "$WORK/results" 2>/dev/null
+  tar czf "$OUT/gpu_check.tgz" -C "$WORK" .
+  cp "$WORK/summary.txt" "$OUT/summary.txt"
+  cat "$WORK/summary.txt"
+}
+
+setup() {
+  nvidia-smi >"$WORK/nvidia-smi.txt" 2>&1
+  if compgen -G ".whl/*.whl" >/dev/null; then
+    step wheels python -m pip install -q --no-index --no-deps --no-compile .whl/*.whl
+  fi
+  # no network: no build isolation and no dependency resolution; the image provides the rest
+  step install python -m pip install -q --no-index --no-deps --no-build-isolation -e .
+  step build python -c "from vramgym.vm import cuda; cuda.device(); print(cuda.device().k)"
+}
+
+stage_tests() {
+  step gpu_tests python -m pytest -q -rs tests/test_cuda_backend.py tests/test_corpus.py \
+    -k "cuda or gpu or identically or evaluate or torch or chunking or ray"
+  step gpu_evaluate_tasks python -m pytest -q -rs tests/test_evaluate_tasks.py
+}
+
+stage_envs() {
+  local files=(tests/test_grammar_torch.py tests/test_envs_device.py)
+  [ -f tests/test_grammar_native.py ] && files+=(tests/test_grammar_native.py)
+  step gpu_envs python -m pytest -q -rs "${files[@]}"
+}
+
+stage_memcheck() {
+  # the sanitizer is ~100x slower: small random corpora
+  VRAMGYM_GPU_RANDOM_PROGRAMS=300 step memcheck compute-sanitizer --tool memcheck --leak-check no \
+    --error-exitcode 99 python -m pytest -q -x tests/test_cuda_backend.py -k "corpus or fuzzed or random_programs or evaluate"
+  VRAMGYM_GPU_TASK_PROGRAMS=300 step memcheck_tasks compute-sanitizer --tool memcheck --leak-check no \
+    --error-exitcode 99 python -m pytest -q -x tests/test_evaluate_tasks.py -k gpu
+  if [ -f tests/test_grammar_native.py ]; then
+    step memcheck_grammar compute-sanitizer --tool memcheck --leak-check no --error-exitcode 99 \
+      python -m pytest -q -x tests/test_grammar_native.py -k "gpu or cuda"
+  fi
+}
+
+stage_bench() {
+  if [ "${QUICK:-0}" = 1 ]; then step bench python experiments/bench_gpu.py --quick --out "$WORK"
+  else step bench python experiments/bench_gpu.py --out "$WORK"; fi
+}
+
+stage_bench_envs() {
+  step bench_envs python experiments/bench_envs.py --device cuda cuda-graph --num-envs 1024 16384 65536 \
+    --seconds 5 --name bench_envs_gpu --out "$WORK"
+}
+
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(tests envs memcheck bench bench_envs)
+for s in "${stages[@]}"; do
+  case $s in tests|envs|memcheck|bench|bench_envs) ;; *) echo "unknown stage: $s" >&2; exit 2 ;; esac
+done
+touch "$WORK/summary.txt"
+trap finish EXIT
+setup
+for s in "${stages[@]}"; do "stage_$s"; done
 exit $fails
