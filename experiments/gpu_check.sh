@@ -15,9 +15,10 @@
 #   bench     experiments/bench_gpu.py (N = 1 .. 1e6; --quick with QUICK=1)
 #   bench_envs experiments/bench_envs.py on the GPU at 1k, 16k and 64k envs
 # Every call first installs vramgym (the device machine has no network: torch, cupy, numpy,
-# pytest and hypothesis are in its image; gymnasium, farama-notifications, cloudpickle and ray
-# with its needs travel as wheels in .whl/, made on the development machine as
-# /work/.library/device/README.md shows; the `run` call names .whl in `carry`).
+# pytest, hypothesis and cloudpickle are in its image; gymnasium and farama-notifications travel
+# as wheels in .whl/, made on the development machine as /work/.library/device/README.md shows,
+# and the `run` call names .whl in `carry`. Ray's wheel is larger than the 64 MiB a call may
+# carry, so the Ray GPU test skips there).
 # Logs and results go to a work folder that ends up as ONE archive, $OUT/gpu_check.tgz, beside
 # $OUT/summary.txt (the device returns at most 8 files). The script goes on after a failed step;
 # its exit status is the number of failed steps.
