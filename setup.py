@@ -1,4 +1,4 @@
-"""Builds the C++ core (compiler + VM) for the CPU during `pip install`.
+"""Builds the C++ core (compiler + VM) and the mask automaton for the CPU during `pip install`.
 
 The extension is a plain shared library loaded with ctypes (vramgym/vm/cpu.py); the same
 headers are compiled for the GPU at run time by NVRTC.
@@ -15,4 +15,15 @@ core = Extension(
     language="c++",
 )
 
-setup(ext_modules=[core])
+# the batched mask automaton of the Synthesis envs (envs/csrc/grammar.h; ctypes in envs/grammar_native.py)
+grammar = Extension(
+    "vramgym.envs._grammar",
+    sources=["envs/csrc/grammar_cpu.cpp"],
+    include_dirs=["envs/csrc"],
+    depends=["envs/csrc/grammar.h", "envs/csrc/grammar_consts.h"],
+    extra_compile_args=["-std=c++17", "-O3", "-pthread", "-fvisibility=hidden", "-fvisibility-inlines-hidden"],
+    extra_link_args=["-pthread"],
+    language="c++",
+)
+
+setup(ext_modules=[core, grammar])

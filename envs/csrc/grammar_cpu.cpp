@@ -1,0 +1,88 @@
+// CPU binding of the mask automaton (grammar.h): a C ABI over batches of rows, parallel across
+// cores, loaded with ctypes by vramgym/envs/grammar_native.py. Every array is caller-owned
+// (numpy or CPU torch memory); nothing here allocates per row. Threads pull chunks of rows
+// from an atomic counter.
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "grammar.h"
+
+#define GM_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using namespace gm;
+
+template <class F>
+void parallel_rows(int64_t n, int32_t nthreads, F body) {
+  const int64_t chunk = 256;  // rows per grab: a few hundred microseconds of work
+  if (nthreads <= 0) nthreads = (int32_t)std::max(1u, std::thread::hardware_concurrency());
+  int64_t max_threads = (n + chunk - 1) / chunk;
+  if (nthreads > max_threads) nthreads = (int32_t)std::max<int64_t>(1, max_threads);
+  std::atomic<int64_t> next(0);
+  auto worker = [&]() {
+    for (;;) {
+      int64_t lo = next.fetch_add(chunk);
+      if (lo >= n) break;
+      int64_t hi = std::min(n, lo + chunk);
+      for (int64_t i = lo; i < hi; i++) body(i);
+    }
+  };
+  if (nthreads == 1) return worker();
+  std::vector<std::thread> pool;
+  for (int32_t t = 1; t < nthreads; t++) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
+}
+
+GmTables tables(const uint64_t* addrs, int32_t nfid, int32_t ngram) {
+  GmTables T;
+  for (int k = 0; k < NTAB; k++) T.p[k] = reinterpret_cast<const int32_t*>(addrs[k]);
+  T.nfid = nfid;
+  T.ngram = ngram;
+  return T;
+}
+
+}  // namespace
+
+// The scalar constants this library was compiled with, in grammar_consts.h order; returns how many.
+GM_EXPORT int32_t gm_consts(int64_t* out, int32_t cap) {
+  const int64_t v[] = {
+#define GM_VALUE(k) (int64_t)gm::k,
+      GM_CONSTS(GM_VALUE)
+#undef GM_VALUE
+  };
+  int32_t n = (int32_t)(sizeof(v) / sizeof(v[0]));
+  for (int32_t i = 0; i < n && i < cap; i++) out[i] = v[i];
+  return n;
+}
+
+// mask: out (n, VOCAB) bytes, 1 where the action is allowed
+GM_EXPORT void gm_mask(const int32_t* S, const int64_t* gid, int64_t n, uint8_t* out, const uint64_t* addrs,
+                       int32_t nfid, int32_t ngram, int32_t nthreads) {
+  GmTables T = tables(addrs, nfid, ngram);
+  parallel_rows(n, nthreads, [&](int64_t i) {
+    uint32_t bits[3];
+    mask_row(T, S + i * STATE_SIZE, gm_gid(T, gid[i]), bits);
+    uint8_t* o = out + i * VOCAB;
+    for (int32_t a = 0; a < VOCAB; a++) o[a] = (bits[a >> 5] >> (a & 31)) & 1;
+  });
+}
+
+// step: N (n, STATE_SIZE) the new rows (S where invalid), invalid (n,) bytes
+GM_EXPORT void gm_step(const int32_t* S, const int64_t* actions, const int64_t* gid, int64_t n, int32_t* N,
+                       uint8_t* invalid, const uint64_t* addrs, int32_t nfid, int32_t ngram, int32_t nthreads) {
+  GmTables T = tables(addrs, nfid, ngram);
+  parallel_rows(n, nthreads, [&](int64_t i) {
+    invalid[i] = step_row(T, S + i * STATE_SIZE, actions[i], gm_gid(T, gid[i]), N + i * STATE_SIZE);
+  });
+}
+
+// min_tokens_to_finish: out (n,) int64
+GM_EXPORT void gm_min_tokens(const int32_t* S, const int64_t* gid, int64_t n, int64_t* out, const uint64_t* addrs,
+                             int32_t nfid, int32_t ngram, int32_t nthreads) {
+  GmTables T = tables(addrs, nfid, ngram);
+  parallel_rows(n, nthreads, [&](int64_t i) { out[i] = min_tokens_row(T, S + i * STATE_SIZE, gm_gid(T, gid[i])); });
+}

@@ -1,0 +1,186 @@
+"""The native mask automaton (envs/grammar_native.py, envs/csrc/grammar.h) against the numpy one
+(envs/grammar.py BatchedAutomaton, itself checked against the per-row reference in
+tests/test_grammar_vectorized.py), row for row: masks, next rows, invalid flags, completion costs
+and initial rows on random rollouts over every signature of the task suite and mixed-grammar
+batches, with masked, structural, unmasked and out-of-range actions and rows kept after END; the
+tables and constants the C++ reads against Python's; numpy and CPU torch inputs; garbage rows
+never crash. Fresh seeds every run (printed on failure; VRAMGYM_SEED replays one).
+
+The CUDA kernels: nvcc compiles them (skipped without nvcc), their logic runs on the host in an
+emulator (tests/native/grammar_cuda_emu.cpp) equal to the CPU library, and on a GPU (skipped
+without one) the CUDA automaton equals the CPU one."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from vramgym.envs import grammar as G
+from vramgym.envs import grammar_native as N
+from vramgym.envs import vocab as V
+from vramgym.envs.grammar import H_DONE, STATE_SIZE, BatchedAutomaton, Grammar
+from vramgym.envs.grammar_native import NativeAutomaton
+
+from test_grammar_torch import SIGNATURES, grammar, pick_actions
+
+SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
+# not built: skip; built but stale (compiled with other constants): the tests fail
+pytestmark = pytest.mark.skipif(not N.built(), reason="the native automaton is not built (pip install -e .)")
+
+
+@pytest.fixture(scope="module")
+def suite_grammars():
+    from vramgym.envs.bank import TaskBank
+    sigs = TaskBank.from_names().signatures
+    assert len(sigs) > 10
+    return [Grammar(sig, max_len=48) for sig in sigs]
+
+
+def compare_rollouts(grammars, rows_per_grammar, steps, seed, native=None, as_torch=False):
+    """Step numpy and native side by side from the same rows; returns the number of finished bodies."""
+    auto, na = BatchedAutomaton(grammars), native or NativeAutomaton(grammars)
+    rng = np.random.default_rng(seed)
+    gid = rng.permutation(np.repeat(np.arange(len(grammars)), rows_per_grammar))
+    wrap = torch.from_numpy if as_torch else (lambda x: x)
+    unwrap = (lambda x: x.numpy()) if as_torch else (lambda x: x)
+    s = auto.initial(gid)
+    init = unwrap(na.initial(wrap(gid)))
+    assert init.dtype == np.int32 and np.array_equal(init, s), seed
+    finished = 0
+    for k in range(steps):
+        ts, tg = wrap(s.copy()), wrap(gid)
+        m = auto.mask(s, gid)
+        got = unwrap(na.mask(ts, tg))
+        assert got.dtype == bool and np.array_equal(got, m), (seed, k, np.flatnonzero((got != m).any(1))[:5])
+        c = unwrap(na.min_tokens_to_finish(ts, tg))
+        assert c.dtype == np.int64 and np.array_equal(c, auto.min_tokens_to_finish(s, gid)), (seed, k)
+        a = pick_actions(rng, m)
+        new, inv = auto.step(s, a, gid)
+        tnew, tinv = na.step(ts, wrap(a), tg)
+        tnew, tinv = unwrap(tnew), unwrap(tinv)
+        assert tnew.dtype == np.int32 and tinv.dtype == bool
+        assert np.array_equal(tinv, inv), (seed, k, np.flatnonzero(tinv != inv)[:5])
+        assert np.array_equal(tnew, new), (seed, k, np.flatnonzero((tnew != new).any(1))[:5])
+        assert np.array_equal(unwrap(ts), s), "step wrote into its input"
+        s = new
+        done = s[:, H_DONE] != 0
+        finished += int(done.sum())
+        # most finished rows restart at once; the rest stay done a while (every action invalid)
+        restart = done & (rng.random(len(s)) < 0.7)
+        s[restart] = auto.initial(gid[restart])
+    return finished
+
+
+# ---- the constants and tables the C++ reads are Python's ----------------------------------------
+def test_generated_header_is_current():
+    """envs/csrc/grammar_consts.h is what consts_header() generates from envs/grammar.py."""
+    assert N.CONSTS_FILE.read_text() == N.consts_header(), \
+        "regenerate: python -c 'from vramgym.envs import grammar_native as N; N.CONSTS_FILE.write_text(N.consts_header())'"
+
+
+def test_library_was_compiled_with_these_constants():
+    got = np.zeros(len(N.consts_vector()), np.int64)
+    n = N.lib().gm_consts(got.ctypes.data_as(N._i64p), len(got))
+    assert n == len(got) and np.array_equal(got, N.consts_vector())
+    for name, v in (("STATE_SIZE", STATE_SIZE), ("VOCAB", V.VOCAB_SIZE), ("INF", G.INF), ("OFF_FRAMES", G.OFF_FRAMES),
+                    ("TOK_COMMA", V.ID[","]), ("K_COND_ELIF", G.K_COND_ELIF), ("KEY_M_EOK", G._M_EOK)):
+        assert f"constexpr int {name} = {v};" in N.consts_header()
+
+
+def test_tables_handed_to_the_library_are_pythons(suite_grammars):
+    """Every array the library reads, in the GmTab order, equals grammar.py's (int32 exact)."""
+    na = NativeAutomaton(suite_grammars[:7])
+    names = list(N._table_arrays()) + list(N._PARAMS)
+    assert len(na._arrays) == len(names) == N._scalars()["NTAB"]
+    header = N.CONSTS_FILE.read_text()
+    assert [ln.strip().rstrip(",")[4:] for ln in header.splitlines() if ln.startswith("  TAB_")] == names
+    P = G._Params(suite_grammars[:7], G._NUMPY)
+    want = dict(N._table_arrays(), C=P.C, VAR=P.var, RET=P.ret, RET_COST=P.ret_cost, MAX_LEN=P.max_len,
+                CARGS=P.cargs, CNARGS=P.cnargs, CRET=P.cret, INIT=P.init)
+    for name, a, addr in zip(names, na._arrays, na._addrs):
+        assert a.dtype == np.int32 and a.flags.c_contiguous and a.ctypes.data == addr, name
+        assert np.array_equal(a, want[name]) and a.shape == np.shape(want[name]), name
+    assert na.nfid == G.tables().n and G.tables().pack2fid[0] == 1   # fid 1: the fresh frame
+
+
+# ---- differential rollouts --------------------------------------------------------------------------
+def test_task_suite_signatures_equal_numpy(suite_grammars):
+    assert compare_rollouts(suite_grammars, rows_per_grammar=6, steps=60, seed=[SEED, 1]) > 0
+
+
+def test_mixed_signatures_and_budgets_equal_numpy():
+    grammars = [grammar(sig, L) for sig in SIGNATURES for L in (5, 12, 32, 64)]
+    assert compare_rollouts(grammars, rows_per_grammar=8, steps=80, seed=[SEED, 2]) > 0
+
+
+def test_torch_cpu_tensors_equal_numpy():
+    grammars = [grammar(sig, L) for sig in SIGNATURES[:4] for L in (12, 40)]
+    assert compare_rollouts(grammars, rows_per_grammar=8, steps=50, seed=[SEED, 3], as_torch=True) > 0
+
+
+def test_single_grammar_done_rows_and_bad_actions():
+    """One grammar, gid omitted; after END every action is invalid and the row unchanged; out of
+    range and masked actions are invalid, never a crash; int64 rows come back int64."""
+    g = Grammar(SIGNATURES[0], max_len=16)
+    na = NativeAutomaton([g])
+    s = na.initial([0])
+    for a in V.encode(r"return <P0> \n <END>"):
+        assert np.array_equal(na.mask(s), g.mask(s))
+        s, inv = na.step(s, [a])
+        assert not inv[0]
+    assert s[0, H_DONE] == 1 and not na.mask(s).any() and na.min_tokens_to_finish(s)[0] == 0
+    for a in (V.END, 0, 5, -1, V.VOCAB_SIZE, 2**40, -2**40):
+        s2, inv = na.step(s, [a])
+        assert inv[0] and np.array_equal(s2, s)
+    s = na.initial(np.zeros(3, np.int64)).astype(np.int64)
+    new, inv = na.step(s, np.array([V.ID["if"], V.ID["+"], 999]))
+    assert new.dtype == np.int64 and inv.tolist() == [False, True, True] and np.array_equal(new[1:], s[1:])
+
+
+def test_empty_batch_and_shape_errors():
+    na = NativeAutomaton([Grammar(SIGNATURES[0], max_len=20)])
+    gid = np.zeros(0, np.int64)
+    s = na.initial(gid)
+    assert s.shape == (0, STATE_SIZE) and na.mask(s, gid).shape == (0, V.VOCAB_SIZE)
+    new, inv = na.step(s, gid, gid)
+    assert new.shape == (0, STATE_SIZE) and inv.shape == (0,) and na.min_tokens_to_finish(s, gid).shape == (0,)
+    with pytest.raises(ValueError):
+        na.mask(np.zeros((2, STATE_SIZE - 1), np.int32))
+    with pytest.raises(ValueError):
+        na.step(na.initial([0, 0]), [1], [0, 0])
+
+
+def test_garbage_rows_never_crash():
+    """Rows no rollout reaches (random ints, huge values, negative fields) and grammar ids out of
+    range: every call returns (indices are clamped in the C++), outputs keep their shapes."""
+    rng = np.random.default_rng([SEED, 4])
+    grammars = [grammar(sig, 32) for sig in SIGNATURES[:3]]
+    na, auto = NativeAutomaton(grammars), BatchedAutomaton(grammars)
+    n = 3000
+    base = auto.initial(rng.integers(0, 3, n))
+    noise = np.where(rng.random((n, STATE_SIZE)) < 0.3,
+                     rng.choice([-2**31, -7, -1, 0, 1, 2, 5, 17, 99, 2**20, 2**31 - 1], (n, STATE_SIZE)), base)
+    gid = rng.integers(-5, 8, n)
+    m = na.mask(noise.astype(np.int32), gid)
+    new, inv = na.step(noise.astype(np.int32), rng.integers(-3, 80, n), gid)
+    c = na.min_tokens_to_finish(noise.astype(np.int32), gid)
+    assert m.shape == (n, V.VOCAB_SIZE) and new.shape == (n, STATE_SIZE) and inv.shape == c.shape == (n,)
+    assert np.array_equal(new[inv], noise.astype(np.int32)[inv])
+
+
+def test_threads_do_not_change_results(monkeypatch):
+    grammars = [grammar(sig, 48) for sig in SIGNATURES]
+    na = NativeAutomaton(grammars)
+    rng = np.random.default_rng([SEED, 5])
+    gid = rng.integers(0, len(grammars), 5000)
+    s = na.initial(gid)
+    for _ in range(12):
+        s, _ = na.step(s, pick_actions(rng, na.mask(s, gid)), gid)
+    outs = []
+    for t in ("1", "2", "3"):
+        monkeypatch.setenv("VRAMGYM_THREADS", t)
+        outs.append((na.mask(s, gid), *na.step(s, np.full(len(s), V.ID["("]), gid), na.min_tokens_to_finish(s, gid)))
+    for o in outs[1:]:
+        assert all(np.array_equal(x, y) for x, y in zip(o, outs[0]))
