@@ -252,31 +252,31 @@ class NativeAutomaton:
             self._addrs = np.array([a.ctypes.data for a in arrays], dtype=np.uint64)
         elif self.device.type == "cuda":
             from . import grammar_cuda
-            self._cuda = grammar_cuda.DeviceTables(arrays, self.device)
+            self._cuda = grammar_cuda.DeviceTables(arrays, self.nfid, self.device)
         else:
             raise ValueError(f"NativeAutomaton runs on 'cpu' or a CUDA device, not {self.device}")
 
     # ---- inputs and outputs ----------------------------------------------------------------
-    def _rows(self, state, dtype):
-        if _is_torch(state):
-            state = state.detach()
-            if self.device.type == "cpu":
-                state = state.cpu().numpy()
-        if isinstance(state, np.ndarray) or not _is_torch(state):
-            a = np.asarray(state)
-            a = a.reshape(1, -1) if a.ndim == 1 else a
-            return np.ascontiguousarray(a, dtype=dtype)
-        return state.reshape(-1, state.shape[-1]).to(dtype).contiguous()
+    def _rows(self, state, dtype=np.int32):
+        """(n, STATE_SIZE) int32, C-contiguous: numpy on the CPU (a view of a CPU tensor), a torch
+        tensor on the CUDA device (inputs elsewhere are moved there)."""
+        if self.device.type == "cuda":
+            import torch
+            t = torch.as_tensor(state).detach()
+            return torch.atleast_2d(t).to(device=self.device, dtype=torch.int32).contiguous()
+        a = np.asarray(state.detach().cpu().numpy() if _is_torch(state) else state)
+        return np.ascontiguousarray(a.reshape(1, -1) if a.ndim == 1 else a, dtype=dtype)
 
-    def _vec(self, v, n, dtype=np.int64):
+    def _vec(self, v, n):
+        """(n,) int64 (zeros when v is None), as _rows places it."""
         if v is None:
             v = np.zeros(n, dtype=np.int64)
-        if _is_torch(v) and self.device.type == "cuda":
+        if self.device.type == "cuda":
             import torch
-            return v.detach().reshape(-1).to(device=self.device, dtype=torch.int64).contiguous()
+            return torch.as_tensor(v).detach().reshape(-1).to(device=self.device, dtype=torch.int64).contiguous()
         if _is_torch(v):
             v = v.detach().cpu().numpy()
-        return np.ascontiguousarray(np.asarray(v).reshape(-1), dtype=dtype)
+        return np.ascontiguousarray(np.asarray(v).reshape(-1), dtype=np.int64)
 
     def _check(self, S, *vecs):
         if S.shape[-1] != G.STATE_SIZE:
@@ -302,7 +302,7 @@ class NativeAutomaton:
 
     def mask(self, state, gid=None):
         """(n, VOCAB_SIZE) bool: the allowed actions of each row (all False once done)."""
-        S = self._rows(state, np.int32)
+        S = self._rows(state)
         g = self._vec(gid, len(S))
         self._check(S, g)
         if self.device.type == "cuda":
@@ -315,13 +315,13 @@ class NativeAutomaton:
     def step(self, state, actions, gid=None):
         """(new state, invalid (n,) bool); an invalid action (out of range, masked, or after END)
         leaves its row unchanged."""
-        S = self._rows(state, np.int32)
+        S = self._rows(state)
         a = self._vec(actions, len(S))
         g = self._vec(gid, len(S))
         self._check(S, a, g)
         if self.device.type == "cuda":
             new, bad = self._cuda.step(S, a, g)
-            return new.to(state.dtype), bad
+            return (new.to(state.dtype) if _is_torch(state) else new), bad
         new = np.empty_like(S)
         bad = np.empty(len(S), dtype=bool)
         lib().gm_step(_p(S, _i32p), _p(a, _i64p), _p(g, _i64p), len(S), _p(new, _i32p), _p(bad.view(np.uint8), _u8p),
@@ -331,7 +331,7 @@ class NativeAutomaton:
 
     def min_tokens_to_finish(self, state, gid=None):
         """(n,) int64: tokens (END included) of the canonical completion of each row."""
-        S = self._rows(state, np.int32)
+        S = self._rows(state)
         g = self._vec(gid, len(S))
         self._check(S, g)
         if self.device.type == "cuda":

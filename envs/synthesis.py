@@ -12,9 +12,13 @@ on one device) and thin Gymnasium shells: `SynthesisEnv` (one env, numpy) and
 tensors on `device=` otherwise). The task bank and the reward function are objects handed to the
 constructor.
 
-The mask automaton: on the CPU the numpy one (envs/grammar.py, per-row reference below 8 rows),
-elsewhere the torch port (envs/grammar_torch.py); they give identical masks and states (tested),
-`automaton="torch"` forces the port on the CPU too.
+The mask automaton (`automaton=`): "native" is the C++/CUDA port (envs/grammar_native.py: threads
+over rows on the CPU, one CUDA thread per row on a GPU), "numpy" the array code of envs/grammar.py
+(per-row reference below 8 rows; CPU only), "torch" the same array code over torch on any device
+(envs/grammar_torch.py). All give identical masks and states (tested). "auto" (the default) takes
+the native one where it runs (CPU: the library is built; CUDA: cupy is installed), else numpy on
+the CPU and torch elsewhere. `cuda_graph=True` replays the torch automaton from CUDA graphs; the
+native one needs no graphs (one kernel launch per call), so there the flag changes nothing.
 
 Bad actions: an action out of range or not allowed by the mask ends the episode with the
 reward's compile penalty and `info["invalid_action"] = True`; the state is otherwise unchanged.
@@ -83,8 +87,8 @@ class SynthesisCore:
 
     def __init__(self, bank: TaskBank, max_len: int = 48, reward: SynthesisReward | None = None,
                  automaton: str = "auto", batch: bool = False, cuda_graph: bool = False):
-        if automaton not in ("auto", "numpy", "torch"):
-            raise ValueError(f"automaton must be 'auto', 'numpy' or 'torch', got {automaton!r}")
+        if automaton not in ("auto", "native", "numpy", "torch"):
+            raise ValueError(f"automaton must be 'auto', 'native', 'numpy' or 'torch', got {automaton!r}")
         self.bank, self.max_len, self.batch = bank, max_len, batch
         self.reward = reward or SynthesisReward()
         self.grammars = [Grammar(sig, max_len=max_len) for sig in bank.signatures]
@@ -93,14 +97,34 @@ class SynthesisCore:
         self.cuda_graph = cuda_graph
         self._automata: dict = {}
 
+    def automaton_kind(self, device: torch.device) -> str:
+        """Which automaton runs on `device`: "native", "numpy" or "torch" ("auto" resolved)."""
+        kind = self._automaton_kind
+        if kind == "auto":
+            from . import grammar_native
+            if device.type == "cpu":
+                kind = "native" if grammar_native.available() else "numpy"
+            elif device.type == "cuda":
+                from . import grammar_cuda
+                kind = "native" if grammar_cuda.available() else "torch"
+            else:
+                kind = "torch"
+        if kind == "numpy" and device.type != "cpu":
+            raise ValueError("the numpy automaton runs on the CPU only")
+        if kind == "native" and device.type not in ("cpu", "cuda"):
+            raise ValueError(f"the native automaton runs on the CPU or a CUDA device, not {device}")
+        return kind
+
     def automaton(self, device: torch.device):
         key = str(device)
         if key not in self._automata:
-            if device.type == "cpu" and self._automaton_kind != "torch":
+            kind = self.automaton_kind(device)
+            if kind == "native":
+                from .grammar_native import NativeAutomaton
+                self._automata[key] = NativeAutomaton(self.grammars, device)
+            elif kind == "numpy":
                 self._automata[key] = _NumpyAutomaton(self.grammars)
             else:
-                if self._automaton_kind == "numpy":
-                    raise ValueError("the numpy automaton runs on the CPU only")
                 from .grammar_torch import GraphedAutomaton, TorchAutomaton
                 a = TorchAutomaton(self.grammars, device)
                 self._automata[key] = GraphedAutomaton(a) if self.cuda_graph and device.type == "cuda" else a
@@ -248,8 +272,10 @@ class SynthesisEnv(CoreEnv):
 class SynthesisVectorEnv(TensorVectorEnv):
     """N synthesis envs in one batched state: one mask and one score call per step for all of
     them, autoreset NEXT_STEP (envs/vector.py). `device=None`: numpy out; a device: torch
-    tensors there, state and scoring included. `cuda_graph=True` (CUDA only) replays the mask
-    automaton from CUDA graphs captured at reset (envs/grammar_torch.py GraphedAutomaton)."""
+    tensors there, state and scoring included. `automaton`: "auto", "native", "numpy" or
+    "torch" (see the module docstring). `cuda_graph=True` (CUDA only) replays the torch mask
+    automaton from CUDA graphs captured at reset (envs/grammar_torch.py GraphedAutomaton); with
+    the native automaton (one kernel per call) it has nothing to replay and changes nothing."""
 
     def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
                  max_len: int = 48, reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16,

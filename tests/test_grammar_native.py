@@ -11,7 +11,13 @@ emulator (tests/native/grammar_cuda_emu.cpp) equal to the CPU library, and on a 
 without one) the CUDA automaton equals the CPU one."""
 from __future__ import annotations
 
+import ctypes
+import hashlib
 import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -184,3 +190,186 @@ def test_threads_do_not_change_results(monkeypatch):
         outs.append((na.mask(s, gid), *na.step(s, np.full(len(s), V.ID["("]), gid), na.min_tokens_to_finish(s, gid)))
     for o in outs[1:]:
         assert all(np.array_equal(x, y) for x, y in zip(o, outs[0]))
+
+
+# ---- CUDA: nvcc, the host emulator, the GPU ---------------------------------------------------------
+ROOT = Path(__file__).resolve().parent.parent
+CSRC = ROOT / "envs" / "csrc"
+EMU = ROOT / "tests" / "native" / "grammar_cuda_emu.cpp"
+EMU_FLAGS = ["-std=c++20", "-O1", "-pthread", "-shared", "-fPIC"]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_nvcc_compiles_kernels(tmp_path):
+    """The exact text NVRTC gets (includes inlined) compiles with nvcc for sm_90, with a static
+    stack (no recursion) and every kernel present."""
+    from vramgym.envs import grammar_cuda
+    src = tmp_path / "grammar_kernels.cu"
+    src.write_text(grammar_cuda.kernel_source())
+    r = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v", str(src), "-o",
+                        str(tmp_path / "k.cubin")], capture_output=True, text=True)
+    log = r.stdout + r.stderr
+    assert r.returncode == 0, log[-4000:]
+    for name in grammar_cuda.KERNELS:
+        assert f"Compiling entry function '{name}'" in log, name
+    assert "bytes stack frame" in log and "recursive" not in log.lower()
+
+
+def _emu_library() -> Path:
+    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("g++")
+    if not cxx:
+        pytest.skip("g++ is not installed")
+    h = hashlib.sha256(" ".join([cxx, *EMU_FLAGS]).encode())
+    for p in [EMU] + sorted(CSRC.glob("*.h")) + sorted(CSRC.glob("*.cu")):
+        h.update(p.name.encode() + p.read_bytes())
+    out = Path(tempfile.gettempdir()) / "vramgym-grammar-emu" / h.hexdigest()[:16] / "grammar_emu.so"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
+        r = subprocess.run([cxx, *EMU_FLAGS, f"-I{CSRC}", str(EMU), "-o", str(tmp)], capture_output=True, text=True)
+        if r.returncode and "barrier" in r.stderr:
+            pytest.skip("the C++ compiler lacks C++20 <barrier>")
+        assert r.returncode == 0, r.stderr[-4000:]
+        os.replace(tmp, out)
+    return out
+
+
+class _EmuKernels(dict):
+    """Kernels of the emulator called like CuPy RawKernels: (grid, block, args of numpy arrays
+    and numpy scalars)."""
+
+    def __init__(self):
+        super().__init__()
+        self.so = ctypes.CDLL(str(_emu_library()))
+        self.so.emu_launch.restype = ctypes.c_int
+        self.so.emu_launch.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p]
+        self.launches: list = []
+
+    def __missing__(self, name):
+        def launch(grid, block, args):
+            held = []
+            for a in args:
+                if isinstance(a, np.ndarray):
+                    assert a.flags.c_contiguous, (name, "non-contiguous argument")
+                    held.append(ctypes.c_void_p(a.ctypes.data))
+                elif isinstance(a, np.int32):
+                    held.append(ctypes.c_int32(int(a)))
+                elif isinstance(a, np.int64):
+                    held.append(ctypes.c_int64(int(a)))
+                else:
+                    raise TypeError(f"{name}: argument of type {type(a).__name__} (CuPy needs numpy scalars)")
+            ptrs = (ctypes.c_void_p * len(held))(*[ctypes.addressof(h) for h in held])
+            assert self.so.emu_launch(name.encode(), grid[0], block[0], ptrs) == 0, f"no kernel {name}"
+            self.launches.append((name, grid, block))
+        return launch
+
+
+def test_emulated_kernels_equal_cpu_library():
+    """The CUDA kernels run on the host, launched by grammar_cuda's launch functions, equal the
+    CPU library (itself equal to numpy above) on rows of a mixed rollout; sizes that leave a
+    partial last block; the constants kernel reports grammar.py's constants."""
+    from vramgym.envs import grammar_cuda
+    k = _EmuKernels()
+    got = np.zeros(len(N.consts_vector()), np.int64)
+    k["gm_consts_kernel"]((1,), (1,), (got,))
+    assert np.array_equal(got, N.consts_vector())
+    grammars = [grammar(sig, L) for sig in SIGNATURES for L in (12, 40)]
+    na = NativeAutomaton(grammars)
+    rng = np.random.default_rng([SEED, 6])
+    n = 300                                                   # 3 blocks, the last one partial
+    gid = rng.integers(0, len(grammars), n)
+    s = na.initial(gid)
+    args = (na._addrs, na.nfid, len(grammars))
+    for step in range(25):
+        m = na.mask(s, gid)
+        out = np.zeros((n, V.VOCAB_SIZE), np.uint8)
+        grammar_cuda.launch_mask(k, s, gid, out, *args, n)
+        assert np.array_equal(out.view(bool), m), (SEED, step)
+        cost = np.zeros(n, np.int64)
+        grammar_cuda.launch_min_tokens(k, s, gid, cost, *args, n)
+        assert np.array_equal(cost, na.min_tokens_to_finish(s, gid)), (SEED, step)
+        a = pick_actions(rng, m)
+        new, inv = na.step(s, a, gid)
+        enew, einv = np.full_like(s, -9), np.full(n, 7, np.uint8)
+        grammar_cuda.launch_step(k, s, a.astype(np.int64), gid, enew, einv, *args, n)
+        assert np.array_equal(einv.view(bool), inv) and np.array_equal(enew, new), (SEED, step)
+        s = new
+        done = s[:, H_DONE] != 0
+        s[done] = na.initial(gid[done])
+    assert [x[1] for x in k.launches[1:4]] == [(3,), (3,), (3,)] and k.launches[1][2] == (grammar_cuda.BLOCK,)
+    grammar_cuda.launch_mask(k, s[:0], gid[:0], np.zeros((0, V.VOCAB_SIZE), np.uint8), *args, 0)   # no launch
+    assert len(k.launches) == 1 + 3 * 25
+
+
+def _gpu_reason():
+    from vramgym.envs import grammar_cuda
+    if not torch.cuda.is_available():
+        return "no CUDA device"
+    if not grammar_cuda.available():
+        return "cupy is not installed (pip install cupy-cuda12x)"
+    return None
+
+
+gpu = pytest.mark.skipif(_gpu_reason() is not None, reason=f"GPU test: {_gpu_reason()}")
+
+
+@gpu
+def test_cuda_equals_cpu_without_sync(suite_grammars):
+    """On the GPU: the CUDA automaton equals the CPU library on rollouts of every suite signature,
+    and mask/step/min_tokens pass under torch's sync debug mode "error"."""
+    cpu, gpu_ = NativeAutomaton(suite_grammars), NativeAutomaton(suite_grammars, "cuda")
+    rng = np.random.default_rng([SEED, 7])
+    n = 5000
+    gid = rng.integers(0, len(suite_grammars), n)
+    s = cpu.initial(gid)
+    tg = torch.from_numpy(gid).cuda()
+    assert torch.equal(gpu_.initial(tg).cpu(), torch.from_numpy(s))
+    for step in range(40):
+        ts = torch.from_numpy(s).cuda()
+        m = cpu.mask(s, gid)
+        assert np.array_equal(gpu_.mask(ts, tg).cpu().numpy(), m), (SEED, step)
+        assert np.array_equal(gpu_.min_tokens_to_finish(ts, tg).cpu().numpy(), cpu.min_tokens_to_finish(s, gid))
+        a = pick_actions(rng, m)
+        new, inv = cpu.step(s, a, gid)
+        tnew, tinv = gpu_.step(ts, torch.from_numpy(a).cuda(), tg)
+        assert np.array_equal(tnew.cpu().numpy(), new) and np.array_equal(tinv.cpu().numpy(), inv), (SEED, step)
+        s = new
+        done = s[:, H_DONE] != 0
+        s[done] = cpu.initial(gid[done])
+    ts = torch.from_numpy(s).cuda()
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(4):
+            m = gpu_.mask(ts, tg)
+            gpu_.min_tokens_to_finish(ts, tg)
+            ts, _ = gpu_.step(ts, (torch.rand(m.shape, device="cuda") + m).argmax(dim=1), tg)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+
+
+# ---- the environments -----------------------------------------------------------------------------
+@pytest.mark.parametrize("device", [None, "cpu"])
+def test_native_env_equals_numpy_env(device):
+    """Synthesis-v0 vector envs with automaton="native" and "numpy": the same observations (masks
+    included), rewards and flags step for step for the same seed and actions, some of them bad."""
+    from test_envs_device import BANK, SEED as ENV_SEED, assert_same, rollout
+    from vramgym.envs.synthesis import SynthesisVectorEnv
+    n = 32
+    a = SynthesisVectorEnv(num_envs=n, bank=BANK, max_len=20, device=device, automaton="numpy")
+    b = SynthesisVectorEnv(num_envs=n, bank=BANK, max_len=20, device=device, automaton="native")
+    assert isinstance(b.core.automaton(b.device), NativeAutomaton)
+    assert_same(rollout(a, ENV_SEED, 80), rollout(b, ENV_SEED, 80))
+
+
+def test_auto_picks_native_on_the_cpu_and_names_are_checked():
+    from test_envs_device import BANK
+    from vramgym.envs.synthesis import SynthesisCore
+    core = SynthesisCore(BANK, max_len=20)
+    assert core.automaton_kind(torch.device("cpu")) == "native"
+    assert core.automaton_kind(torch.device("meta")) == "torch"
+    with pytest.raises(ValueError):
+        SynthesisCore(BANK, automaton="cupy")
+    with pytest.raises(ValueError):
+        SynthesisCore(BANK, automaton="native").automaton_kind(torch.device("meta"))

@@ -1,0 +1,83 @@
+// CUDA kernels of the mask automaton, over the very header the CPU library compiles (grammar.h).
+// vramgym/envs/grammar_cuda.py inlines the includes and compiles this file once per process and
+// device with NVRTC (CuPy RawModule); tests compile it with nvcc and run it on the host in an
+// emulator (tests/native/grammar_cuda_emu.cpp).
+//
+// One thread per row, GM_BLOCK rows per block. Why not a warp per row with lanes over the 73
+// actions: most of a row's work is its context (frame ids, boundary costs, the REST of frames
+// it could open: ~40 table lookups and a few small loops), shared by every action; per action it
+// is one cost-table lookup and a few compares (grammar.h mask_row evaluates the 16 token classes
+// once). Lanes over actions would each redo the context or wait on one lane computing it.
+//
+// Memory: a row is 171 int32 (684 bytes); a thread reads its own row (strided across the warp,
+// but each thread walks whole cache lines, which L1 keeps). Outputs are written coalesced: the
+// mask kernel stages the block's (GM_BLOCK, 73) bytes in shared memory and the block stores them
+// as one contiguous range; the step kernel first copies the block's rows S -> N cooperatively
+// (consecutive threads, consecutive words), then each thread writes only what its action changes.
+// The tables (pointers in GmTables) are read through the read-only cache; the per-row frame
+// tables are ~10 MB and the cost table 2 MB per variant, so the hot part stays in L2.
+#include "grammar.h"
+
+#define GM_BLOCK 128
+
+// GmTables in shared memory: one load of the table addresses per block, not per thread.
+__device__ inline void gm_load_tables(gm::GmTables& T, const unsigned long long* addrs, int nfid, int ngram) {
+  for (int k = threadIdx.x; k < gm::NTAB; k += blockDim.x) T.p[k] = (const int32_t*)addrs[k];
+  if (threadIdx.x == 0) T.nfid = nfid, T.ngram = ngram;
+  __syncthreads();
+}
+
+// mask: out (n, VOCAB) bool
+extern "C" __global__ void gm_mask_kernel(const int32_t* S, const long long* gid, long long n, unsigned char* out,
+                                          const unsigned long long* addrs, int nfid, int ngram) {
+  __shared__ gm::GmTables T;
+  __shared__ unsigned char buf[GM_BLOCK * gm::VOCAB];
+  gm_load_tables(T, addrs, nfid, ngram);
+  long long row0 = (long long)blockIdx.x * GM_BLOCK;
+  long long i = row0 + threadIdx.x;
+  if (i < n) {
+    uint32_t bits[3];
+    gm::mask_row(T, S + i * gm::STATE_SIZE, gm::gm_gid(T, gid[i]), bits);
+    for (int a = 0; a < gm::VOCAB; a++) buf[threadIdx.x * gm::VOCAB + a] = (bits[a >> 5] >> (a & 31)) & 1;
+  }
+  __syncthreads();
+  long long rows = n - row0 < GM_BLOCK ? n - row0 : GM_BLOCK;
+  for (long long k = threadIdx.x; k < rows * gm::VOCAB; k += blockDim.x) out[row0 * gm::VOCAB + k] = buf[k];
+}
+
+// step: N (n, STATE_SIZE) the new rows (S where invalid), invalid (n,) bool
+extern "C" __global__ void gm_step_kernel(const int32_t* S, const long long* actions, const long long* gid, long long n,
+                                          int32_t* N, unsigned char* invalid, const unsigned long long* addrs, int nfid,
+                                          int ngram) {
+  __shared__ gm::GmTables T;
+  gm_load_tables(T, addrs, nfid, ngram);
+  long long row0 = (long long)blockIdx.x * GM_BLOCK;
+  long long rows = n - row0 < GM_BLOCK ? n - row0 : GM_BLOCK;
+  for (long long k = threadIdx.x; k < rows * gm::STATE_SIZE; k += blockDim.x)
+    N[row0 * gm::STATE_SIZE + k] = S[row0 * gm::STATE_SIZE + k];
+  __syncthreads();  // each thread's row is now in N (written by other threads of the block)
+  long long i = row0 + threadIdx.x;
+  if (i < n)
+    invalid[i] = gm::step_row(T, S + i * gm::STATE_SIZE, actions[i], gm::gm_gid(T, gid[i]), N + i * gm::STATE_SIZE,
+                              true);
+}
+
+// min_tokens_to_finish: out (n,) int64
+extern "C" __global__ void gm_min_tokens_kernel(const int32_t* S, const long long* gid, long long n, long long* out,
+                                                const unsigned long long* addrs, int nfid, int ngram) {
+  __shared__ gm::GmTables T;
+  gm_load_tables(T, addrs, nfid, ngram);
+  long long i = (long long)blockIdx.x * GM_BLOCK + threadIdx.x;
+  if (i < n) out[i] = gm::min_tokens_row(T, S + i * gm::STATE_SIZE, gm::gm_gid(T, gid[i]));
+}
+
+// the constants the module was compiled with (as gm_consts of the CPU library): out[NCONSTS]
+extern "C" __global__ void gm_consts_kernel(long long* out) {
+  const long long v[] = {
+#define GM_VALUE(k) (long long)gm::k,
+      GM_CONSTS(GM_VALUE)
+#undef GM_VALUE
+  };
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    for (unsigned k = 0; k < sizeof(v) / sizeof(v[0]); k++) out[k] = v[k];
+}

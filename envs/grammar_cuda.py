@@ -1,0 +1,162 @@
+"""The native mask automaton on a CUDA device: envs/csrc/grammar_kernels.cu (over grammar.h, the
+header the CPU library compiles) built by NVRTC through CuPy, once per process and device.
+
+Used by envs/grammar_native.py NativeAutomaton(grammars, "cuda"); only this module imports cupy,
+and only when it is used. Inputs and outputs are torch CUDA tensors shared with CuPy through
+DLPack (no copies); kernels run on torch's current stream of the tensors' device, so they queue
+behind the policy's work and nothing waits for the GPU (no host sync in mask/step/min_tokens).
+One launch per call: mask, step and min_tokens_to_finish are one kernel each.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+CSRC = Path(__file__).resolve().parent / "csrc"
+KERNEL_FILE = CSRC / "grammar_kernels.cu"
+NVRTC_OPTIONS = ("-std=c++17",)
+VOCAB = 73           # checked against vocab.VOCAB_SIZE by the constants check (gm_consts_kernel)
+BLOCK = 128          # GM_BLOCK of grammar_kernels.cu: rows per block
+KERNELS = ("gm_mask_kernel", "gm_step_kernel", "gm_min_tokens_kernel", "gm_consts_kernel")
+
+
+def kernel_source() -> str:
+    """grammar_kernels.cu with its quoted #includes (from envs/csrc) inlined once: the text NVRTC
+    compiles, so CuPy's on-disk cache (keyed on the text) never serves a build of stale headers."""
+    seen: set[str] = set()
+    include = re.compile(r'\s*#\s*include\s+"([^"]+)"')
+    once = re.compile(r"\s*#\s*pragma\s+once\b")
+
+    def expand(path: Path) -> list[str]:
+        out = [f'#line 1 "{path.name}"']
+        for no, line in enumerate(path.read_text().splitlines(), 1):
+            m = include.match(line)
+            if m:
+                if m.group(1) not in seen:
+                    seen.add(m.group(1))
+                    out += expand(CSRC / m.group(1))
+                    out.append(f'#line {no + 1} "{path.name}"')
+                continue
+            out.append("" if once.match(line) else line)
+        return out
+
+    return "\n".join(expand(KERNEL_FILE)) + "\n"
+
+
+def available() -> bool:
+    """cupy imports and sees a usable CUDA device."""
+    try:
+        import cupy
+        return bool(cupy.cuda.is_available())
+    except Exception:  # ImportError, or a driver without a device raising instead of answering
+        return False
+
+
+# ---- launches (shared with the host emulator test: k maps names to callables like CuPy kernels) --
+def grid(n: int) -> tuple[int]:
+    return (-(-n // BLOCK),)
+
+
+def launch_mask(k, S, gid, out_u8, addrs, nfid: int, ngram: int, n: int) -> None:
+    if n:
+        k["gm_mask_kernel"](grid(n), (BLOCK,), (S, gid, np.int64(n), out_u8, addrs, np.int32(nfid), np.int32(ngram)))
+
+
+def launch_step(k, S, actions, gid, new, invalid_u8, addrs, nfid: int, ngram: int, n: int) -> None:
+    if n:
+        k["gm_step_kernel"](grid(n), (BLOCK,), (S, actions, gid, np.int64(n), new, invalid_u8, addrs, np.int32(nfid),
+                                                np.int32(ngram)))
+
+
+def launch_min_tokens(k, S, gid, out, addrs, nfid: int, ngram: int, n: int) -> None:
+    if n:
+        k["gm_min_tokens_kernel"](grid(n), (BLOCK,), (S, gid, np.int64(n), out, addrs, np.int32(nfid), np.int32(ngram)))
+
+
+# ---- per-device module -----------------------------------------------------------------------------
+_modules: dict = {}
+_lock = threading.Lock()
+
+
+def kernels(device_id: int) -> dict:
+    """The compiled kernels of a device, built on first use; checks the constants they were
+    compiled with against envs/grammar.py (as the CPU library's loader does)."""
+    import cupy as cp
+    from .grammar_native import consts_vector
+    with _lock:
+        if device_id not in _modules:
+            with cp.cuda.Device(device_id):
+                mod = cp.RawModule(code=kernel_source(), options=NVRTC_OPTIONS)
+                k = {name: mod.get_function(name) for name in KERNELS}
+                want = consts_vector()
+                got = cp.zeros(len(want), dtype=cp.int64)
+                k["gm_consts_kernel"]((1,), (1,), (got,))
+                if not np.array_equal(got.get(), want):
+                    raise RuntimeError("grammar_kernels.cu is out of date with envs/grammar.py")
+                _modules[device_id] = k
+        return _modules[device_id]
+
+
+@contextmanager
+def _torch_stream(device):
+    """CuPy on torch's current stream of `device` (the kernels queue behind torch's work)."""
+    import cupy as cp
+    import torch
+    ts = torch.cuda.current_stream(device)
+    try:
+        stream = cp.cuda.Stream.from_external(ts)
+    except (AttributeError, TypeError):  # cupy without the __cuda_stream__ protocol
+        stream = cp.cuda.ExternalStream(ts.cuda_stream, device.index)
+    with cp.cuda.Device(device.index), stream:
+        yield
+
+
+def _cp(t):
+    import cupy as cp
+    return cp.from_dlpack(t.detach())
+
+
+class DeviceTables:
+    """The automaton's int32 tables on one CUDA device (torch tensors), their addresses, and the
+    launches of NativeAutomaton's calls there."""
+
+    def __init__(self, arrays, nfid: int, device):
+        import torch
+        if device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        self.device = device
+        self.k = kernels(device.index)
+        self.arrays = [torch.from_numpy(a).to(device) for a in arrays]   # kept alive: kernels read them by address
+        self.addrs = torch.tensor([a.data_ptr() for a in self.arrays], dtype=torch.int64, device=device)
+        self.init = self.arrays[-1]                                    # INIT: the last table
+        self.nfid, self.ngram = nfid, len(self.init)
+
+    def mask(self, S, gid):
+        import torch
+        n = len(S)
+        out = torch.empty((n, VOCAB), dtype=torch.uint8, device=self.device)
+        with _torch_stream(self.device):
+            launch_mask(self.k, _cp(S), _cp(gid), _cp(out), _cp(self.addrs), self.nfid, self.ngram, n)
+        return out.view(torch.bool)
+
+    def step(self, S, actions, gid):
+        import torch
+        n = len(S)
+        new = torch.empty_like(S)
+        bad = torch.empty(n, dtype=torch.uint8, device=self.device)
+        with _torch_stream(self.device):
+            launch_step(self.k, _cp(S), _cp(actions), _cp(gid), _cp(new), _cp(bad), _cp(self.addrs), self.nfid,
+                        self.ngram, n)
+        return new, bad.view(torch.bool)
+
+    def min_tokens(self, S, gid):
+        import torch
+        n = len(S)
+        out = torch.empty(n, dtype=torch.int64, device=self.device)
+        with _torch_stream(self.device):
+            launch_min_tokens(self.k, _cp(S), _cp(gid), _cp(out), _cp(self.addrs), self.nfid, self.ngram, n)
+        return out
