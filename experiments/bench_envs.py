@@ -4,11 +4,14 @@ compile + execute of finished programs included, on the CPU and (where present) 
     python experiments/bench_envs.py                                  # numpy-out CPU envs
     python experiments/bench_envs.py --device cpu cuda --num-envs 1024 65536
     python experiments/bench_envs.py --quick
+    python experiments/bench_envs.py --env token --automaton native numpy --num-envs 1 64 1024 4096 65536
 
 Devices: `numpy` is the default vector env (state on the CPU, numpy out), `cpu` / `cuda` the
 torch-out env with its state there (`cuda` uses the torch mask automaton and the GPU scorer, and
 the random policy runs on the device too, so nothing crosses to the host in the timed loop),
-`cuda-graph` the same with the automaton replayed from CUDA graphs.
+`cuda-graph` the same with the automaton replayed from CUDA graphs. `--automaton` picks the mask
+automaton of the token env (auto, native, numpy, torch; several: side by side); SynthesisBatch-v0
+does not step the automaton, so it runs once per device.
 Synthesis-v0 counts token steps (one action per env per step); SynthesisBatch-v0 counts
 candidate programs (one whole body per env per step; bodies are sampled once under the mask,
 outside the timed loop, and reused).
@@ -40,6 +43,7 @@ def masked_actions(mask, gen: torch.Generator) -> torch.Tensor:
 
 def _env(bank, n, device, **kw):
     if device == "cuda-graph":
+        kw.setdefault("automaton", "torch")   # graphs replay the torch automaton (the native one needs none)
         return SynthesisVectorEnv(num_envs=n, bank=bank, device="cuda", cuda_graph=True, **kw)
     return SynthesisVectorEnv(num_envs=n, bank=bank, device=None if device == "numpy" else device, **kw)
 
@@ -53,8 +57,9 @@ def _gen(device, seed):
     return torch.Generator(device="cuda" if device.startswith("cuda") else "cpu").manual_seed(seed)
 
 
-def bench_token_env(bank, num_envs: int, seconds: float, seed: int, device: str) -> dict:
-    env = _env(bank, num_envs, device)
+def bench_token_env(bank, num_envs: int, seconds: float, seed: int, device: str, automaton: str = "auto") -> dict:
+    env = _env(bank, num_envs, device, automaton=automaton)
+    automaton = env.core.automaton_kind(env.device)
     obs, _ = env.reset(seed=seed)
     gen = _gen(device, seed)
     steps = 0
@@ -69,8 +74,31 @@ def bench_token_env(bank, num_envs: int, seconds: float, seed: int, device: str)
             _sync(device)   # bound the queue so the clock check sees the GPU's pace
     _sync(device)
     dt = time.perf_counter() - t0
-    return {"env": "Synthesis-v0", "device": device, "num_envs": num_envs, "steps_per_s": steps / dt,
-            "programs_per_s": int(done) / dt}
+    return {"env": "Synthesis-v0", "device": device, "automaton": automaton, "num_envs": num_envs,
+            "steps_per_s": steps / dt, "programs_per_s": int(done) / dt}
+
+
+def bench_automaton(bank, num_envs: int, seconds: float, seed: int, device: str, automaton: str = "auto") -> dict:
+    """The mask automaton alone (no env around it): mask + step of every row per iteration, with
+    masked random actions and finished rows restarted, as the env would."""
+    env = _env(bank, num_envs, device, automaton=automaton)
+    core, dev = env.core, env.device
+    auto = core.automaton(dev)
+    gid = env.state.task if device != "numpy" else env.state.task.clone()
+    gen = _gen(device, seed)
+    state = auto.initial(gid)
+    steps = 0
+    _sync(device)
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        m = auto.mask(state, gid)
+        new, _ = auto.step(state, masked_actions(m, gen), gid)
+        state = torch.where((new[:, 1] != 0)[:, None], auto.initial(gid), new)   # H_DONE: restart
+        steps += num_envs
+    _sync(device)
+    dt = time.perf_counter() - t0
+    return {"env": "automaton", "device": device, "automaton": core.automaton_kind(dev), "num_envs": num_envs,
+            "steps_per_s": steps / dt, "programs_per_s": 0.0}
 
 
 def sample_bodies(bank, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -106,8 +134,8 @@ def bench_batch_env(bank, num_envs: int, seconds: float, seed: int, device: str)
         n += num_envs
         _sync(device)
     dt = time.perf_counter() - t0
-    return {"env": "SynthesisBatch-v0", "device": device, "num_envs": num_envs, "programs_per_s": n / dt,
-            "steps_per_s": 2 * n / dt}
+    return {"env": "SynthesisBatch-v0", "device": device, "automaton": "-", "num_envs": num_envs,
+            "programs_per_s": n / dt, "steps_per_s": 2 * n / dt}
 
 
 def machine() -> str:
@@ -121,6 +149,9 @@ def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--num-envs", type=int, nargs="+", default=[1, 16, 256, 4096])
     p.add_argument("--device", nargs="+", default=["numpy"], help="numpy, cpu, cuda, cuda-graph (several: side by side)")
+    p.add_argument("--automaton", nargs="+", default=["auto"], help="auto, native, numpy, torch (token env)")
+    p.add_argument("--env", choices=("token", "batch", "both", "automaton"), default="both",
+                   help="automaton: the mask automaton alone (mask + step per row), no env around it")
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true")
@@ -133,20 +164,25 @@ def main(argv=None) -> dict:
     rows = []
     for device in a.device:
         for n in a.num_envs:
-            for f in (bench_token_env, bench_batch_env):
-                row = f(bank, n, a.seconds, a.seed, device)
+            token = bench_automaton if a.env == "automaton" else bench_token_env
+            runs = [lambda m=m: token(bank, n, a.seconds, a.seed, device, m) for m in a.automaton]
+            runs = (runs if a.env != "batch" else []) + \
+                ([lambda: bench_batch_env(bank, n, a.seconds, a.seed, device)] if a.env in ("batch", "both") else [])
+            for run in runs:
+                row = run()
                 rows.append(row)
-                print(f"{row['env']:<18} {device:<6} num_envs={n:>6}  steps/s={row['steps_per_s']:>14,.0f}  "
-                      f"programs/s={row['programs_per_s']:>12,.0f}", flush=True)
+                print(f"{row['env']:<18} {device:<6} {row['automaton']:<6} num_envs={n:>6}  "
+                      f"steps/s={row['steps_per_s']:>14,.0f}  programs/s={row['programs_per_s']:>12,.0f}", flush=True)
     result = {"machine": machine(), "rows": rows, "load_average": os.getloadavg()}
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{a.name}.json").write_text(json.dumps(result, indent=2))
     lines = [f"# Environment throughput\n\nMachine: {result['machine']}; load average at the end: "
              f"{', '.join(f'{x:.2f}' for x in result['load_average'])}.\n",
-             "| env | device | num_envs | env steps/s | programs scored/s |", "| --- | --- | ---: | ---: | ---: |"]
-    lines += [f"| {r['env']} | {r['device']} | {r['num_envs']} | {r['steps_per_s']:,.0f} | {r['programs_per_s']:,.0f} |"
-              for r in rows]
+             "| env | device | automaton | num_envs | env steps/s | programs scored/s |",
+             "| --- | --- | --- | ---: | ---: | ---: |"]
+    lines += [f"| {r['env']} | {r['device']} | {r['automaton']} | {r['num_envs']} | {r['steps_per_s']:,.0f} | "
+              f"{r['programs_per_s']:,.0f} |" for r in rows]
     (out / f"{a.name}.md").write_text("\n".join(lines) + "\n")
     return result
 

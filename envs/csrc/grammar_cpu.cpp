@@ -17,9 +17,11 @@ using namespace gm;
 
 template <class F>
 void parallel_rows(int64_t n, int32_t nthreads, F body) {
-  const int64_t chunk = 256;  // rows per grab: a few hundred microseconds of work
+  const int64_t chunk = 256;              // rows per grab: ~0.2 ms of work
+  const int64_t rows_per_thread = 2048;   // below this a thread costs more (spawn, a core shared
+                                          // with torch's spinning OpenMP workers) than it saves
   if (nthreads <= 0) nthreads = (int32_t)std::max(1u, std::thread::hardware_concurrency());
-  int64_t max_threads = (n + chunk - 1) / chunk;
+  int64_t max_threads = (n + rows_per_thread - 1) / rows_per_thread;
   if (nthreads > max_threads) nthreads = (int32_t)std::max<int64_t>(1, max_threads);
   std::atomic<int64_t> next(0);
   auto worker = [&]() {
