@@ -65,3 +65,16 @@ def test_mixed_inputs_and_bad_encodings():
     inputs = Encoded(np.concatenate([good.words, junk.words]),
                      np.concatenate([good.offsets, junk.offsets[1:] + len(good.words)]))
     assert_same(ProgramBatch.from_programs([p], "f"), inputs, VMConfig(heap_size=100), "mixed")
+
+
+def test_scratch_kept_between_batches():
+    """The backend keeps its scratch memory from one run_batch call to the next (for the same
+    limits): runs after a batch that filled the lists, the heap and the stack, under other limits
+    in between, give the same results as on fresh memory (the plain scalar interpreter)."""
+    p = compile_source("def f(xs: list[int], n: int) -> list[int]:\n    ys = xs + [n]\n    for i in range(n):\n"
+                       "        ys.append(i * n)\n        zs = [i, i + 1]\n    return ys\n")
+    batch = ProgramBatch.from_programs([p], "f")
+    inputs = encode_tuples([([k] * (k % 5), k) for k in range(40)], ("list", "int"))
+    small = VMConfig(heap_size=30, max_lists=5, stack_size=16)
+    for config in (VMConfig(), small, VMConfig(), small, VMConfig(heap_size=200), VMConfig()):
+        assert_same(batch, inputs, config, f"scratch kept ({config})")

@@ -3,6 +3,7 @@
 // allocates per program. Threads pull chunks of work from an atomic counter.
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -110,6 +111,56 @@ void finish_run(RunResult res, const Workspace& ws, int32_t p, int32_t n_prog, c
   status[r] = res.status;
   value[r] = res.value;
   steps[r] = res.steps;
+}
+
+// Scratch of the run_batch calls before, kept for the next ones (at most POOL_BYTES in all):
+// a call's fresh megabytes of zeroed pages cost more than a short batch. A kept scratch serves
+// only the same memory limits; nothing in it is read before a run writes it.
+struct ScratchPool {
+  static constexpr size_t POOL_BYTES = 256u << 20;
+  std::mutex mu;
+  size_t kept = 0;  // bytes (estimated) of the scratch in the pool
+  std::vector<std::pair<VMConfig, void*>> lanes, runs;
+  static bool same(const VMConfig& a, const VMConfig& b) {
+    return a.max_depth == b.max_depth && a.heap_size == b.heap_size && a.max_lists == b.max_lists &&
+           a.stack_size == b.stack_size;
+  }
+  static size_t bytes(const VMConfig& c) {
+    return ((size_t)c.stack_size + (size_t)std::max(c.heap_size, 1) + 3 * (size_t)std::max(c.max_lists, 1) +
+            3 * (size_t)std::max(c.max_depth, 1)) * 4 * (LANES + 1);
+  }
+  template <class T>
+  T* take(std::vector<std::pair<VMConfig, void*>>& v, const VMConfig& cfg) {
+    {
+      std::lock_guard<std::mutex> g(mu);
+      for (size_t i = v.size(); i-- > 0;)
+        if (same(v[i].first, cfg)) {
+          T* t = static_cast<T*>(v[i].second);
+          kept -= bytes(cfg);
+          v.erase(v.begin() + (std::ptrdiff_t)i);
+          return t;
+        }
+    }
+    return new T(cfg);
+  }
+  template <class T>
+  void give(std::vector<std::pair<VMConfig, void*>>& v, const VMConfig& cfg, T* t) {
+    if (!t) return;
+    {
+      std::lock_guard<std::mutex> g(mu);
+      if (kept + bytes(cfg) <= POOL_BYTES) {
+        kept += bytes(cfg);
+        v.emplace_back(cfg, t);
+        return;
+      }
+    }
+    delete t;
+  }
+};
+
+ScratchPool& scratch_pool() {
+  static ScratchPool* p = new ScratchPool();  // never destroyed: threads may outlive static destructors
+  return *p;
 }
 
 VMConfig make_config(const int32_t* c) {
@@ -287,7 +338,7 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
       }
     }
     if (lockstep) {
-      if (!lane_scratch[tid]) lane_scratch[tid] = new LaneScratch(cfg);
+      if (!lane_scratch[tid]) lane_scratch[tid] = scratch_pool().take<LaneScratch>(scratch_pool().lanes, cfg);
       LaneScratch& LS = *lane_scratch[tid];
       LaneState& S = LS.state;
       LaneFast fast = {fx, xop, LS.solo_stack.data(), LS.solo_frames.data(), target, mode == 5 ? 1 : len + 33};
@@ -298,7 +349,7 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
                    value, steps, passed, out_list, out_cap);
       return;
     }
-    if (!scratch[tid]) scratch[tid] = new RunScratch(cfg);
+    if (!scratch[tid]) scratch[tid] = scratch_pool().take<RunScratch>(scratch_pool().runs, cfg);
     Workspace& ws = scratch[tid]->ws;
     for (int64_t r = r0; r < r1; r++) {  // one run, or the runs of a bad program or input
       int32_t j = run_in[r];
@@ -314,8 +365,8 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
                  out_cap);
     }
   });
-  for (auto* s : scratch) delete s;
-  for (auto* s : lane_scratch) delete s;
+  for (auto* s : scratch) scratch_pool().give(scratch_pool().runs, cfg, s);
+  for (auto* s : lane_scratch) scratch_pool().give(scratch_pool().lanes, cfg, s);
   for (auto* s : trans) delete s;
 }
 
