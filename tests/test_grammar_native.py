@@ -373,3 +373,32 @@ def test_auto_picks_native_on_the_cpu_and_names_are_checked():
         SynthesisCore(BANK, automaton="cupy")
     with pytest.raises(ValueError):
         SynthesisCore(BANK, automaton="native").automaton_kind(torch.device("meta"))
+
+
+def test_nvrtc_compiles_kernel_source():
+    """The exact text and options grammar_cuda.py gives CuPy's RawModule, through NVRTC (no GPU
+    needed; skipped without cupy's NVRTC)."""
+    from test_cuda_backend import _nvrtc
+    from vramgym.envs import grammar_cuda
+    nvrtc = _nvrtc()
+    if nvrtc is None:
+        pytest.skip("NVRTC is unavailable (pip install cupy-cuda12x)")
+    prog = nvrtc.createProgram(grammar_cuda.kernel_source(), "grammar_kernels.cu", [], [])
+    try:
+        # RawModule adds the architecture and --device-as-default-execution-space itself.
+        nvrtc.compileProgram(prog, [*grammar_cuda.NVRTC_OPTIONS, "-arch=compute_90", "--device-as-default-execution-space"])
+        ptx = nvrtc.getPTX(prog)
+    except Exception as e:
+        pytest.fail(f"NVRTC: {e}\n{nvrtc.getProgramLog(prog)}")
+    finally:
+        nvrtc.destroyProgram(prog)
+    for name in grammar_cuda.KERNELS:
+        assert f".entry {name}(".encode() in ptx, name
+
+
+def test_kernel_source_inlines_the_headers():
+    from vramgym.envs import grammar_cuda
+    src = grammar_cuda.kernel_source()
+    assert '#include "' not in src
+    for text in ("struct GmTables {", "constexpr int STATE_SIZE = ", "void gm_step_kernel("):
+        assert src.count(text) == 1, text
