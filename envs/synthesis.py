@@ -17,8 +17,9 @@ over rows on the CPU, one CUDA thread per row on a GPU), "numpy" the array code 
 (per-row reference below 8 rows; CPU only), "torch" the same array code over torch on any device
 (envs/grammar_torch.py). All give identical masks and states (tested). "auto" (the default) takes
 the native one where it runs (CPU: the library is built; CUDA: cupy is installed), else numpy on
-the CPU and torch elsewhere. `cuda_graph=True` replays the torch automaton from CUDA graphs; the
-native one needs no graphs (one kernel launch per call), so there the flag changes nothing.
+the CPU and torch elsewhere. `cuda_graph=True` asks for the torch automaton replayed from CUDA
+graphs ("auto" then picks torch on CUDA); the native one needs no graphs (one kernel launch per
+call), so with automaton="native" the flag changes nothing.
 
 Bad actions: an action out of range or not allowed by the mask ends the episode with the
 reward's compile penalty and `info["invalid_action"] = True`; the state is otherwise unchanged.
@@ -106,7 +107,7 @@ class SynthesisCore:
                 kind = "native" if grammar_native.available() else "numpy"
             elif device.type == "cuda":
                 from . import grammar_cuda
-                kind = "native" if grammar_cuda.available() else "torch"
+                kind = "native" if grammar_cuda.available() and not self.cuda_graph else "torch"
             else:
                 kind = "torch"
         if kind == "numpy" and device.type != "cpu":
@@ -274,8 +275,8 @@ class SynthesisVectorEnv(TensorVectorEnv):
     them, autoreset NEXT_STEP (envs/vector.py). `device=None`: numpy out; a device: torch
     tensors there, state and scoring included. `automaton`: "auto", "native", "numpy" or
     "torch" (see the module docstring). `cuda_graph=True` (CUDA only) replays the torch mask
-    automaton from CUDA graphs captured at reset (envs/grammar_torch.py GraphedAutomaton); with
-    the native automaton (one kernel per call) it has nothing to replay and changes nothing."""
+    automaton from CUDA graphs captured at reset (envs/grammar_torch.py GraphedAutomaton), and
+    "auto" then picks it; with automaton="native" (one kernel per call) it changes nothing."""
 
     def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
                  max_len: int = 48, reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16,

@@ -9,7 +9,7 @@ compile + execute of finished programs included, on the CPU and (where present) 
 Devices: `numpy` is the default vector env (state on the CPU, numpy out), `cpu` / `cuda` the
 torch-out env with its state there (`cuda` uses the torch mask automaton and the GPU scorer, and
 the random policy runs on the device too, so nothing crosses to the host in the timed loop),
-`cuda-graph` the same with the automaton replayed from CUDA graphs. `--automaton` picks the mask
+`cuda-graph` the same with the torch automaton replayed from CUDA graphs. `--automaton` picks the mask
 automaton of the token env (auto, native, numpy, torch; several: side by side); SynthesisBatch-v0
 does not step the automaton, so it runs once per device.
 Synthesis-v0 counts token steps (one action per env per step); SynthesisBatch-v0 counts
@@ -43,7 +43,6 @@ def masked_actions(mask, gen: torch.Generator) -> torch.Tensor:
 
 def _env(bank, n, device, **kw):
     if device == "cuda-graph":
-        kw.setdefault("automaton", "torch")   # graphs replay the torch automaton (the native one needs none)
         return SynthesisVectorEnv(num_envs=n, bank=bank, device="cuda", cuda_graph=True, **kw)
     return SynthesisVectorEnv(num_envs=n, bank=bank, device=None if device == "numpy" else device, **kw)
 
