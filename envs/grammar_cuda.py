@@ -126,7 +126,7 @@ class DeviceTables:
 
     def __init__(self, arrays, nfid: int, device):
         import torch
-        if device.index is None:
+        if device.type == "cuda" and device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
         self.device = device
         self.k = kernels(device.index)

@@ -11,6 +11,7 @@ emulator (tests/native/grammar_cuda_emu.cpp) equal to the CPU library, and on a 
 without one) the CUDA automaton equals the CPU one."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -299,6 +300,33 @@ def test_emulated_kernels_equal_cpu_library():
     assert [x[1] for x in k.launches[1:4]] == [(3,), (3,), (3,)] and k.launches[1][2] == (grammar_cuda.BLOCK,)
     grammar_cuda.launch_mask(k, s[:0], gid[:0], np.zeros((0, V.VOCAB_SIZE), np.uint8), *args, 0)   # no launch
     assert len(k.launches) == 1 + 3 * 25
+
+
+def test_device_tables_emulated(monkeypatch):
+    """grammar_cuda.DeviceTables (what NativeAutomaton(grammars, "cuda") calls) with CPU torch
+    tensors standing in for CUDA ones, the emulator for CuPy's kernels and numpy for DLPack:
+    its table upload, output allocation and launches give the CPU library's results."""
+    from vramgym.envs import grammar_cuda
+    k = _EmuKernels()
+    monkeypatch.setattr(grammar_cuda, "kernels", lambda device_id: k)
+    monkeypatch.setattr(grammar_cuda, "_cp", lambda t: t.detach().numpy())
+    monkeypatch.setattr(grammar_cuda, "_torch_stream", lambda device: contextlib.nullcontext())
+    grammars = [grammar(sig, 24) for sig in SIGNATURES]
+    na = NativeAutomaton(grammars)
+    dt = grammar_cuda.DeviceTables(na._arrays, na.nfid, torch.device("cpu"))
+    rng = np.random.default_rng([SEED, 8])
+    gid = torch.from_numpy(rng.integers(0, len(grammars), 200))
+    s = dt.init[gid]
+    assert torch.equal(s, na.initial(gid))
+    for _ in range(15):
+        m = dt.mask(s, gid)
+        assert m.dtype == torch.bool and torch.equal(m, na.mask(s, gid))
+        assert torch.equal(dt.min_tokens(s, gid), na.min_tokens_to_finish(s, gid))
+        a = torch.from_numpy(pick_actions(rng, m.numpy()))
+        new, bad = dt.step(s, a, gid)
+        want_new, want_bad = na.step(s, a, gid)
+        assert bad.dtype == torch.bool and torch.equal(bad, want_bad) and torch.equal(new, want_new)
+        s = new
 
 
 def _gpu_reason():
