@@ -2,7 +2,7 @@
 // the host (envs/csrc/grammar_cpu.cpp) and CUDA device code (envs/csrc/grammar_kernels.cu).
 //
 // A line-by-line port of BatchedAutomaton's array code: Ctx is its _context for one row,
-// boundaries/call_rest/pushes/stmt_rest its helpers, expr_cost/stmt_cost its _eval_expr /
+// boundaries/call_rest/rest_*/stmt_rest its helpers, expr_cost/stmt_cost its _eval_expr /
 // _eval_stmt for one action, apply its _apply. Comments name the Python they mirror; where the
 // Python says xp.where(cond, a, b) over rows, this says cond ? a : b for the row.
 //
@@ -222,21 +222,31 @@ GM_HD inline void call_rest(const GmTables& T, const Ctx& x, int32_t callee, int
   }
 }
 
-// _pushes: REST of each frame an expression token can open or reopen on the top frame
-struct Pushes {
-  cost_t paren[3], list[3], sub[3], call[3], call_more[3];
-};
+// _pushes, one frame at a time (each computed only where an action needs it): the REST of each
+// frame an expression token can open or reopen on the top frame
+GM_HD inline void rest_paren(const GmTables& T, const Ctx& x, cost_t* out) {
+  for (int32_t t = 0; t < 3; t++) out[t] = cap(1 + cmin(x.g, after_of(T, x.f, t + 1), x.push, x.r));
+}
 
-GM_HD inline void pushes(const GmTables& T, const Ctx& x, Pushes& p) {
-  for (int32_t t = 0; t < 3; t++) p.paren[t] = cap(1 + cmin(x.g, after_of(T, x.f, t + 1), x.push, x.r));
-  p.list[0] = p.paren[T_L - 1];
-  p.sub[0] = p.paren[T_I - 1];
-  p.list[1] = p.list[2] = p.sub[1] = p.sub[2] = INF;
+GM_HD inline void rest_list(const GmTables& T, const Ctx& x, cost_t* out) {  // a list literal: [feed_L, INF, INF]
+  out[0] = cap(1 + cmin(x.g, after_of(T, x.f, T_L), x.push, x.r));
+  out[1] = out[2] = INF;
+}
+
+GM_HD inline void rest_sub(const GmTables& T, const Ctx& x, cost_t* out) {  // a subscript: [feed_I, INF, INF]
+  out[0] = cap(1 + cmin(x.g, after_of(T, x.f, T_I), x.push, x.r));
+  out[1] = out[2] = INF;
+}
+
+GM_HD inline void rest_call(const GmTables& T, const Ctx& x, cost_t* out) {  // the call's `(`: argument 0
   int32_t c = clampi(x.TF[F_CALLEE], 0, 4);
   cost_t X = cmin(x.g, after_of(T, x.f, x.g.cret[c]), x.push, x.r);
+  call_rest(T, x, c, 0, X, x.push_next, out);
+}
+
+GM_HD inline void rest_call_more(const GmTables& T, const Ctx& x, cost_t* out) {  // `,`: the next argument
   cost_t Xp = cmin(x.g, after_of(T, x.pf, x.g.cret[x.caux]), x.push_parent, x.pr);
-  call_rest(T, x, c, 0, X, x.push_next, p.call);
-  call_rest(T, x, x.caux, x.arg + 1, Xp, x.push, p.call_more);
+  call_rest(T, x, x.caux, x.arg + 1, Xp, x.push, out);
 }
 
 // _stmt_frames, for one kind k (K_COND_ELIF: an elif): the REST of the statement frame opened
@@ -254,7 +264,7 @@ GM_HD inline cost_t stmt_rest(const GmTables& T, const Ctx& x, int32_t k, cost_t
 }
 
 // _eval_expr for action a (0 <= a < VOCAB); base = cmin(ft[f, ACLASS[a]], push, r)
-GM_HD inline cost_t expr_cost(const GmTables& T, const Ctx& x, const Pushes& p, int32_t a, cost_t base) {
+GM_HD inline cost_t expr_cost(const GmTables& T, const Ctx& x, int32_t a, cost_t base) {
   const int32_t fresh0 = T.p[TAB_PACK2FID][0];
   if (a >= P0 && a < P0 + NUM_NAMES)  // names: an operand of the declared type
     return x.before ? cmin(x.g, after_of(T, x.f, x.vt[a - P0]), x.push, x.r) : INF;
@@ -265,14 +275,26 @@ GM_HD inline cost_t expr_cost(const GmTables& T, const Ctx& x, const Pushes& p, 
   }
   if (a == TOK_RANGE)  // `for v in range(`: the iterable frame gives way to the range arguments
     return (x.before && x.kind == K_FORITER && T.p[TAB_FRESH][x.f]) ? T.p[TAB_TAILA][P_RANGE_LP] + x.bS : INF;
+  cost_t rest[3];
   if (a == TOK_LPAR) {  // ( at PH_BEFORE, the call's ( at PH_CALLEE
-    if (x.before) return x.nf < MAX_FRAMES - 1 ? cmin(x.g, fresh0, x.push_next, p.paren) : INF;
-    return x.incallee ? cmin(x.g, fresh0, x.push_next, p.call) : base;
+    if (x.before) {
+      if (x.nf >= MAX_FRAMES - 1) return INF;
+      rest_paren(T, x, rest);
+      return cmin(x.g, fresh0, x.push_next, rest);
+    }
+    if (!x.incallee) return base;
+    rest_call(T, x, rest);
+    return cmin(x.g, fresh0, x.push_next, rest);
   }
   if (a == TOK_LBRK) {  // a list literal at PH_BEFORE, a subscript after a list
-    if (x.before) return x.nf < MAX_FRAMES ? cmin(x.g, T.p[TAB_PACK2FID][KEY_M_EOK], x.push_next, p.list) : INF;
-    return (x.after && T.p[TAB_CUR][x.f] == T_L && x.nf < MAX_FRAMES - 1) ? cmin(x.g, fresh0, x.push_next, p.sub)
-                                                                           : INF;
+    if (x.before) {
+      if (x.nf >= MAX_FRAMES) return INF;
+      rest_list(T, x, rest);
+      return cmin(x.g, T.p[TAB_PACK2FID][KEY_M_EOK], x.push_next, rest);
+    }
+    if (!(x.after && T.p[TAB_CUR][x.f] == T_L && x.nf < MAX_FRAMES - 1)) return INF;
+    rest_sub(T, x, rest);
+    return cmin(x.g, fresh0, x.push_next, rest);
   }
   if (T.p[TAB_IS_CLOSER][a]) {  // the canonical closer costs REST_t - 1; `,` continues a list or range
     cost_t v = (x.canon == a && x.t > 0 && x.rt < INF) ? x.rt - 1 : INF;
@@ -334,10 +356,10 @@ GM_HD inline cost_t stmt_cost(const GmTables& T, const Ctx& x, int32_t a) {
 }
 
 // _eval: the cost of the canonical completion after action a (0 <= a < VOCAB)
-GM_HD inline cost_t action_cost(const GmTables& T, const Ctx& x, const Pushes& p, int32_t a) {
+GM_HD inline cost_t action_cost(const GmTables& T, const Ctx& x, int32_t a) {
   if (x.nf > 0) {
     int32_t nfid = T.p[TAB_FT][(int64_t)x.f * NCLS + T.p[TAB_ACLASS][a]];
-    return expr_cost(T, x, p, a, cmin(x.g, nfid, x.push, x.r));
+    return expr_cost(T, x, a, cmin(x.g, nfid, x.push, x.r));
   }
   return stmt_cost(T, x, a);
 }
@@ -349,13 +371,11 @@ GM_HD inline void mask_row(const GmTables& T, const int32_t* S, int32_t gid, uin
   context(T, S, gid, x);
   if (x.done) return;
   cost_t budget = (cost_t)x.g.max_len - x.length - 1;
-  Pushes p;
   if (x.nf > 0) {
-    pushes(T, x, p);
     cost_t cls[NCLS];  // the frame-local cost of each token class (_ftrans depends on the class only)
     for (int32_t c = 0; c < NCLS; c++) cls[c] = cmin(x.g, T.p[TAB_FT][(int64_t)x.f * NCLS + c], x.push, x.r);
     for (int32_t a = 0; a < VOCAB; a++)
-      if (expr_cost(T, x, p, a, cls[T.p[TAB_ACLASS][a]]) <= budget) out[a >> 5] |= 1u << (a & 31);
+      if (expr_cost(T, x, a, cls[T.p[TAB_ACLASS][a]]) <= budget) out[a >> 5] |= 1u << (a & 31);
   } else {
     for (int32_t a = 0; a < VOCAB; a++)
       if (stmt_cost(T, x, a) <= budget) out[a >> 5] |= 1u << (a & 31);
@@ -375,7 +395,7 @@ GM_HD inline cost_t min_tokens_row(const GmTables& T, const int32_t* S, int32_t 
 }
 
 // _apply: the row after action a (valid by assumption; 0 <= a < VOCAB), written to N (a copy of S)
-GM_HD inline void apply(const GmTables& T, const Ctx& x, const Pushes& p, int32_t a, int32_t* N) {
+GM_HD inline void apply(const GmTables& T, const Ctx& x, int32_t a, int32_t* N) {
   const int32_t* S = x.S;
   bool E = x.nf > 0, St = !E;
   int32_t ph = x.ph, d = x.d, dc = x.dc, nf = x.nf, kind = x.kind, t = x.t;
@@ -426,27 +446,30 @@ GM_HD inline void apply(const GmTables& T, const Ctx& x, const Pushes& p, int32_
   // --- a frame opened or reopened (the last matching case of the Python's list wins)
   bool pm = true;
   int32_t p_idx = 0, p_kind = 0, p_aux = 0, p_arg = 0, p_eok = 0;
-  cost_t srest[3];
-  const cost_t* p_rest = 0;
+  cost_t p_rest[3];
   if (spush) {
     int32_t s_aux = sk == K_ASSIGN_NEW ? S[H_TARGET] : ((sk == K_ASSIGN || sk == K_AUG) ? x.tvt : 0);
     if (sk == K_COND || sk == K_COND_ELIF) s_aux = pend;
-    stmt_rest(T, x, sk, srest);
-    p_idx = 0, p_kind = sk == K_COND_ELIF ? K_COND : sk, p_aux = s_aux, p_rest = srest;
+    stmt_rest(T, x, sk, p_rest);
+    p_idx = 0, p_kind = sk == K_COND_ELIF ? K_COND : sk, p_aux = s_aux;
   } else if (call_more) {
-    p_idx = x.i, p_kind = K_CALL, p_aux = x.aux, p_arg = x.arg + 1, p_rest = p.call_more;
-  } else if (range_more) {
-    p_idx = x.i, p_kind = K_RANGE, p_arg = x.arg + 1, p_rest = x.r;
-  } else if (list_more) {
-    p_idx = x.i, p_kind = K_LIST, p_rest = x.r;
+    rest_call_more(T, x, p_rest);
+    p_idx = x.i, p_kind = K_CALL, p_aux = x.aux, p_arg = x.arg + 1;
+  } else if (range_more || list_more) {
+    for (int32_t k = 0; k < 3; k++) p_rest[k] = x.r[k];
+    p_idx = x.i, p_kind = range_more ? K_RANGE : K_LIST, p_arg = range_more ? x.arg + 1 : 0;
   } else if (call_open) {
-    p_idx = nf, p_kind = K_CALL, p_aux = clampi(x.TF[F_CALLEE], 0, 4), p_rest = p.call;
+    rest_call(T, x, p_rest);
+    p_idx = nf, p_kind = K_CALL, p_aux = clampi(x.TF[F_CALLEE], 0, 4);
   } else if (sub_open) {
-    p_idx = nf, p_kind = K_SUB, p_rest = p.sub;
+    rest_sub(T, x, p_rest);
+    p_idx = nf, p_kind = K_SUB;
   } else if (list_b) {
-    p_idx = nf, p_kind = K_LIST, p_eok = 1, p_rest = p.list;
+    rest_list(T, x, p_rest);
+    p_idx = nf, p_kind = K_LIST, p_eok = 1;
   } else if (paren_b) {
-    p_idx = nf, p_kind = K_PAREN, p_rest = p.paren;
+    rest_paren(T, x, p_rest);
+    p_idx = nf, p_kind = K_PAREN;
   } else {
     pm = false;
   }
@@ -535,10 +558,8 @@ GM_HD inline bool step_row(const GmTables& T, const int32_t* S, int64_t action, 
   Ctx x;
   context(T, S, gid, x);
   if (!in_range || x.done) return true;
-  Pushes p;
-  if (x.nf > 0) pushes(T, x, p);
-  if (action_cost(T, x, p, a) > (cost_t)x.g.max_len - x.length - 1) return true;
-  apply(T, x, p, a, N);
+  if (action_cost(T, x, a) > (cost_t)x.g.max_len - x.length - 1) return true;
+  apply(T, x, a, N);
   N[H_LEN] += 1;
   return false;
 }
