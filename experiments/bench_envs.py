@@ -152,6 +152,8 @@ def main(argv=None) -> dict:
     p.add_argument("--env", choices=("token", "batch", "both", "automaton"), default="both",
                    help="automaton: the mask automaton alone (mask + step per row), no env around it")
     p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run every row this many times, interleaved, and keep the best (a shared machine's load varies)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default=str(Path(__file__).parent / "results"))
@@ -167,17 +169,23 @@ def main(argv=None) -> dict:
             runs = [lambda m=m: token(bank, n, a.seconds, a.seed, device, m) for m in a.automaton]
             runs = (runs if a.env != "batch" else []) + \
                 ([lambda: bench_batch_env(bank, n, a.seconds, a.seed, device)] if a.env in ("batch", "both") else [])
-            for run in runs:
-                row = run()
+            best = [None] * len(runs)
+            for _ in range(a.repeat):
+                for i, run in enumerate(runs):
+                    row = run()
+                    if best[i] is None or row["steps_per_s"] > best[i]["steps_per_s"]:
+                        best[i] = row
+            for row in best:
                 rows.append(row)
                 print(f"{row['env']:<18} {device:<6} {row['automaton']:<6} num_envs={n:>6}  "
                       f"steps/s={row['steps_per_s']:>14,.0f}  programs/s={row['programs_per_s']:>12,.0f}", flush=True)
-    result = {"machine": machine(), "rows": rows, "load_average": os.getloadavg()}
+    result = {"machine": machine(), "rows": rows, "load_average": os.getloadavg(), "repeat": a.repeat}
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{a.name}.json").write_text(json.dumps(result, indent=2))
     lines = [f"# Environment throughput\n\nMachine: {result['machine']}; load average at the end: "
-             f"{', '.join(f'{x:.2f}' for x in result['load_average'])}.\n",
+             f"{', '.join(f'{x:.2f}' for x in result['load_average'])}; best of {a.repeat} run(s) of "
+             f"{a.seconds:g} s per row.\n",
              "| env | device | automaton | num_envs | env steps/s | programs scored/s |",
              "| --- | --- | --- | ---: | ---: | ---: |"]
     lines += [f"| {r['env']} | {r['device']} | {r['automaton']} | {r['num_envs']} | {r['steps_per_s']:,.0f} | "
