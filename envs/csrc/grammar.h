@@ -105,12 +105,20 @@ struct Ctx {
   const int32_t* B;  // (MAX_BLOCKS, B_FIELDS)
   int32_t dc;
   const int32_t* bd;
-  int32_t vt[NUM_NAMES], vdep[NUM_NAMES];
-  bool for_ok[NUM_NAMES], any_for_ok, empty_d;
+  const int32_t* vars;  // (NUM_NAMES, 2): type, declaring depth (read in place: no per-thread copy)
+  bool any_for_ok, empty_d;
   cost_t bS, b_ret, b_ded, b_ind, bS1;
   int32_t tvt, t, kc, caux, canon;
   cost_t rt;
 };
+
+GM_HD inline int32_t vt_of(const Ctx& x, int32_t j) { return x.vars[2 * j]; }  // declared type of name slot j
+
+// for_ok: slot j can be a for-variable (an int, or an undeclared local)
+GM_HD inline bool for_ok(const GmTables& T, const Ctx& x, int32_t j) {
+  int32_t vt = vt_of(x, j);
+  return vt == T_I || (vt == T_NONE && !T.p[TAB_IS_PARAM_SLOT][j]);
+}
 
 // _boundaries, one of its four variants: the boundary cost of blocks (kind, cs, safe) at depth D
 GM_HD inline cost_t boundary(const int32_t* kind, const int32_t* cs, const int32_t* safe, int32_t D, int32_t NE,
@@ -183,18 +191,13 @@ GM_HD inline void context(const GmTables& T, const int32_t* S, int32_t gid, Ctx&
   x.B = S + OFF_BLOCKS;
   x.dc = clampi(x.d, 0, MAX_BLOCKS - 1);
   x.bd = x.B + x.dc * B_FIELDS;
-  const int32_t* PARAM = T.p[TAB_IS_PARAM_SLOT];
+  x.vars = S + OFF_VARS;
   x.any_for_ok = false;
-  for (int32_t j = 0; j < NUM_NAMES; j++) {
-    x.vt[j] = S[OFF_VARS + 2 * j];
-    x.vdep[j] = S[OFF_VARS + 2 * j + 1];
-    x.for_ok[j] = x.vt[j] == T_I || (x.vt[j] == T_NONE && !PARAM[j]);
-    x.any_for_ok = x.any_for_ok || x.for_ok[j];
-  }
+  for (int32_t j = 0; j < NUM_NAMES; j++) x.any_for_ok = x.any_for_ok || for_ok(T, x, j);
   x.empty_d = x.d > 0 && x.bd[B_NONEMPTY] == 0;
   boundaries(x);
   x.bS1 = x.bS - (x.empty_d ? 2 : 0);
-  x.tvt = x.vt[clampi(S[H_TARGET] - P0, 0, NUM_NAMES - 1)];
+  x.tvt = vt_of(x, clampi(S[H_TARGET] - P0, 0, NUM_NAMES - 1));
   int32_t at = T.p[TAB_AFTER_T][x.f];
   x.t = at > 0 ? at : ((T.p[TAB_EMPTY_CLOSE][x.f] && x.kind == K_LIST) ? T_I : T_NONE);
   x.rt = x.r[x.t - 1 > 0 ? x.t - 1 : 0];
@@ -267,7 +270,7 @@ GM_HD inline cost_t stmt_rest(const GmTables& T, const Ctx& x, int32_t k, cost_t
 GM_HD inline cost_t expr_cost(const GmTables& T, const Ctx& x, int32_t a, cost_t base) {
   const int32_t fresh0 = T.p[TAB_PACK2FID][0];
   if (a >= P0 && a < P0 + NUM_NAMES)  // names: an operand of the declared type
-    return x.before ? cmin(x.g, after_of(T, x.f, x.vt[a - P0]), x.push, x.r) : INF;
+    return x.before ? cmin(x.g, after_of(T, x.f, vt_of(x, a - P0)), x.push, x.r) : INF;
   if ((a >= TOK_LEN && a < TOK_LEN + 4) || a == FN) {  // callees: enter PH_CALLEE
     int32_t c = a == FN ? 4 : a - TOK_LEN;
     return (x.before && x.nf < MAX_FRAMES - 1) ? cmin(x.g, T.p[TAB_CALLEE][(int64_t)x.f * NCALLEES + c], x.push, x.r)
@@ -337,13 +340,13 @@ GM_HD inline cost_t stmt_cost(const GmTables& T, const Ctx& x, int32_t a) {
   if (a == TOK_BREAK || a == TOK_CONTINUE) cond = free_ && loops;
   if (!cond) return INF;
   if (a >= P0 && a < P0 + NUM_NAMES) {
-    int32_t j = a - P0, vt = x.vt[j];
+    int32_t j = a - P0, vt = vt_of(x, j);
     if (atb) {
       bool param_slot = T.p[TAB_IS_PARAM_SLOT][j] != 0;
       if (!free_ || (vt == T_NONE && param_slot)) return INF;
       return (vt == T_NONE ? T.p[TAB_TAILA][P_ASSIGN_EQ] : 2 + T.p[TAB_CONSTA][clampi(vt, 0, 3)]) + x.bS1;
     }
-    return (x.ph == P_FOR_VAR && x.for_ok[j]) ? T.p[TAB_TAILA][P_FOR_IN] + x.bS : INF;
+    return (x.ph == P_FOR_VAR && for_ok(T, x, j)) ? T.p[TAB_TAILA][P_FOR_IN] + x.bS : INF;
   }
   if (x.ph == P_TARGET) {
     if (T.p[TAB_IS_AUG][a]) {
@@ -418,7 +421,7 @@ GM_HD inline void apply(const GmTables& T, const Ctx& x, int32_t a, int32_t* N) 
   bool opens = paren_b || list_b || call_open || sub_open;
   bool local = E && !(close || range_b || opens);
   if (local) {  // frame-local change of the top frame (F_PH..F_CUR)
-    int32_t nfid = names_b ? after_of(T, x.f, x.vt[slot])
+    int32_t nfid = names_b ? after_of(T, x.f, vt_of(x, slot))
                            : (callee_b ? T.p[TAB_CALLEE][(int64_t)x.f * NCALLEES + cnum]
                                        : T.p[TAB_FT][(int64_t)x.f * NCLS + T.p[TAB_ACLASS][a]]);
     for (int32_t k = 0; k < 9; k++) N[x.fb + F_PH + k] = T.p[TAB_LOCAL9][(int64_t)nfid * 9 + k];
@@ -488,7 +491,7 @@ GM_HD inline void apply(const GmTables& T, const Ctx& x, int32_t a, int32_t* N) 
   bool dedent = atb && a == DEDENT;
   bool indent = St && ph == P_INDENT;
   bool name_stmt = atb && is_name;
-  int32_t sph = (name_stmt && x.vt[slot] == T_NONE) ? P_ASSIGN_EQ : T.p[TAB_SPH][phc * VOCAB + a];
+  int32_t sph = (name_stmt && vt_of(x, slot) == T_NONE) ? P_ASSIGN_EQ : T.p[TAB_SPH][phc * VOCAB + a];
   int32_t eph = range_b ? P_RANGE_LP : (sclose ? T.p[TAB_SCLOSE_PH][x.kc] : ph);
   N[H_PH] = St ? sph : eph;
   if (atb && a == END) N[H_DONE] = 1;
@@ -526,24 +529,19 @@ GM_HD inline void apply(const GmTables& T, const Ctx& x, int32_t a, int32_t* N) 
   N[H_LOOPS] = (dedent && kind_d == BK_LOOP) ? loops - 1 : ((indent && pend_kind == BK_LOOP) ? loops + 1 : loops);
 
   // --- names: scoping on DEDENT, a new variable on `v = e` or as a new for-variable
-  int32_t vt[NUM_NAMES], vdep[NUM_NAMES];
-  for (int32_t j = 0; j < NUM_NAMES; j++) {
-    vt[j] = (dedent && x.vt[j] != T_NONE && x.vdep[j] == d) ? T_NONE : x.vt[j];
-    vdep[j] = x.vdep[j];
-  }
+  int32_t* vars = N + OFF_VARS;  // N's vars still equal S's (x.vars) here
+  if (dedent)
+    for (int32_t j = 0; j < NUM_NAMES; j++)
+      if (vt_of(x, j) != T_NONE && x.vars[2 * j + 1] == d) vars[2 * j] = T_NONE;
   if (sclose && kind == K_ASSIGN_NEW) {
     int32_t aslot = clampi(x.aux - P0, 0, NUM_NAMES - 1);
-    vt[aslot] = t;
-    vdep[aslot] = d;
+    vars[2 * aslot] = t;
+    vars[2 * aslot + 1] = d;
   }
   int32_t fslot = clampi(pend_var - P0, 0, NUM_NAMES - 1);
-  if (indent && pend_kind == BK_LOOP && pend_var != 0 && x.vt[fslot] == T_NONE) {
-    vt[fslot] = T_I;
-    vdep[fslot] = d + 1;
-  }
-  for (int32_t j = 0; j < NUM_NAMES; j++) {
-    N[OFF_VARS + 2 * j] = vt[j];
-    N[OFF_VARS + 2 * j + 1] = vdep[j];
+  if (indent && pend_kind == BK_LOOP && pend_var != 0 && vt_of(x, fslot) == T_NONE) {
+    vars[2 * fslot] = T_I;
+    vars[2 * fslot + 1] = d + 1;
   }
 }
 
