@@ -69,6 +69,10 @@ PROGRAMS = [
     ("def f(xs: list[int], t: int) -> list[int]:\n    out = []\n    for x in xs:\n        if x % 3 == t or x < 0:\n"
      "            out.append(x * 2)\n    i = 0\n    while i < len(out) and out[i] != t:\n        i += 1\n    return out\n",
      ("list", "int"), lambda r: ([int(v) for v in r.integers(-9, 9, size=int(r.integers(0, 8)))], int(r.integers(-1, 3)))),
+    ("def f(xs: list[int]) -> int:\n    best = 0\n    for x in xs:\n        c = 0\n        for y in xs:\n"
+     "            if y == x:\n                c += 1\n        best = max(best, c)\n    for z in []:\n        best = z\n"
+     "    return best\n",
+     ("list",), lambda r: ([int(v) for v in r.integers(0, 4, size=int(r.integers(0, 9)))],)),
 ]
 
 
@@ -221,3 +225,43 @@ def test_multiplication_across_lanes(monkeypatch):
                 assert (res.status[i], res.value[i]) == (0, a * b), (a, b, res.status[i], res.value[i])
             else:
                 assert res.status[i] == oc.TRAP_CODES["overflow"], (a, b, res.status[i])
+
+
+def test_random_for_list_bytecode(monkeypatch):
+    """Hand-made bytecode around fused list loop heads (FOR_LIST a; JUMP e; STORE_VAR t, entered
+    by a jump or not): loop variables that are the loop's own list or index slot, loops over an
+    int (bad_bytecode inside the sequence), negative indexes, lists that grow inside the loop,
+    tight fuel and stack. All modes agree."""
+    rng = np.random.default_rng(SEED)
+    for i in range(300):
+        body = []
+        n = int(rng.integers(3, 16))
+        for _ in range(n):
+            c = rng.random()
+            if c < 0.35:
+                a = int(rng.integers(0, 5))
+                body += [("FOR_LIST", a), ("JUMP", -1), ("STORE_VAR", int(rng.choice([a, a + 1, 2, 3, 5])))]
+            elif c < 0.5:
+                body += [("LOAD_VAR", int(rng.integers(0, 6))), ("LOAD_VAR", int(rng.integers(0, 6))),
+                         ("BINARY_ADD", 0), ("STORE_VAR", int(rng.integers(1, 6)))]
+            elif c < 0.6:
+                body += [("LOAD_VAR", 0), ("LOAD_VAR", int(rng.integers(1, 6))), ("APPEND", 0)]
+            elif c < 0.7:
+                body += [("LOAD_CONST", int(rng.integers(-1, 3))), ("STORE_VAR", int(rng.integers(1, 6)))]
+            elif c < 0.8:
+                body += [("LOAD_VAR", 0), ("STORE_VAR", int(rng.integers(2, 6)))]
+            else:
+                body.append(("JUMP", -1))
+        body += [("LOAD_VAR", int(rng.integers(0, 6))), ("RETURN", 0)]
+        words = [oc.encode("FUNC", 2 | 6 << 8)]
+        for op, arg in body:
+            if arg == -1:
+                arg = int(rng.integers(1, len(body) + 2))  # anywhere in the function, or its end
+            words.append(oc.encode(op, arg))
+        p = Program.from_code(words)
+        args = [([int(v) for v in rng.integers(-3, 4, size=int(rng.integers(0, 6)))], int(rng.integers(-2, 4)))
+                for _ in range(32)]
+        cfg = VMConfig(fuel=int(rng.integers(1, 400)), stack_size=int(rng.integers(6, 20)),
+                       heap_size=int(rng.integers(8, 200)))
+        assert_modes_agree(ProgramBatch.from_programs([p], "f0"), encode_tuples(args, ("list", "int")), cfg,
+                           f"bytecode #{i}: {words}", monkeypatch)

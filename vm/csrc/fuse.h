@@ -19,6 +19,7 @@ enum FusedKind : uint8_t {
   FX_TEST,       // LOAD_VAR a; JUMP_IF_FALSE t | JUMP_IF_TRUE t (tail says which)
   FX_FOR_RANGE,  // [JUMP to it;] FOR_RANGE a; JUMP e; STORE_VAR t  (go: pc = after the store)
   FX_PENDING,    // not translated yet (fuse_pending / fuse_at)
+  FX_FOR_LIST,   // [JUMP to it;] FOR_LIST a; JUMP e; STORE_VAR t  (lockstep only: xop stays plain)
 };
 
 enum FusedSrc : uint8_t { SRC_STACK = 0, SRC_VAR = 1, SRC_CONST = 2 };
@@ -43,7 +44,7 @@ struct Fused {
   uint8_t pops;    // FX_BIN: values taken from the stack as it was (for the underflow check)
   int32_t a, b;    // operands: a local slot or a constant (FX_FOR_RANGE: a = the range's slots)
   int32_t t, t2;   // store slot or jump target; TAIL_STORE_JUMP: t2 = jump target
-                   // FX_FOR_RANGE: t = loop variable slot, t2 = exit target, b = go pc
+                   // FX_FOR_RANGE, FX_FOR_LIST: t = loop variable slot, t2 = exit target, b = go pc
 };
 
 // Binary ops and tails of FX_BIN in the order of the scalar interpreter's handlers (vm.h):
@@ -183,13 +184,16 @@ inline void fuse_at(const uint32_t* code, int32_t len, const uint8_t* target, in
     f.tail = at(1) == OP_JUMP_IF_FALSE ? TAIL_JIF : TAIL_JIT;
     k = 2;
   } else {
-    // FOR_RANGE a; JUMP e; STORE_VAR x (the compiler's loop head), optionally entered by a
-    // JUMP to it (the loop's back edge). Both paths take the same number of steps.
+    // FOR_RANGE a; JUMP e; STORE_VAR x (the compiler's loop head; FOR_LIST likewise),
+    // optionally entered by a JUMP to it (the loop's back edge). Both paths take the same
+    // number of steps.
     int32_t h = op == OP_JUMP ? (int32_t)(w >> 8) : pc;
     int32_t extra = op == OP_JUMP ? 1 : 0;
-    if ((op == OP_JUMP || op == OP_FOR_RANGE) && h + 2 < len && (code[h] & 0xFF) == OP_FOR_RANGE &&
+    int32_t hop = h + 2 < len ? (int32_t)(code[h] & 0xFF) : -1;
+    if ((op == OP_JUMP || op == hop) && (hop == OP_FOR_RANGE || hop == OP_FOR_LIST) &&
         (code[h + 1] & 0xFF) == OP_JUMP && (code[h + 2] & 0xFF) == OP_STORE_VAR) {
-      f.kind = FX_FOR_RANGE, f.a = (int32_t)(code[h] >> 8), f.t2 = (int32_t)(code[h + 1] >> 8);
+      f.kind = hop == OP_FOR_RANGE ? FX_FOR_RANGE : FX_FOR_LIST;
+      f.a = (int32_t)(code[h] >> 8), f.t2 = (int32_t)(code[h + 1] >> 8);
       f.t = (int32_t)(code[h + 2] >> 8), f.b = h + 3, f.pushes = 1;
       k = 2 + extra;
     }

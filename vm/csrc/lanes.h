@@ -522,6 +522,33 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
               LN_FORK(f.tail == TAIL_JIT ? nz : ~nz, f.t, sp, next, sp);
               break;
             }
+            case FX_FOR_LIST: {
+              // Lane by lane (each lane's lists are its own), in one pass: the checks of FOR_LIST,
+              // then the element into the loop variable (after the index: it may be a loop slot).
+              int32_t *ref = COL(base + f.a), *idx = COL(base + f.a + 1), *x = COL(base + f.t);
+              uint32_t bad = 0, go = 0;
+              for (uint32_t m = mask; m; m &= m - 1) {
+                int32_t l = ctz(m);
+                const Workspace& ws = S.lane[l];
+                int32_t r = ref[l], i = idx[l];
+                if ((uint32_t)r >= (uint32_t)ws.nlists || i < 0) {
+                  bad |= 1u << l;
+                  continue;
+                }
+                const ListHdr& L = ws.lists[r];
+                if (i < L.len) {
+                  int32_t v = ws.heap[L.off + i];
+                  idx[l] = i + 1;
+                  x[l] = v;
+                  go |= 1u << l;
+                }
+              }
+              pending += n - 1;  // FOR_LIST is the last step but one
+              LN_TRAP_LANES(bad, TRAP_BAD_BYTECODE);
+              pending += 1;
+              LN_FORK(go, f.b, sp, f.t2, sp);
+              break;
+            }
             default: {  // FX_FOR_RANGE
               int32_t *ctr = COL(base + f.a), *stop = COL(base + f.a + 1), *step = COL(base + f.a + 2);
               int32_t *x = COL(base + f.t), go[LANES];
