@@ -154,6 +154,10 @@ def main(argv=None) -> dict:
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--repeat", type=int, default=1,
                    help="run every row this many times, interleaved, and keep the best (a shared machine's load varies)")
+    p.add_argument("--torch-threads", type=int, default=0,
+                   help="torch intra-op threads (0: torch's default). On a shared 2-core machine whose other core "
+                        "is busy, torch's 2 threads make each small CPU op wait for a descheduled thread: "
+                        "hash_tasks on 65,536 envs took 290 ms with 2 threads, 4 ms with 1")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default=str(Path(__file__).parent / "results"))
@@ -161,6 +165,8 @@ def main(argv=None) -> dict:
     a = p.parse_args(argv)
     if a.quick:
         a.num_envs, a.seconds = [1, 8], 0.3
+    if a.torch_threads:
+        torch.set_num_threads(a.torch_threads)
     bank = TaskBank.from_names(n_tests=16)
     rows = []
     for device in a.device:
@@ -179,13 +185,14 @@ def main(argv=None) -> dict:
                 rows.append(row)
                 print(f"{row['env']:<18} {device:<6} {row['automaton']:<6} num_envs={n:>6}  "
                       f"steps/s={row['steps_per_s']:>14,.0f}  programs/s={row['programs_per_s']:>12,.0f}", flush=True)
-    result = {"machine": machine(), "rows": rows, "load_average": os.getloadavg(), "repeat": a.repeat}
+    result = {"machine": machine(), "rows": rows, "load_average": os.getloadavg(), "repeat": a.repeat,
+              "torch_threads": torch.get_num_threads()}
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{a.name}.json").write_text(json.dumps(result, indent=2))
     lines = [f"# Environment throughput\n\nMachine: {result['machine']}; load average at the end: "
              f"{', '.join(f'{x:.2f}' for x in result['load_average'])}; best of {a.repeat} run(s) of "
-             f"{a.seconds:g} s per row.\n",
+             f"{a.seconds:g} s per row; torch threads: {torch.get_num_threads()}.\n",
              "| env | device | automaton | num_envs | env steps/s | programs scored/s |",
              "| --- | --- | --- | ---: | ---: | ---: |"]
     lines += [f"| {r['env']} | {r['device']} | {r['automaton']} | {r['num_envs']} | {r['steps_per_s']:,.0f} | "
