@@ -278,12 +278,16 @@ class NativeAutomaton:
             v = v.detach().cpu().numpy()
         return np.ascontiguousarray(np.asarray(v).reshape(-1), dtype=np.int64)
 
-    def _check(self, S, *vecs):
+    def _check(self, S, g, *vecs):
         if S.shape[-1] != G.STATE_SIZE:
             raise ValueError(f"state rows of {S.shape[-1]} ints, expected {G.STATE_SIZE}")
-        for v in vecs:
+        for v in (g,) + vecs:
             if v.shape[0] != S.shape[0]:
                 raise ValueError(f"{S.shape[0]} rows but {v.shape[0]} actions/grammar ids")
+        # grammar ids out of range: an IndexError as numpy's; on a GPU that check would sync, so
+        # there the kernels clamp them instead (a row then reads a real grammar, never past the end)
+        if self.device.type == "cpu" and len(g) and (g.min() < 0 or g.max() >= len(self.grammars)):
+            raise IndexError(f"grammar ids must be in 0..{len(self.grammars) - 1}")
 
     @staticmethod
     def _like(x: np.ndarray, ref):
@@ -318,7 +322,7 @@ class NativeAutomaton:
         S = self._rows(state)
         a = self._vec(actions, len(S))
         g = self._vec(gid, len(S))
-        self._check(S, a, g)
+        self._check(S, g, a)
         if self.device.type == "cuda":
             new, bad = self._cuda.step(S, a, g)
             return (new.to(state.dtype) if _is_torch(state) else new), bad

@@ -160,8 +160,9 @@ def test_empty_batch_and_shape_errors():
 
 
 def test_garbage_rows_never_crash():
-    """Rows no rollout reaches (random ints, huge values, negative fields) and grammar ids out of
-    range: every call returns (indices are clamped in the C++), outputs keep their shapes."""
+    """Rows no rollout reaches (random ints, huge values, negative fields): every call returns
+    (indices are clamped in the C++), outputs keep their shapes. Grammar ids out of range raise
+    IndexError on the CPU (as numpy's); the C++ clamps them (what the GPU relies on)."""
     rng = np.random.default_rng([SEED, 4])
     grammars = [grammar(sig, 32) for sig in SIGNATURES[:3]]
     na, auto = NativeAutomaton(grammars), BatchedAutomaton(grammars)
@@ -170,6 +171,15 @@ def test_garbage_rows_never_crash():
     noise = np.where(rng.random((n, STATE_SIZE)) < 0.3,
                      rng.choice([-2**31, -7, -1, 0, 1, 2, 5, 17, 99, 2**20, 2**31 - 1], (n, STATE_SIZE)), base)
     gid = rng.integers(-5, 8, n)
+    with pytest.raises(IndexError):
+        na.mask(noise.astype(np.int32), gid)
+    clamped = np.zeros((n, V.VOCAB_SIZE), bool)   # the library itself, bad ids and all
+    N.lib().gm_mask(N._p(noise.astype(np.int32), N._i32p), N._p(gid, N._i64p), n, N._p(clamped.view(np.uint8), N._u8p),
+                    N._p(na._addrs, N._u64p), na.nfid, len(grammars), 0)
+    ok = (gid >= 0) & (gid < 3)
+    assert np.array_equal(clamped[ok], na.mask(noise.astype(np.int32)[ok], gid[ok]))
+    assert np.array_equal(clamped[~ok], na.mask(noise.astype(np.int32)[~ok], np.clip(gid[~ok], 0, 2)))
+    gid = np.clip(gid, 0, 2)
     m = na.mask(noise.astype(np.int32), gid)
     new, inv = na.step(noise.astype(np.int32), rng.integers(-3, 80, n), gid)
     c = na.min_tokens_to_finish(noise.astype(np.int32), gid)

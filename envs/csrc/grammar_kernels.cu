@@ -9,6 +9,11 @@
 // is one cost-table lookup and a few compares (grammar.h mask_row evaluates the 16 token classes
 // once). Lanes over actions would each redo the context or wait on one lane computing it.
 //
+// Separate mask and step kernels, not a fused step+mask: the env masks the row it keeps, which
+// is the stepped row only where the env was live and the action valid (autoresets replace the
+// rest), so a fused kernel would mask rows the env then throws away; one launch per call already
+// removes what made the torch automaton launch-bound.
+//
 // Memory: a row is 171 int32 (684 bytes); a thread reads its own row (strided across the warp,
 // but each thread walks whole cache lines, which L1 keeps). Outputs are written coalesced: the
 // mask kernel stages the block's (GM_BLOCK, 73) bytes in shared memory and the block stores them
