@@ -265,3 +265,32 @@ def test_random_for_list_bytecode(monkeypatch):
                        heap_size=int(rng.integers(8, 200)))
         assert_modes_agree(ProgramBatch.from_programs([p], "f0"), encode_tuples(args, ("list", "int")), cfg,
                            f"bytecode #{i}: {words}", monkeypatch)
+
+
+@pytest.mark.parametrize("jump", ["JUMP_IF_TRUE", "JUMP_IF_FALSE"])
+def test_conditional_jump_at_a_join_after_a_sequence(jump, monkeypatch):
+    """A conditional jump that starts a block (a jump target) right after a sequence that pushes
+    its result: the lockstep interpreter takes it from the sequence's result when no group waits
+    there. Every fuel cut, against the plain interpreter."""
+    prog = [("LOAD_VAR", 1), ("JUMP", "J"),                                                    # enter at J
+            ("L", None), ("LOAD_VAR", 0), ("LOAD_CONST", 0), ("COMPARE_GT", 0), ("JUMP_IF_FALSE", "END"),
+            ("LOAD_VAR", 0), ("LOAD_CONST", 3), ("BINARY_MOD", 0),                                # push x % 3
+            ("J", None), (jump, "SKIP"),
+            ("LOAD_VAR", 1), ("LOAD_CONST", 1), ("BINARY_ADD", 0), ("STORE_VAR", 1),
+            ("SKIP", None), ("LOAD_VAR", 0), ("LOAD_CONST", 1), ("BINARY_SUB", 0), ("STORE_VAR", 0), ("JUMP", "L"),
+            ("END", None), ("LOAD_VAR", 1), ("RETURN", 0)]
+    labels, pc = {}, 1
+    for op, arg in prog:
+        if arg is None:
+            labels[op] = pc
+        else:
+            pc += 1
+    words = [oc.encode("FUNC", 2 | 2 << 8)] + [oc.encode(op, labels[arg] if isinstance(arg, str) else arg)
+                                              for op, arg in prog if arg is not None]
+    batch = ProgramBatch.from_programs([Program.from_code(words)], "f0")
+    rng = np.random.default_rng(SEED)
+    inputs = encode_tuples([(int(a), int(b)) for a, b in zip(rng.integers(-2, 30, 32), rng.integers(-2, 3, 32))],
+                           ("int", "int"))
+    full = assert_modes_agree(batch, inputs, VMConfig(), words, monkeypatch)
+    for fuel in range(1, int(full.steps.max()) + 2):
+        assert_modes_agree(batch, inputs, VMConfig(fuel=fuel), words, monkeypatch)

@@ -475,6 +475,16 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
                       chained = true;
                       continue;
                     }
+                    // A conditional jump that the sequence could not take in (it starts a block:
+                    // the end of an `and`/`or`) runs on res too, when no group waits there.
+                    const int32_t nop = (int32_t)(code[cnext] & 0xFF);
+                    if ((nop == OP_JUMP_IF_FALSE || nop == OP_JUMP_IF_TRUE) && cnext < yield_pc &&
+                        max_steps + pending + 1 <= fuel) {
+                      pending += 1;
+                      uint32_t nz = nonzero_mask(res);
+                      LN_FORK(nop == OP_JUMP_IF_TRUE ? nz : ~nz, (int32_t)(code[cnext] >> 8), s0, cnext + 1, s0);
+                      break;
+                    }
                   }
                   int32_t* d = COL(s0);
                   for (int32_t l = 0; l < LANES; l++) BLEND(d[l], res[l]);
