@@ -153,7 +153,8 @@ def main(argv=None) -> dict:
                    help="automaton: the mask automaton alone (mask + step per row), no env around it")
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--repeat", type=int, default=1,
-                   help="run every row this many times, interleaved, and keep the best (a shared machine's load varies)")
+                   help="run every row this many times, interleaved, and keep the best (a shared machine's "
+                        "load varies)")
     p.add_argument("--torch-threads", type=int, default=0,
                    help="torch intra-op threads (0: torch's default). On a shared 2-core machine whose other core "
                         "is busy, torch's 2 threads make each small CPU op wait for a descheduled thread: "

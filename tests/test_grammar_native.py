@@ -84,7 +84,8 @@ def compare_rollouts(grammars, rows_per_grammar, steps, seed, native=None, as_to
 def test_generated_header_is_current():
     """envs/csrc/grammar_consts.h is what consts_header() generates from envs/grammar.py."""
     assert N.CONSTS_FILE.read_text() == N.consts_header(), \
-        "regenerate: python -c 'from vramgym.envs import grammar_native as N; N.CONSTS_FILE.write_text(N.consts_header())'"
+        "regenerate: python -c 'from vramgym.envs import grammar_native as N; " \
+        "N.CONSTS_FILE.write_text(N.consts_header())'"
 
 
 def test_library_was_compiled_with_these_constants():
@@ -174,9 +175,9 @@ def test_garbage_rows_never_crash():
     with pytest.raises(IndexError):
         na.mask(noise.astype(np.int32), gid)
     clamped = np.zeros((n, V.VOCAB_SIZE), bool)   # the library itself, bad ids and all
-    N.lib().gm_mask(N._p(noise.astype(np.int32), N._i32p), N._p(gid, N._i64p), n, N._p(clamped.view(np.uint8), N._u8p),
-                    N._p(na._addrs, N._u64p), na.nfid, len(grammars), 0)
+    rows = noise.astype(np.int32)
     ok = (gid >= 0) & (gid < 3)
+    assert N.lib().gm_mask(N._p(rows), N._p(gid), n, N._p(clamped), na._addr, na.nfid, len(grammars), 0) == (~ok).sum()
     assert np.array_equal(clamped[ok], na.mask(noise.astype(np.int32)[ok], gid[ok]))
     assert np.array_equal(clamped[~ok], na.mask(noise.astype(np.int32)[~ok], np.clip(gid[~ok], 0, 2)))
     gid = np.clip(gid, 0, 2)
@@ -427,7 +428,8 @@ def test_nvrtc_compiles_kernel_source():
     prog = nvrtc.createProgram(grammar_cuda.kernel_source(), "grammar_kernels.cu", [], [])
     try:
         # RawModule adds the architecture and --device-as-default-execution-space itself.
-        nvrtc.compileProgram(prog, [*grammar_cuda.NVRTC_OPTIONS, "-arch=compute_90", "--device-as-default-execution-space"])
+        nvrtc.compileProgram(prog, [*grammar_cuda.NVRTC_OPTIONS, "-arch=compute_90",
+                                    "--device-as-default-execution-space"])
         ptx = nvrtc.getPTX(prog)
     except Exception as e:
         pytest.fail(f"NVRTC: {e}\n{nvrtc.getProgramLog(prog)}")

@@ -20,7 +20,8 @@ void parallel_rows(int64_t n, int32_t nthreads, F body) {
   const int64_t chunk = 256;              // rows per grab: ~0.2 ms of work
   const int64_t rows_per_thread = 2048;   // below this a thread costs more (spawn, a core shared
                                           // with torch's spinning OpenMP workers) than it saves
-  if (nthreads <= 0) nthreads = (int32_t)std::max(1u, std::thread::hardware_concurrency());
+  static const int32_t cores = (int32_t)std::max(1u, std::thread::hardware_concurrency());  // a file read: once
+  if (nthreads <= 0) nthreads = cores;
   int64_t max_threads = (n + rows_per_thread - 1) / rows_per_thread;
   if (nthreads > max_threads) nthreads = (int32_t)std::max<int64_t>(1, max_threads);
   std::atomic<int64_t> next(0);
@@ -37,6 +38,13 @@ void parallel_rows(int64_t n, int32_t nthreads, F body) {
   for (int32_t t = 1; t < nthreads; t++) pool.emplace_back(worker);
   worker();
   for (auto& th : pool) th.join();
+}
+
+// A row's grammar id, counting the ids out of range (the caller raises for them; the row
+// itself reads the clamped grammar, as on the GPU, so nothing reads out of bounds).
+inline int32_t row_gid(const GmTables& T, int64_t g, std::atomic<int64_t>& bad) {
+  if (g < 0 || g >= T.ngram) bad.fetch_add(1, std::memory_order_relaxed);
+  return gm_gid(T, g);
 }
 
 GmTables tables(const uint64_t* addrs, int32_t nfid, int32_t ngram) {
@@ -61,30 +69,39 @@ GM_EXPORT int32_t gm_consts(int64_t* out, int32_t cap) {
   return n;
 }
 
+// The batch calls return how many rows had a grammar id out of range (0 when all are valid).
+
 // mask: out (n, VOCAB) bytes, 1 where the action is allowed
-GM_EXPORT void gm_mask(const int32_t* S, const int64_t* gid, int64_t n, uint8_t* out, const uint64_t* addrs,
-                       int32_t nfid, int32_t ngram, int32_t nthreads) {
+GM_EXPORT int64_t gm_mask(const int32_t* S, const int64_t* gid, int64_t n, uint8_t* out, const uint64_t* addrs,
+                          int32_t nfid, int32_t ngram, int32_t nthreads) {
   GmTables T = tables(addrs, nfid, ngram);
+  std::atomic<int64_t> bad(0);
   parallel_rows(n, nthreads, [&](int64_t i) {
     uint32_t bits[3];
-    mask_row(T, S + i * STATE_SIZE, gm_gid(T, gid[i]), bits);
+    mask_row(T, S + i * STATE_SIZE, row_gid(T, gid[i], bad), bits);
     uint8_t* o = out + i * VOCAB;
     for (int32_t a = 0; a < VOCAB; a++) o[a] = (bits[a >> 5] >> (a & 31)) & 1;
   });
+  return bad.load();
 }
 
 // step: N (n, STATE_SIZE) the new rows (S where invalid), invalid (n,) bytes
-GM_EXPORT void gm_step(const int32_t* S, const int64_t* actions, const int64_t* gid, int64_t n, int32_t* N,
-                       uint8_t* invalid, const uint64_t* addrs, int32_t nfid, int32_t ngram, int32_t nthreads) {
+GM_EXPORT int64_t gm_step(const int32_t* S, const int64_t* actions, const int64_t* gid, int64_t n, int32_t* N,
+                          uint8_t* invalid, const uint64_t* addrs, int32_t nfid, int32_t ngram, int32_t nthreads) {
   GmTables T = tables(addrs, nfid, ngram);
+  std::atomic<int64_t> bad(0);
   parallel_rows(n, nthreads, [&](int64_t i) {
-    invalid[i] = step_row(T, S + i * STATE_SIZE, actions[i], gm_gid(T, gid[i]), N + i * STATE_SIZE);
+    invalid[i] = step_row(T, S + i * STATE_SIZE, actions[i], row_gid(T, gid[i], bad), N + i * STATE_SIZE);
   });
+  return bad.load();
 }
 
 // min_tokens_to_finish: out (n,) int64
-GM_EXPORT void gm_min_tokens(const int32_t* S, const int64_t* gid, int64_t n, int64_t* out, const uint64_t* addrs,
-                             int32_t nfid, int32_t ngram, int32_t nthreads) {
+GM_EXPORT int64_t gm_min_tokens(const int32_t* S, const int64_t* gid, int64_t n, int64_t* out, const uint64_t* addrs,
+                                int32_t nfid, int32_t ngram, int32_t nthreads) {
   GmTables T = tables(addrs, nfid, ngram);
-  parallel_rows(n, nthreads, [&](int64_t i) { out[i] = min_tokens_row(T, S + i * STATE_SIZE, gm_gid(T, gid[i])); });
+  std::atomic<int64_t> bad(0);
+  parallel_rows(n, nthreads,
+                [&](int64_t i) { out[i] = min_tokens_row(T, S + i * STATE_SIZE, row_gid(T, gid[i], bad)); });
+  return bad.load();
 }
