@@ -26,6 +26,7 @@ reward's compile penalty and `info["invalid_action"] = True`; the state is other
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,6 +106,8 @@ class SynthesisCore:
             from . import grammar_native
             if device.type == "cpu":
                 kind = "native" if grammar_native.available() else "numpy"
+                if kind == "numpy" and grammar_native.built():   # built but stale: say so, don't just slow down
+                    warnings.warn("the native mask automaton is out of date (reinstall vramgym): using numpy's")
             elif device.type == "cuda":
                 from . import grammar_cuda
                 kind = "native" if grammar_cuda.available() and not self.cuda_graph else "torch"
