@@ -238,6 +238,12 @@ def _is_torch(x) -> bool:
     return type(x).__module__.startswith("torch")
 
 
+def torch_dtype_np(dtype) -> np.dtype:
+    """numpy's dtype for a torch dtype (of a tensor on any device)."""
+    import torch
+    return torch.empty((), dtype=dtype).numpy().dtype
+
+
 class NativeAutomaton:
     """The mask automaton of grammars (row i uses grammars[gid[i]]) as native code on `device`:
     "cpu" (the C++ library, threads over rows) or a CUDA device (envs/grammar_cuda.py kernels).
@@ -343,7 +349,7 @@ class NativeAutomaton:
         bad = np.empty(len(S), dtype=bool)
         self._ids_ok(lib().gm_step(_p(S), _p(a), _p(g), len(S), _p(new), _p(bad), self._addr, self.nfid,
                                    len(self.grammars), _threads()))
-        dtype = state.numpy().dtype if _is_torch(state) else np.asarray(state).dtype
+        dtype = torch_dtype_np(state.dtype) if _is_torch(state) else np.asarray(state).dtype
         return self._like(new.astype(dtype, copy=False), state), self._like(bad, state)
 
     def min_tokens_to_finish(self, state, gid=None):
