@@ -50,8 +50,10 @@ extern "C" __global__ void gm_mask_kernel(const int32_t* S, const long long* gid
   for (long long k = threadIdx.x; k < rows * gm::VOCAB; k += blockDim.x) out[row0 * gm::VOCAB + k] = buf[k];
 }
 
-// step: N (n, STATE_SIZE) the new rows (S where invalid), invalid (n,) bool
-extern "C" __global__ void gm_step_kernel(const int32_t* S, const long long* actions, const long long* gid, long long n,
+// step: N (n, STATE_SIZE) the new rows (S where invalid), invalid (n,) bool. At most 128
+// registers (ptxas, sm_90: 141 unbounded, 124 bounded, no spills) so that 4 blocks fit an SM:
+// 65,536 rows are then one wave on an H100 (132 SMs x 4 x 128 = 67,584 threads). Not yet timed.
+extern "C" __global__ void __launch_bounds__(GM_BLOCK, 4) gm_step_kernel(const int32_t* S, const long long* actions, const long long* gid, long long n,
                                           int32_t* N, unsigned char* invalid, const unsigned long long* addrs, int nfid,
                                           int ngram) {
   __shared__ gm::GmTables T;

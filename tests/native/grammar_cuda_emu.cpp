@@ -23,6 +23,7 @@ static std::unique_ptr<std::barrier<>> emu_block_barrier;
 #define __global__
 #define __device__
 #define __shared__ static
+#define __launch_bounds__(...)
 inline void __syncthreads() { emu_block_barrier->arrive_and_wait(); }
 
 #include "grammar_kernels.cu"
