@@ -69,6 +69,9 @@ PROGRAMS = [
     ("def f(xs: list[int], t: int) -> list[int]:\n    out = []\n    for x in xs:\n        if x % 3 == t or x < 0:\n"
      "            out.append(x * 2)\n    i = 0\n    while i < len(out) and out[i] != t:\n        i += 1\n    return out\n",
      ("list", "int"), lambda r: ([int(v) for v in r.integers(-9, 9, size=int(r.integers(0, 8)))], int(r.integers(-1, 3)))),
+    ("def f(xs: list[int], k: int) -> int:\n    s = 0\n    for i in range(len(xs)):\n        s += xs[i] * xs[-1 - i]\n"
+     "        if xs[i] > k:\n            s -= xs[i + k]\n    return s + xs[k]\n",
+     ("list", "int"), lambda r: ([int(v) for v in r.integers(-5, 5, size=int(r.integers(0, 7)))], int(r.integers(-4, 4)))),
     ("def f(xs: list[int]) -> int:\n    best = 0\n    for x in xs:\n        c = 0\n        for y in xs:\n"
      "            if y == x:\n                c += 1\n        best = max(best, c)\n    for z in []:\n        best = z\n"
      "    return best\n",
@@ -229,9 +232,10 @@ def test_multiplication_across_lanes(monkeypatch):
 
 def test_random_for_list_bytecode(monkeypatch):
     """Hand-made bytecode around fused list loop heads (FOR_LIST a; JUMP e; STORE_VAR t, entered
-    by a jump or not): loop variables that are the loop's own list or index slot, loops over an
-    int (bad_bytecode inside the sequence), negative indexes, lists that grow inside the loop,
-    tight fuel and stack. All modes agree."""
+    by a jump or not) and fused indexing (LOAD_VAR xs; LOAD_VAR i | LOAD_CONST k; INDEX ...):
+    loop variables that are the loop's own list or index slot, loops over or indexing into an int
+    (bad_bytecode inside the sequence), negative indexes and indexes out of range, lists that
+    grow inside the loop, tight fuel and stack. All modes agree."""
     rng = np.random.default_rng(SEED)
     for i in range(300):
         body = []
@@ -250,6 +254,12 @@ def test_random_for_list_bytecode(monkeypatch):
                 body += [("LOAD_CONST", int(rng.integers(-1, 3))), ("STORE_VAR", int(rng.integers(1, 6)))]
             elif c < 0.8:
                 body += [("LOAD_VAR", 0), ("STORE_VAR", int(rng.integers(2, 6)))]
+            elif c < 0.9:  # xs[i] (lists or ints, any index), its result stored, pushed or compared
+                body += [("LOAD_VAR", int(rng.integers(0, 6))),
+                         ("LOAD_VAR", int(rng.integers(0, 6))) if rng.random() < 0.6 else ("LOAD_CONST", int(rng.integers(-4, 4))),
+                         ("INDEX", 0)]
+                body += [[("STORE_VAR", int(rng.integers(1, 6)))], [("LOAD_CONST", 1), ("BINARY_ADD", 0), ("STORE_VAR", 1)],
+                         [("LOAD_VAR", 1), ("COMPARE_LT", 0), ("JUMP_IF_FALSE", -1)]][int(rng.integers(0, 3))]
             else:
                 body.append(("JUMP", -1))
         body += [("LOAD_VAR", int(rng.integers(0, 6))), ("RETURN", 0)]

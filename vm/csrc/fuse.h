@@ -37,7 +37,7 @@ enum FusedTail : uint8_t {
 struct Fused {
   uint8_t kind;    // FusedKind
   uint8_t n;       // bytecode words (= steps) it covers
-  uint8_t op;      // FX_BIN: the binary opcode
+  uint8_t op;      // FX_BIN: the binary opcode (or INDEX: lockstep only)
   uint8_t lk, rk;  // FX_BIN: where the left / right operand comes from (FusedSrc)
   uint8_t tail;    // FusedTail (FX_TEST: TAIL_JIF or TAIL_JIT)
   uint8_t pushes;  // values the sequence pushes before its first pop (for the room check)
@@ -78,6 +78,10 @@ inline bool is_binop(int32_t op) {
       return false;
   }
 }
+
+// The binary ops that the lockstep interpreter fuses: is_binop's, and INDEX (xs[i]), which the
+// scalar interpreter runs plain (its xop stays the opcode).
+inline bool is_lane_binop(int32_t op) { return is_binop(op) || op == OP_INDEX; }
 
 // A plain operand push: LOAD_VAR (a slot) or a one-word LOAD_CONST (not followed by CONST_EXT).
 inline bool operand(const uint32_t* code, int32_t len, int32_t pc, uint8_t* src, int32_t* v) {
@@ -150,13 +154,13 @@ inline void fuse_at(const uint32_t* code, int32_t len, const uint8_t* target, in
   uint8_t s0, s1;
   int32_t v0, v1;
   int32_t k = 0;  // words of the sequence so far
-  if (operand(code, len, pc, &s0, &v0) && at(1) >= 0 && operand(code, len, pc + 1, &s1, &v1) && is_binop(at(2))) {
+  if (operand(code, len, pc, &s0, &v0) && at(1) >= 0 && operand(code, len, pc + 1, &s1, &v1) && is_lane_binop(at(2))) {
     f.kind = FX_BIN, f.lk = s0, f.a = v0, f.rk = s1, f.b = v1, f.op = (uint8_t)at(2), f.pushes = 2, f.pops = 0;
     k = 3;
-  } else if (operand(code, len, pc, &s1, &v1) && is_binop(at(1))) {
+  } else if (operand(code, len, pc, &s1, &v1) && is_lane_binop(at(1))) {
     f.kind = FX_BIN, f.lk = SRC_STACK, f.rk = s1, f.b = v1, f.op = (uint8_t)at(1), f.pushes = 1, f.pops = 1;
     k = 2;
-  } else if (is_binop(op)) {
+  } else if (is_lane_binop(op)) {
     f.kind = FX_BIN, f.lk = SRC_STACK, f.rk = SRC_STACK, f.op = (uint8_t)op, f.pushes = 0, f.pops = 2;
     k = 1;
   }
@@ -203,7 +207,7 @@ inline void fuse_at(const uint32_t* code, int32_t len, const uint8_t* target, in
   fx[pc] = f;
   if (xop) {
     int32_t x = op < NUM_OPCODES ? op : 0;  // 0: an invalid opcode
-    if (f.kind == FX_BIN) x = XOP_BIN + f.tail * NUM_BINOPS + binop_index(f.op);
+    if (f.kind == FX_BIN && f.op != OP_INDEX) x = XOP_BIN + f.tail * NUM_BINOPS + binop_index(f.op);
     else if (f.kind == FX_MOV) x = XOP_MOV;
     else if (f.kind == FX_TEST) x = f.tail == TAIL_JIF ? XOP_TEST_F : XOP_TEST_T;
     else if (f.kind == FX_FOR_RANGE) x = XOP_FOR_RANGE;

@@ -170,6 +170,33 @@ inline void floor_divmod_const(const int32_t* xs, int32_t c, int32_t* out, bool 
   }
 }
 
+// xs[i] for the lanes in `mask` (lists on the left, indexes on the right), lane by lane: each
+// lane's lists are its own. range[l] = -1 where the index is out of range, bad[l] = -1 where
+// the list reference is bad (else 0); res is 0 there and outside the mask. Non-zero when any
+// lane traps.
+inline int32_t index_lanes(const LaneState& S, uint32_t mask, const int32_t* L,
+                                                     const int32_t* R, int32_t* res, int32_t* range, int32_t* bad) {
+  int32_t any = 0;
+  for (int32_t l = 0; l < LANES; l++) res[l] = range[l] = bad[l] = 0;
+  for (uint32_t m = mask; m; m &= m - 1) {
+    int32_t l = ctz(m);
+    const Workspace& ws = S.lane[l];
+    int32_t r = L[l], i = R[l];
+    if ((uint32_t)r >= (uint32_t)ws.nlists) {
+      bad[l] = any = -1;
+      continue;
+    }
+    const ListHdr& h = ws.lists[r];
+    if (i < 0) i += h.len;
+    if (i < 0 || i >= h.len) {
+      range[l] = any = -1;
+      continue;
+    }
+    res[l] = ws.heap[h.off + i];
+  }
+  return any;
+}
+
 inline bool same_state(const LaneGroup& a, const LaneGroup& b) {
   if (a.pc != b.pc || a.depth != b.depth || a.sp != b.sp || a.base != b.base || a.obase != b.obase) return false;
   for (int32_t d = 0; d < a.depth; d++) {
@@ -441,6 +468,9 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
                   floor_divmod(L, R, res, div, mask);
                   break;
                 }
+                case OP_INDEX:  // traps: zero = index out of range, bad = a bad list reference
+                  any = index_lanes(S, mask, L, R, res, zero, bad);
+                  break;
                 case OP_MIN: FX_LOOP(y < x ? y : x)
                 case OP_MAX: FX_LOOP(y > x ? y : x)
                 case OP_COMPARE_LT: FX_LOOP(x < y)
@@ -455,8 +485,10 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
               if (any) {  // lanes that trap stop at the binary op, the sequence's (pushes + 1)th step
                 const int32_t j = fp->pushes + 1;
                 pending += j;
-                if (fp->op == OP_BINARY_DIV || fp->op == OP_BINARY_MOD) LN_TRAP_LANES(nonzero_mask(zero), TRAP_ZERO_DIVISION);
-                LN_TRAP_LANES(nonzero_mask(bad), TRAP_OVERFLOW);
+                const bool ix = fp->op == OP_INDEX;
+                if (fp->op == OP_BINARY_DIV || fp->op == OP_BINARY_MOD || ix)
+                  LN_TRAP_LANES(nonzero_mask(zero), ix ? TRAP_INDEX_ERROR : TRAP_ZERO_DIVISION);
+                LN_TRAP_LANES(nonzero_mask(bad), ix ? TRAP_BAD_BYTECODE : TRAP_OVERFLOW);
                 pending += fp->n - j;
               } else {
                 pending += fp->n;
