@@ -119,8 +119,9 @@ def test_random_programs(tight, monkeypatch):
 
 
 def test_random_fusable_bytecode(monkeypatch):
-    """Hand-made bytecode built from the fused shapes, with stores into range slots, jumps into
-    the middle of sequences and stack underflow: all modes agree on it."""
+    """Hand-made bytecode built from the fused shapes (tuple assignments SWAP; STORE_VAR a;
+    STORE_VAR b included), with stores into range slots, jumps into the middle of sequences and
+    stack underflow: all modes agree on it."""
     rng = np.random.default_rng(SEED)
     binops = ["BINARY_ADD", "BINARY_SUB", "BINARY_MUL", "BINARY_DIV", "BINARY_MOD", "MIN", "MAX",
               "COMPARE_LT", "COMPARE_LE", "COMPARE_GT", "COMPARE_GE", "COMPARE_EQ", "COMPARE_NE"]
@@ -140,8 +141,13 @@ def test_random_fusable_bytecode(monkeypatch):
                 body.append(("STORE_VAR", int(rng.integers(0, 6))))
             elif c < 0.9:
                 body.append((str(rng.choice(jumps)), -1))
-            else:
+            elif c < 0.95:
                 body += [("FOR_RANGE", int(rng.integers(0, 4))), ("JUMP", -1), ("STORE_VAR", int(rng.integers(0, 6)))]
+            else:  # a, b = y, x (a == b at times), then maybe the loop's back edge
+                a = int(rng.integers(0, 6))
+                body += [("SWAP", 0), ("STORE_VAR", a), ("STORE_VAR", a if rng.random() < 0.3 else int(rng.integers(0, 6)))]
+                if rng.random() < 0.5:
+                    body.append(("JUMP", -1))
         body.append(("RETURN", 0))
         words = [oc.encode("FUNC", 2 | 6 << 8)]
         for op, arg in body:
@@ -304,3 +310,32 @@ def test_conditional_jump_at_a_join_after_a_sequence(jump, monkeypatch):
     full = assert_modes_agree(batch, inputs, VMConfig(), words, monkeypatch)
     for fuel in range(1, int(full.steps.max()) + 2):
         assert_modes_agree(batch, inputs, VMConfig(fuel=fuel), words, monkeypatch)
+
+
+def test_tuple_assignments(monkeypatch):
+    """SWAP; STORE_VAR a; STORE_VAR b [; JUMP] (a, b = x, y), also into one slot twice (the last
+    store wins): every fuel cut, against the plain interpreter."""
+    prog = [("L", None), ("LOAD_VAR", 0), ("LOAD_CONST", 0), ("COMPARE_GT", 0), ("JUMP_IF_FALSE", "END"),
+            ("LOAD_VAR", 1), ("LOAD_VAR", 0), ("LOAD_CONST", 1), ("BINARY_SUB", 0),
+            ("SWAP", 0), ("STORE_VAR", 2), ("STORE_VAR", 2),                         # slot 2 = x - 1
+            ("LOAD_VAR", 2), ("STORE_VAR", 0),
+            ("LOAD_VAR", 1), ("LOAD_VAR", 0), ("LOAD_CONST", 3), ("BINARY_MOD", 0), ("BINARY_ADD", 0),
+            ("LOAD_VAR", 0), ("SWAP", 0), ("STORE_VAR", 1), ("STORE_VAR", 2), ("JUMP", "L"),
+            ("END", None), ("LOAD_VAR", 1), ("LOAD_VAR", 2), ("BINARY_ADD", 0), ("RETURN", 0)]
+    labels, pc = {}, 1
+    for op, arg in prog:
+        if arg is None:
+            labels[op] = pc
+        else:
+            pc += 1
+    words = [oc.encode("FUNC", 2 | 3 << 8)] + [oc.encode(op, labels[arg] if isinstance(arg, str) else arg)
+                                              for op, arg in prog if arg is not None]
+    batch = ProgramBatch.from_programs([Program.from_code(words)], "f0")
+    rng = np.random.default_rng(SEED)
+    inputs = encode_tuples([(int(a), int(b)) for a, b in zip(rng.integers(-2, 30, 32), rng.integers(-5, 5, 32))],
+                           ("int", "int"))
+    full = assert_modes_agree(batch, inputs, VMConfig(), words, monkeypatch)
+    for fuel in range(1, int(full.steps.max()) + 2):
+        assert_modes_agree(batch, inputs, VMConfig(fuel=fuel), words, monkeypatch)
+    for stack in range(3, 8):
+        assert_modes_agree(batch, inputs, VMConfig(stack_size=stack), words, monkeypatch)

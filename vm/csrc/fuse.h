@@ -20,6 +20,7 @@ enum FusedKind : uint8_t {
   FX_FOR_RANGE,  // [JUMP to it;] FOR_RANGE a; JUMP e; STORE_VAR t  (go: pc = after the store)
   FX_PENDING,    // not translated yet (fuse_pending / fuse_at)
   FX_FOR_LIST,   // [JUMP to it;] FOR_LIST a; JUMP e; STORE_VAR t  (lockstep only: xop stays plain)
+  FX_SWAP2,      // SWAP; STORE_VAR a; STORE_VAR b [; JUMP t2]: a, b = x, y  (lockstep only)
 };
 
 enum FusedSrc : uint8_t { SRC_STACK = 0, SRC_VAR = 1, SRC_CONST = 2 };
@@ -187,6 +188,10 @@ inline void fuse_at(const uint32_t* code, int32_t len, const uint8_t* target, in
     f.kind = FX_TEST, f.a = (int32_t)(w >> 8), f.t = arg_at(1), f.pushes = 1;
     f.tail = at(1) == OP_JUMP_IF_FALSE ? TAIL_JIF : TAIL_JIT;
     k = 2;
+  } else if (op == OP_SWAP && at(1) == OP_STORE_VAR && at(2) == OP_STORE_VAR) {
+    f.kind = FX_SWAP2, f.a = arg_at(1), f.b = arg_at(2), f.pops = 2, f.tail = TAIL_STORE;
+    k = 3;
+    if (at(3) == OP_JUMP) f.t2 = arg_at(3), f.tail = TAIL_STORE_JUMP, k = 4;
   } else {
     // FOR_RANGE a; JUMP e; STORE_VAR x (the compiler's loop head; FOR_LIST likewise),
     // optionally entered by a JUMP to it (the loop's back edge). Both paths take the same

@@ -564,6 +564,19 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
               LN_FORK(f.tail == TAIL_JIT ? nz : ~nz, f.t, sp, next, sp);
               break;
             }
+            case FX_SWAP2: {
+              // a, b = x, y: the value under the top into slot a, then the top into slot b (the
+              // operand stack lies above every local, so no slot is both).
+              const int32_t *x = COL(sp - 2), *y = COL(sp - 1);
+              int32_t* da = COL(base + f.a);
+              for (int32_t l = 0; l < LANES; l++) BLEND(da[l], x[l]);
+              int32_t* db = COL(base + f.b);
+              for (int32_t l = 0; l < LANES; l++) BLEND(db[l], y[l]);
+              sp -= 2;
+              pending += n;
+              pc = f.tail == TAIL_STORE_JUMP ? f.t2 : next;
+              break;
+            }
             case FX_FOR_LIST: {
               // Lane by lane (each lane's lists are its own), in one pass: the checks of FOR_LIST,
               // then the element into the loop variable (after the index: it may be a loop slot).
