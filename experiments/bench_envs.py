@@ -29,6 +29,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from vramgym.envs.bank import TaskBank  # noqa: E402
 from vramgym.envs.synthesis import SynthesisVectorEnv  # noqa: E402
@@ -39,6 +40,108 @@ def masked_actions(mask, gen: torch.Generator) -> torch.Tensor:
     mask = torch.as_tensor(mask)
     scores = torch.rand(mask.shape, generator=gen, device=mask.device) + mask.float()  # allowed in [1, 2)
     return scores.argmax(dim=1)
+
+
+# ---- aten op counts: the proxy for GPU kernel launches that a CPU can measure -------------------
+class OpCounter(TorchDispatchMode):
+    """Counts the aten ops that reach torch's dispatcher (below autograd), by name. `kernels`:
+    ops that would launch a kernel on a GPU; `free`: views and allocations (no kernel). While
+    `paused`, nothing is counted (the automaton's and the scorer's own launches are counted as
+    calls instead: they are not aten ops)."""
+
+    FREE = {"empty", "empty_like", "empty_strided", "detach", "lift_fresh", "alias", "_local_scalar_dense"}
+
+    def __init__(self):
+        super().__init__()
+        self.paused, self.phase = 0, "env"
+        self.ops: dict = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if not self.paused:
+            name = func.overloadpacket.__name__
+            key = (self.phase, "free" if func.is_view or name in self.FREE else "kernel", name)
+            self.ops[key] = self.ops.get(key, 0) + 1
+        return func(*args, **(kwargs or {}))
+
+    def total(self, phase: str = "env", kind: str = "kernel") -> int:
+        return sum(v for (p, k, _), v in self.ops.items() if p == phase and k == kind)
+
+
+# CuPy launches of one vm.cuda.evaluate_tasks call of at most one chunk (read from vm/cuda.py):
+# active.astype(uint8), zeros(passed), zeros(steps), compile, validate, execute; plus one torch op
+# (ok = lengths >= 0), counted with the scorer's aten ops below.
+SCORER_CUPY_LAUNCHES = 6
+
+
+def count_ops(env, steps: int = 8, seed: int = 0) -> dict:
+    """Aten ops of one `reset` and of each of `steps` steps of a torch-out vector env (masked
+    random actions, drawn outside the count), on the env's device path.
+
+    The mask automaton (NativeAutomaton: one kernel per mask/step on a GPU) and the scorer are
+    counted as calls, not ops. The scorer's aten ops are those of a GPU step: the full-width token
+    builder (bank.compiler_token_slots) + 1; CPU scoring itself (a subset of rows, then the CPU
+    backend) is not counted. Returns per-step means and maxima."""
+    core, dev = env.core, env.device
+    auto, bank = core.automaton(dev), core.bank
+    mode = OpCounter()
+    calls: dict = {}
+
+    def paused(name, fn):
+        def run(*a, **k):
+            calls[name] = calls.get(name, 0) + 1
+            mode.paused += 1
+            try:
+                return fn(*a, **k)
+            finally:
+                mode.paused -= 1
+        return run
+
+    real_eval = bank.evaluate
+
+    def evaluate(bodies, lengths, task_ids, active=None):
+        mode.phase = "scorer"
+        try:
+            bank.compiler_token_slots(bodies, lengths, task_ids)   # what the GPU scorer runs as torch ops
+            (lengths >= 0)                                         # its `ok` comparison
+        finally:
+            mode.phase = "env"
+        return paused("scorer", real_eval)(bodies, lengths, task_ids, active)
+
+    names = [m for m in ("initial", "mask", "step") if hasattr(auto, m)]
+    saved = {m: getattr(auto, m) for m in names}
+    gen = torch.Generator().manual_seed(seed)
+    per_step = []
+    try:
+        for m in names:
+            setattr(auto, m, paused(f"automaton.{m}", saved[m]))
+        bank.evaluate = evaluate
+        with mode:
+            obs, _ = env.reset(seed=seed)
+        reset = {"aten": mode.total(), "free": mode.total(kind="free"), **{f"calls.{k}": v for k, v in calls.items()}}
+        batch = core.batch
+        for _ in range(steps):
+            if batch:
+                a = torch.randint(0, 73, (env.num_envs, core.max_len), generator=gen)
+            else:
+                a = masked_actions(obs["action_mask"], gen)
+            a = a.to(dev)
+            mode.ops.clear()
+            calls.clear()
+            with mode:
+                obs, *_ = env.step(a)
+            per_step.append({"aten": mode.total(), "free": mode.total(kind="free"),
+                             "scorer_aten": mode.total("scorer"),
+                             **{f"calls.{k}": v for k, v in calls.items()}})
+        ops_last = dict(mode.ops)
+    finally:
+        for m in names:
+            setattr(auto, m, saved[m])
+        del bank.evaluate
+    keys = sorted({k for s in per_step for k in s})
+    return {"reset": reset,
+            "step": {k: float(np.mean([s.get(k, 0) for s in per_step])) for k in keys},
+            "step_max": {k: max(s.get(k, 0) for s in per_step) for k in keys},
+            "last_step_ops": {f"{p}/{kind}/{n}": v for (p, kind, n), v in sorted(ops_last.items())}}
 
 
 def _env(bank, n, device, **kw):
