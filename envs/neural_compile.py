@@ -114,12 +114,15 @@ class NeuralCompileCore:
         state.code.masked_fill_(rows[:, None], 0)
         state.length.masked_fill_(rows, 0)
 
-    def observe(self, state: NeuralCompileState) -> dict:
+    def observe(self, state: NeuralCompileState, copy: bool = True) -> dict:
+        """The observation dict; copy=False: code, length and task are the state's own tensors
+        (the next step overwrites them)."""
         t = state.task
         tb, src = self.bank.tensors(t.device), self.tensors(t.device)
-        return {"source": src["sources"][t], "source_length": src["source_lengths"][t], "task": t.clone(),
+        keep = (lambda x: x.clone()) if copy else (lambda x: x)  # noqa: E731
+        return {"source": src["sources"][t], "source_length": src["source_lengths"][t], "task": keep(t),
                 "kinds": tb["kinds"][t], "ret_kind": tb["ret_kind"][t], "examples": tb["examples"][t],
-                "outputs": tb["outputs"][t], "code": state.code.clone(), "length": state.length.clone()}
+                "outputs": tb["outputs"][t], "code": keep(state.code), "length": keep(state.length)}
 
     def words(self, state: NeuralCompileState, i: int) -> np.ndarray:
         """Env i's bytecode: whole words only (a trailing partial word is left out)."""

@@ -49,7 +49,8 @@ class SynthesisState:
     task: torch.Tensor     # (N,) int64: task index in the bank
     tokens: torch.Tensor   # (N, L) int64: the body's actions so far, END-padded
     length: torch.Tensor   # (N,) int64: actions taken
-    grammar: torch.Tensor  # (N, STATE_SIZE) int32: mask automaton rows (of each env's task signature)
+    grammar: torch.Tensor  # (N, STATE_SIZE) int32: mask automaton rows (of each env's task signature; unused with batch=True)
+    task_obs: torch.Tensor | None = None   # observe(copy=False)'s buffer of the per-task fields
 
 
 class _NumpyAutomaton:
@@ -98,6 +99,7 @@ class SynthesisCore:
         self._automaton_kind = automaton
         self.cuda_graph = cuda_graph
         self._automata: dict = {}
+        self._dev_tables: dict = {}
 
     def automaton_kind(self, device: torch.device) -> str:
         """Which automaton runs on `device`: "native", "numpy" or "torch" ("auto" resolved)."""
@@ -159,37 +161,77 @@ class SynthesisCore:
         z = lambda *shape, dtype=torch.int64: torch.zeros(shape, dtype=dtype, device=device)  # noqa: E731
         return SynthesisState(z(n), z(n, self.max_len), z(n), z(n, STATE_SIZE, dtype=torch.int32))
 
+    # ---- per-device tables (made once per device) --------------------------------------------------
+    def _tables(self, device: torch.device) -> dict:
+        """The tables a step reads on `device`: the automaton's initial row of every task, the
+        per-task observation fields packed in one int32 table (one gather per step instead of
+        four; the fields are views of it), token positions, and 0-dim constants (a Python
+        scalar in torch.where costs a launch of its own on a GPU)."""
+        key = str(device)
+        if key not in self._dev_tables:
+            tb = self.bank.tensors(device)
+            T, E, W = tb["examples"].shape
+            parts = [tb["kinds"], tb["ret_kind"][:, None], tb["examples"].reshape(T, -1), tb["outputs"].reshape(T, -1)]
+            cuts = np.cumsum([0] + [p.shape[1] for p in parts])
+            init = None
+            if not self.batch:
+                gid = torch.arange(self.n_tasks, device=device)
+                init = torch.as_tensor(self.automaton(device).initial(gid)).to(device=device, dtype=torch.int32)
+            self._dev_tables[key] = {
+                "task_obs": torch.cat(parts, dim=1).contiguous(), "cuts": [int(c) for c in cuts],
+                "shapes": [(V.NUM_PARAMS,), (), (E, W), (E, tb["outputs"].shape[2])], "init": init,
+                "pos": torch.arange(self.max_len, device=device)[None, :],
+                "END": torch.tensor(V.END, device=device), "ZERO": torch.tensor(0, device=device)}
+        return self._dev_tables[key]
+
     def reset_rows(self, state: SynthesisState, rows: torch.Tensor, tasks: torch.Tensor) -> None:
         """Start new episodes in the envs where `rows` is True (in place), on `tasks`."""
-        if rows.device.type == "cpu" and not bool(rows.any()):  # free on the CPU; on a GPU it would sync
-            return
-        state.task.copy_(torch.where(rows, tasks, state.task))
+        t = self._tables(state.task.device)
+        torch.where(rows, tasks, state.task, out=state.task)
         state.tokens.masked_fill_(rows[:, None], V.END)
         state.length.masked_fill_(rows, 0)
-        init = self.automaton(state.grammar.device).initial(state.task)
-        state.grammar.copy_(torch.where(rows[:, None], init, state.grammar))
+        if not self.batch:   # SynthesisBatch-v0 never reads the automaton rows
+            torch.where(rows[:, None], t["init"].index_select(0, state.task), state.grammar, out=state.grammar)
+
+    def _mask_i8(self, state: SynthesisState) -> torch.Tensor:
+        """(N, VOCAB_SIZE) int8 masks, END allowed in finished rows. Every automaton returns a
+        fresh mask, so it is viewed as int8 (bool and int8 share their size) and fixed in place."""
+        m = self.automaton(state.grammar.device).mask(state.grammar, state.task)
+        # A finished episode allows END alone: its next action is ignored (autoreset), and a
+        # masked softmax over an all-false mask would be NaN.
+        none = torch.logical_not(m.any(dim=1))
+        m8 = m.view(torch.int8)
+        m8.select(1, V.END).bitwise_or_(none)
+        return m8
 
     def masks(self, state: SynthesisState) -> torch.Tensor:
         """(N, VOCAB_SIZE) bool."""
-        out = self.automaton(state.grammar.device).mask(state.grammar, state.task).clone()
-        # A finished episode allows END alone: its next action is ignored (autoreset), and a
-        # masked softmax over an all-false mask would be NaN.
-        out[:, V.END] |= ~out.any(dim=1)
-        return out
+        return self._mask_i8(state).view(torch.bool)
 
     def action_space(self) -> spaces.Space:
         if self.batch:
             return spaces.Box(0, V.VOCAB_SIZE - 1, (self.max_len,), np.int64)
         return spaces.Discrete(V.VOCAB_SIZE)
 
-    def observe(self, state: SynthesisState) -> dict:
+    def observe(self, state: SynthesisState, copy: bool = True) -> dict:
+        """The observation dict. copy=False: tokens, length and task are the state's own tensors
+        (the next step overwrites them), and the per-task fields are gathered into a buffer the
+        next observe reuses."""
         t = state.task
-        tb = self.bank.tensors(t.device)
-        obs = {"tokens": state.tokens.clone(), "length": state.length.clone(), "task": t.clone(),
-               "kinds": tb["kinds"][t], "ret_kind": tb["ret_kind"][t], "examples": tb["examples"][t],
-               "outputs": tb["outputs"][t]}
+        tb = self._tables(t.device)
+        if copy:
+            per_task = tb["task_obs"].index_select(0, t)
+        else:
+            if state.task_obs is None or state.task_obs.shape[0] != len(t):
+                state.task_obs = torch.empty((len(t), tb["task_obs"].shape[1]), dtype=torch.int32, device=t.device)
+            per_task = torch.index_select(tb["task_obs"], 0, t, out=state.task_obs)
+        c = tb["cuts"]
+        fields = [per_task[:, a:b].reshape((len(t),) + shape) for a, b, shape in zip(c, c[1:], tb["shapes"])]
+        keep = (lambda x: x.clone()) if copy else (lambda x: x)  # noqa: E731
+        obs = {"tokens": keep(state.tokens), "length": keep(state.length), "task": keep(t), "kinds": fields[0],
+               "ret_kind": fields[1], "examples": fields[2], "outputs": fields[3]}
         if not self.batch:
-            obs["action_mask"] = self.masks(state).to(torch.int8)
+            obs["action_mask"] = self._mask_i8(state)
         return obs
 
     def _score(self, tokens, length, body_len, task, done) -> torch.Tensor:
@@ -197,46 +239,71 @@ class SynthesisCore:
         return self.reward(self.bank.scores(ok, passed, steps, body_len))
 
     def step(self, state: SynthesisState, actions: torch.Tensor, live: torch.Tensor):
-        """One step where `live`: a token per env, or with batch=True a whole body per env."""
-        return (self.step_programs if self.batch else self.step_tokens)(state, actions, live)
+        """One step where `live`: a token per env, or with batch=True a whole body per env.
+        Returns (reward, terminated, truncated, invalid), (N,) each; rows not live are left as
+        they are and get zeros."""
+        return self.step_reset(state, actions, ~live, None)
 
-    def step_tokens(self, state: SynthesisState, actions: torch.Tensor, live: torch.Tensor):
-        """One token per env (in place) where `live`. Returns (reward, terminated, truncated,
-        invalid), (N,) each; rows not live are left as they are and get zeros."""
-        L = self.max_len
-        in_range = (actions >= 0) & (actions < V.VOCAB_SIZE)
-        a = torch.where(in_range, actions, 0)
-        new, invalid = self.automaton(state.grammar.device).step(state.grammar, a, state.task)
-        allowed = ~invalid & in_range & live
-        bad = live & ~allowed
-        state.grammar.copy_(torch.where(allowed[:, None], new, state.grammar))
+    def step_reset(self, state: SynthesisState, actions: torch.Tensor, restart: torch.Tensor, tasks):
+        """The vector env's step with its autoreset (NEXT_STEP): one step in the rows not in
+        `restart`, a new episode on `tasks` in the rows in `restart` (their outputs all zero), in
+        place. tasks=None: the restart rows are left as they are (the plain `step`)."""
+        return (self._step_programs if self.batch else self._step_tokens)(state, actions, restart, tasks)
+
+    # Written for the GPU, where each torch op is a kernel launch: few full-width ops, fields
+    # updated in place (out=), no data-dependent shape, nothing read back to the host. Bool
+    # identities used: a & ~b == a > b (bools compare as 0 < 1); `allowed ^ finished` is
+    # allowed & ~finished as finished implies allowed.
+    def _step_tokens(self, state: SynthesisState, actions: torch.Tensor, restart: torch.Tensor, tasks):
+        """One token per env: the automaton steps every row (an out-of-range or masked action is
+        `invalid` there, its row unchanged), the rows not restarting take their step."""
+        L, t = self.max_len, self._tables(state.task.device)
+        new, invalid = self.automaton(state.grammar.device).step(state.grammar, actions, state.task)
+        bad = torch.gt(invalid, restart)                       # invalid & live
+        allowed = torch.logical_not(invalid | restart)
+        finished = allowed & (actions == V.END)
         write = allowed & (state.length < L)
-        col = state.length.clamp(max=L - 1)[:, None]
-        state.tokens.scatter_(1, col, torch.where(write, a, state.tokens.gather(1, col)[:, 0])[:, None])
-        state.length += write.long()
-        finished = allowed & (a == V.END)
-        truncated = allowed & ~finished & (state.length >= L)
+        put = (t["pos"] == state.length[:, None]) & write[:, None]
+        torch.where(put, actions[:, None], state.tokens, out=state.tokens)
+        state.length += write
+        truncated = (allowed ^ finished) & (state.length >= L)
         done = finished | truncated
-        r = self._score(state.tokens, state.length, state.length - finished.long(), state.task, done)
-        reward = torch.where(done, r, torch.where(bad, self.reward.compile_penalty, 0.0)).float()
+        r = self._score(state.tokens, state.length, torch.add(state.length, finished, alpha=-1), state.task, done)
+        reward = r.masked_fill(~done, 0.0).masked_fill_(bad, self.reward.compile_penalty)
+        if tasks is None:   # the automaton may have moved the restart rows: keep them
+            torch.where(restart[:, None], state.grammar, new, out=state.grammar)
+        else:
+            torch.where(restart, tasks, state.task, out=state.task)
+            state.tokens.masked_fill_(restart[:, None], V.END)
+            state.length.masked_fill_(restart, 0)
+            torch.where(restart[:, None], t["init"].index_select(0, state.task), new, out=state.grammar)
         return reward, finished | bad, truncated, bad
 
-    def step_programs(self, state: SynthesisState, bodies: torch.Tensor, live: torch.Tensor):
+    def _step_programs(self, state: SynthesisState, bodies: torch.Tensor, restart: torch.Tensor, tasks):
         """Score one whole body per env ((N, L') action ids; beyond L ignored, an out-of-range
-        action ends the body) where `live`. Returns (reward, terminated, truncated, invalid)."""
-        L = self.max_len
-        bodies = bodies.reshape(len(live), -1)[:, :L]
-        bodies = torch.where((bodies >= 0) & (bodies < V.VOCAB_SIZE), bodies, V.END)
-        tokens = torch.full_like(state.tokens, V.END)
-        tokens[:, : bodies.shape[1]] = bodies
+        action ends the body) in the rows not restarting."""
+        L, n, t = self.max_len, len(restart), self._tables(state.task.device)
+        bodies = bodies.reshape(n, -1)[:, :L]
+        bodies = bodies.masked_fill((bodies < 0) | (bodies >= V.VOCAB_SIZE), V.END)
+        if bodies.shape[1] < L:
+            tokens = torch.full_like(state.tokens, V.END)
+            tokens[:, : bodies.shape[1]] = bodies
+        else:
+            tokens = bodies
         is_end = tokens == V.END
-        first_end = is_end.to(torch.uint8).argmax(dim=1)
+        body_len = is_end.to(torch.uint8).argmax(dim=1)        # the first END, if any
         has_end = is_end.any(dim=1)
-        state.tokens.copy_(torch.where(live[:, None], tokens, state.tokens))
-        state.length.copy_(torch.where(live, torch.where(has_end, first_end + 1, L), state.length))
-        r = self._score(tokens, state.length, torch.where(has_end, first_end, L), state.task, live)
-        zero = torch.zeros_like(live)
-        return torch.where(live, r, 0.0).float(), live.clone(), zero, zero
+        body_len.masked_fill_(~has_end, L)
+        length = body_len + has_end
+        live = ~restart
+        r = self._score(tokens, length, body_len, state.task, live)
+        keep = tasks is None
+        torch.where(restart[:, None], state.tokens if keep else t["END"], tokens, out=state.tokens)
+        torch.where(restart, state.length if keep else t["ZERO"], length, out=state.length)
+        if not keep:
+            torch.where(restart, tasks, state.task, out=state.task)
+        zero = torch.zeros_like(restart)
+        return r.masked_fill(restart, 0.0), live, zero, zero
 
     def render(self, state: SynthesisState, i: int = 0) -> str:
         ti = int(state.task[i])

@@ -14,10 +14,23 @@ int64 tensor arithmetic, so CPU and GPU envs built with one seed see the same ta
 envs. `reset(options={"task": t or (N,) tasks})` pins envs to tasks, autoresets included (e.g.
 groups of candidates per task); a reset without it samples again.
 
+Observations: with `copy=True` (the default) every reset and step returns fresh arrays; with
+`copy=False` (Gymnasium's meaning of the flag) they may share memory with the env's state and
+buffers, and the next step or reset overwrites them: fewer ops and no fresh allocation per step
+(on the CPU, faulting in a fresh 134 MB of task examples per step at 65,536 envs costs more than
+copying them).
+
 A core supplies: `empty(n, device) -> state`; `reset_rows(state, rows, tasks)` (in place, rows a
 (N,) bool mask); optionally `prepare(state)` (called at reset); `step(state, actions, live) ->
 (reward, terminated, truncated, invalid)` (rows not `live` unchanged, all-zero outputs);
-`observe(state) -> dict`; `render(state, i) -> str`; `n_tasks`.
+optionally `step_reset(state, actions, restart, tasks)`, which the vector env then uses instead
+of `step(state, actions, ~restart)` followed by `reset_rows(state, restart, tasks)` (the same
+result, with each field written once); `observe(state, copy=True) -> dict`; `render(state, i) ->
+str`; `n_tasks`.
+
+Launches: on a GPU every torch op of a step is a kernel launch (a few us each, eager), so a step
+is written as few full-width ops (no per-field resets, no Python loop, no data-dependent shape);
+experiments/bench_envs.py counts them (`count_ops`) and tests/test_envs_ops.py bounds them.
 """
 from __future__ import annotations
 
@@ -37,12 +50,26 @@ def _mix32(x: torch.Tensor) -> torch.Tensor:
     return (x >> 16) ^ x
 
 
+def _mix32_int(x: int) -> int:
+    """_mix32 of one value in Python ints (the same arithmetic)."""
+    x = (((x >> 16) ^ x) * 0x45D9F3B) & _M32
+    x = (((x >> 16) ^ x) * 0x45D9F3B) & _M32
+    return (x >> 16) ^ x
+
+
+def hash_keys(seed: int, env: torch.Tensor) -> torch.Tensor:
+    """The per-env part of hash_tasks, which a vector env computes once per seed."""
+    return _mix32(env & _M32 ^ _mix32_int((seed & _M32) ^ ((seed >> 32) & _M32)))
+
+
+def hash_tasks_keyed(keys: torch.Tensor, episode: torch.Tensor, n_tasks: int) -> torch.Tensor:
+    """hash_tasks from hash_keys (13 elementwise ops: what a step pays)."""
+    return _mix32(keys ^ (episode & _M32)) % n_tasks
+
+
 def hash_tasks(seed: int, env: torch.Tensor, episode: torch.Tensor, n_tasks: int) -> torch.Tensor:
     """Task index of each env for its episode number: the same on every device."""
-    h = _mix32(torch.full_like(env, seed & _M32) ^ ((seed >> 32) & _M32))
-    h = _mix32(h ^ (env & _M32))
-    h = _mix32(h ^ (episode & _M32))
-    return h % n_tasks
+    return hash_tasks_keyed(hash_keys(seed, env), episode, n_tasks)
 
 
 def to_device(x, device: torch.device, dtype=None) -> torch.Tensor:
@@ -55,7 +82,7 @@ class TensorVectorEnv(gym.vector.VectorEnv):
     metadata = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, core, num_envs: int, single_observation_space, single_action_space, seed: int = 0,
-                 device=None, render_mode: str | None = None):
+                 device=None, render_mode: str | None = None, copy: bool = True):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.core, self.num_envs = core, num_envs
@@ -68,17 +95,24 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         self.observation_space = gym.vector.utils.batch_space(single_observation_space, num_envs)
         self.action_space = gym.vector.utils.batch_space(single_action_space, num_envs)
         self.render_mode = render_mode
+        self.copy = bool(copy)
         self.state = core.empty(num_envs, self.device)
         self._env = torch.arange(num_envs, device=self.device)
         self._episode = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
         self._needs_reset = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
         self._pinned: torch.Tensor | None = None
         self._seed = int(seed)
+        self._keys: tuple[int, torch.Tensor] | None = None
 
     def _tasks(self) -> torch.Tensor:
         if self._pinned is not None:
             return self._pinned
-        return hash_tasks(self._seed, self._env, self._episode, self.core.n_tasks)
+        if self._keys is None or self._keys[0] != self._seed:   # the per-env half of the hash, once per seed
+            self._keys = (self._seed, hash_keys(self._seed, self._env))
+        return hash_tasks_keyed(self._keys[1], self._episode, self.core.n_tasks)
+
+    def _observe(self):
+        return self._out(self.core.observe(self.state, copy=self.copy))
 
     def _out(self, x):
         if isinstance(x, dict):
@@ -102,7 +136,7 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         self._needs_reset.zero_()
         if hasattr(self.core, "prepare"):
             self.core.prepare(self.state)  # e.g. capture CUDA graphs: a reset may sync, a step never does
-        return self._out(self.core.observe(self.state)), {}
+        return self._observe(), {}
 
     def step(self, actions):
         a = to_device(actions, self.device, torch.int64)
@@ -112,12 +146,14 @@ class TensorVectorEnv(gym.vector.VectorEnv):
                              f"{self.single_action_space.shape}")
         a = a.reshape((self.num_envs,) + per_env)
         restart = self._needs_reset
-        reward, term, trunc, invalid = self.core.step(self.state, a, ~restart)
-        self._episode += restart.long()
-        self.core.reset_rows(self.state, restart, self._tasks())
+        self._episode += restart
+        if hasattr(self.core, "step_reset"):   # the step and the autoreset in one pass over each field
+            reward, term, trunc, invalid = self.core.step_reset(self.state, a, restart, self._tasks())
+        else:
+            reward, term, trunc, invalid = self.core.step(self.state, a, ~restart)
+            self.core.reset_rows(self.state, restart, self._tasks())
         self._needs_reset = term | trunc
-        obs = self.core.observe(self.state)
-        return (self._out(obs), self._out(reward), self._out(term), self._out(trunc),
+        return (self._observe(), self._out(reward), self._out(term), self._out(trunc),
                 {"invalid_action": self._out(invalid)})
 
     def render(self):
