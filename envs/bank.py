@@ -123,6 +123,7 @@ class TaskBank:
         self.examples = np.stack(shown_in)   # (T, E, W)
         self.outputs = np.stack(shown_out)   # (T, E, W_OUT)
         self._tensors: dict = {}
+        self._slot_consts: dict = {}
 
     @classmethod
     def from_names(cls, names: Sequence[str] | None = None, **kw) -> "TaskBank":
@@ -154,6 +155,35 @@ class TaskBank:
         the DEDENTs of at most L + 1 open blocks and EOF."""
         return int(self.prefix.shape[1]) + 2 * L + 3
 
+    def _slot_tables(self, device, L: int) -> dict:
+        """Constants of compiler_token_slots on `device` for bodies of L actions (made once)."""
+        import torch
+        key = (str(device), L)
+        if key not in self._slot_consts:
+            tc = oc.TOKEN_CODES
+            # per action code (0: negative, 1 + a: action a, VOCAB_SIZE + 1: too large or past the
+            # body's length): (goes on, compiler kind, value, is NEWLINE, INDENT - DEDENT)
+            act = np.zeros((V.VOCAB_SIZE + 2, 5), np.int32)
+            act[1: V.VOCAB_SIZE + 1, 0] = 1
+            act[1: V.VOCAB_SIZE + 1, 1:3] = _ACTION_TOKENS
+            act[1 + V.END] = 0                                     # END stops the body
+            act[1:, 3] = np.append(act[1:-1, 1] == tc["NEWLINE"], 0)
+            act[1:, 4] = np.append((act[1:-1, 1] == tc["INDENT"]).astype(np.int32) - (act[1:-1, 1] == tc["DEDENT"]), 0)
+            act[1 + V.END, 1:] = 0
+            P = int(self.prefix.shape[1])
+            as_t = lambda a, dt=torch.int32: torch.as_tensor(np.ascontiguousarray(a), dtype=dt).to(device)  # noqa: E731
+            self._slot_consts[key] = {
+                "act": as_t(act), "pos": as_t(np.arange(L)[None, :], torch.int64),
+                "col": as_t(np.arange(1, L + 1)[None, :, None]), "one": as_t(np.ones((1, 1))),
+                "j": as_t(np.arange(self.slot_size(L))[None, :], torch.int64),
+                # the tail entries after the body: NEWLINE, DEDENT, EOF, zeros: (kind, value) and
+                # line = end_line * lmul + ladd, col = body_len * cmul + cadd
+                "tail_kv": as_t(np.array([[tc["NEWLINE"], 0], [tc["DEDENT"], 0], [tc["EOF"], 0], [0, 0]])[None]),
+                "lmul": as_t(np.array([[1, 1, 1, 0]])), "ladd": as_t(np.array([[-1, 0, 0, 0]])),
+                "cmul": as_t(np.array([[1, 0, 0, 0]])), "cadd": as_t(np.array([[1, 1, 1, 0]])),
+                "P": P, "tail": P + L}
+        return self._slot_consts[key]
+
     def compiler_token_slots(self, bodies, lengths, task_ids):
         """Compiler token arrays of N bodies, one fixed-size slot per body, as torch ops on the
         bodies' device (no host sync, no Python loop per program): the signature's tokens, the
@@ -162,54 +192,45 @@ class TaskBank:
         exact columns, for messages). A body ends at its first END or out-of-range action.
 
         bodies (N, L), lengths (N,), task_ids (N,): int tensors. Returns ((N, S, 4) int32,
-        (N,) int64 tokens used per slot), S = slot_size(L)."""
+        (N,) int64 tokens used per slot), S = slot_size(L).
+
+        Written for the GPU (each op a launch; ~45 of them): each row's entries (its signature's
+        tokens, its body's, and the four tail entries NEWLINE, DEDENT, EOF, zeros) are laid out
+        in one table and every slot picks its entry with one gather."""
         import torch
+        i32 = torch.int32
         t = self.tensors(bodies.device)
-        tc = oc.TOKEN_CODES
         bodies, lengths, task_ids = bodies.long(), lengths.long(), task_ids.long()
         n, L = bodies.shape
-        dev = bodies.device
-        pos = torch.arange(L, device=dev)[None, :]
-        live = (pos < lengths[:, None]) & (bodies >= 0) & (bodies < V.VOCAB_SIZE)
-        a = torch.where(live, bodies, V.END)
-        live &= a != V.END
-        stop = (~live).to(torch.uint8).argmax(dim=1)            # the first non-live position
-        body_len = torch.where(live.all(dim=1), L, stop)
-        live = pos < body_len[:, None]
-        kind = torch.where(live, t["actions"][a, 0].long(), -1)
-        is_nl = (kind == tc["NEWLINE"]).long()
-        depth = 1 + (kind == tc["INDENT"]).sum(dim=1) - (kind == tc["DEDENT"]).sum(dim=1)
-        last = kind.gather(1, (body_len - 1).clamp(min=0)[:, None])[:, 0]
-        add_nl = ((body_len > 0) & (last != tc["NEWLINE"])).long()
-        close = depth.clamp(min=0)
+        c = self._slot_tables(bodies.device, L)
+        code = bodies.clamp(-1, V.VOCAB_SIZE).add_(1).masked_fill_(c["pos"] >= lengths[:, None], V.VOCAB_SIZE + 1)
+        tok = c["act"][code]                                      # (n, L, 5)
+        live = tok[..., 0].cumprod(1, dtype=i32)                  # 1 up to the first stop
+        body_len = live.sum(1, dtype=i32)
+        nl_d = tok[..., 3:5] * live[..., None]                    # NEWLINE, INDENT - DEDENT within the body
+        sums = nl_d.sum(1, dtype=i32)
+        nl = nl_d[..., 0]
+        line = torch.cumsum(nl, 1, dtype=i32).sub_(nl).add_(2)   # line of each body token
+        # a NEWLINE is added unless the body is empty or ends with one
+        add_nl = 1 - torch.cat([c["one"].expand(n, 1), nl], 1).gather(1, body_len.long()[:, None])[:, 0]
+        close = (sums[:, 1] + 1).clamp_(min=0)                    # the DEDENTs that close every block
+        end_line = (sums[:, 0] + add_nl).add_(2)                  # line of the DEDENTs and EOF
         plen = t["prefix_len"][task_ids]
-        count = plen + body_len + add_nl + close + 1
-        line = 2 + torch.cumsum(is_nl, dim=1) - is_nl           # line of each body token
-        end_line = 2 + is_nl.sum(dim=1) + add_nl                 # line of the DEDENTs and EOF
-
-        S = self.slot_size(L)
-        P = t["prefix"].shape[1]
-        i32 = torch.int32
-        j = torch.arange(S, device=dev, dtype=i32)[None, :]
-        plen32, nl_at = plen.to(i32)[:, None], (plen + body_len).to(i32)[:, None]
-        last_at = (count - 1).to(i32)[:, None]
-        k = (j - plen32).clamp(0, L - 1).long()                  # body position of slot j
-        in_body = j < nl_at                                        # (the prefix overwrites its part below)
-        at_nl = (j == nl_at) & (add_nl[:, None] == 1)
-        closing = (j >= nl_at + add_nl.to(i32)[:, None]) & (j <= last_at)   # the DEDENTs and EOF
-        end = end_line.to(i32)[:, None]
-        # one (n, S) int32 plane per field; in slot order: prefix, body, NEWLINE, DEDENTs, EOF, zeros
-        kind_c = torch.where(j == last_at, tc["EOF"], torch.where(closing, tc["DEDENT"], 0)).to(i32)
-        kind_c = torch.where(at_nl, tc["NEWLINE"], kind_c)
-        line_c = torch.where(at_nl, end - 1, torch.where(closing, end, 0))
-        col_c = torch.where(at_nl, (body_len + 1).to(i32)[:, None], closing.to(i32))
-        out = torch.empty((n, S, 4), dtype=i32, device=dev)
-        out[..., 0] = torch.where(in_body, kind.to(i32).gather(1, k), kind_c)
-        out[..., 1] = torch.where(in_body, t["actions"][a.gather(1, k), 1], 0)
-        out[..., 2] = torch.where(in_body, line.to(i32).gather(1, k), line_c)
-        out[..., 3] = torch.where(in_body, (k + 1).to(i32), col_c)
-        pre = t["prefix"][task_ids]                                # (n, P, 4) int32
-        out[:, :P] = torch.where((j[:, :P] < plen32)[..., None], pre, out[:, :P])
+        nb = plen + body_len                                      # slot of the NEWLINE (or the tail)
+        nba = nb + add_nl
+        count = nba + close + 1
+        # the entries of each row: prefix (P), body (L), then NEWLINE, DEDENT, EOF, zeros
+        body = torch.cat([tok[..., 1:3], line[..., None], c["col"].expand(n, L, 1)], 2)
+        tail = torch.cat([c["tail_kv"].expand(n, 4, 2), (end_line[:, None] * c["lmul"] + c["ladd"])[..., None],
+                          (body_len[:, None] * c["cmul"] + c["cadd"])[..., None]], 2)
+        entries = torch.cat([t["prefix"][task_ids], body, tail], 1)
+        # entry of slot j: j in the prefix, P + j - plen in the body, then the tail's 0 (NEWLINE,
+        # at j = nb when added), 1 (DEDENT) up to nba + close, 2 (EOF) there, 3 (zeros) after it
+        j, P = c["j"], c["P"]
+        in_tail = (j - (nba + close - 2)[:, None]).clamp_(1, 3) - (j < nba[:, None]).to(i32)
+        in_text = j + (j >= plen[:, None]) * (P - plen)[:, None]
+        idx = torch.where(j < nb[:, None], in_text, in_tail + c["tail"])
+        out = entries.gather(1, idx[..., None].expand(n, idx.shape[1], 4))
         return out, count
 
     def compiler_tokens(self, bodies: np.ndarray, lengths: np.ndarray, task_ids: np.ndarray):

@@ -346,16 +346,20 @@ class SynthesisVectorEnv(TensorVectorEnv):
     tensors there, state and scoring included. `automaton`: "auto", "native", "numpy" or
     "torch" (see the module docstring). `cuda_graph=True` (CUDA only) replays the torch mask
     automaton from CUDA graphs captured at reset (envs/grammar_torch.py GraphedAutomaton), and
-    "auto" then picks it; with automaton="native" (one kernel per call) it changes nothing."""
+    "auto" then picks it; with automaton="native" (one kernel per call) it changes nothing.
+    `copy=False`: observations share memory with the env's state and buffers, overwritten by the
+    next step or reset (envs/vector.py), fewer ops and no fresh allocation per step."""
 
     def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
                  max_len: int = 48, reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16,
                  seed: int = 0, backend: str = "cpu", device=None, render_mode: str | None = None,
-                 automaton: str = "auto", cuda_graph: bool = False, max_episode_steps: int | None = None):
+                 automaton: str = "auto", cuda_graph: bool = False, max_episode_steps: int | None = None,
+                 copy: bool = True):
         if cuda_graph and torch.device("cpu" if device is None else device).type != "cuda":
             raise ValueError("cuda_graph=True needs a CUDA device (device='cuda')")
         core = SynthesisCore(_bank(bank, tasks, n_tests, seed, backend), max_len, reward, automaton, batch, cuda_graph)
-        super().__init__(core, num_envs, core.observation_space(), core.action_space(), seed, device, render_mode)
+        super().__init__(core, num_envs, core.observation_space(), core.action_space(), seed, device, render_mode,
+                         copy)
 
 
 def make_batch_env(**kw) -> SynthesisEnv:
