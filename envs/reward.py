@@ -25,6 +25,11 @@ def maximum(x, lo):
     return np.maximum(x, lo) if isinstance(x, np.ndarray) else x.clamp(min=lo)
 
 
+def scaled(w, x):
+    """w * x; x itself when w is 1 (the same values, one op less: a kernel launch on a GPU)."""
+    return x if w == 1 else w * x
+
+
 def f32(x):
     return x.astype(np.float32) if isinstance(x, np.ndarray) else x.float()
 
@@ -44,8 +49,8 @@ class SynthesisReward:
     length_cost: float = 1e-3
 
     def __call__(self, scores) -> np.ndarray:
-        r = (self.pass_weight * scores.pass_frac + self.all_pass_bonus * scores.all_pass
-             - self.step_cost * scores.steps - self.length_cost * scores.length)
+        r = (scaled(self.pass_weight, scores.pass_frac) + scaled(self.all_pass_bonus, scores.all_pass)
+             - scaled(self.step_cost, scores.steps) - scaled(self.length_cost, scores.length))
         return f32(where(scores.compiled, r, self.compile_penalty))
 
 

@@ -5,6 +5,10 @@ compile + execute of finished programs included, on the CPU and (where present) 
     python experiments/bench_envs.py --device cpu cuda --num-envs 1024 65536
     python experiments/bench_envs.py --quick
     python experiments/bench_envs.py --env token --automaton native numpy --num-envs 1 64 1024 4096 65536
+    python experiments/bench_envs.py --device cpu --no-copy --torch-threads 1
+
+Every env row also gets its aten ops per step (count_ops below): on a GPU each is a kernel
+launch of a few us (eager), so their number bounds a step's time at small batches.
 
 Devices: `numpy` is the default vector env (state on the CPU, numpy out), `cpu` / `cuda` the
 torch-out env with its state there (`cuda` uses the torch mask automaton and the GPU scorer, and
@@ -107,6 +111,8 @@ def count_ops(env, steps: int = 8, seed: int = 0) -> dict:
             mode.phase = "env"
         return paused("scorer", real_eval)(bodies, lengths, task_ids, active)
 
+    L = core.max_len   # the scorer's constant tables made before the count (once per device)
+    bank.compiler_token_slots(*(torch.zeros(s, dtype=torch.int64, device=dev) for s in ((1, L), (1,), (1,))))
     names = [m for m in ("initial", "mask", "step") if hasattr(auto, m)]
     saved = {m: getattr(auto, m) for m in names}
     gen = torch.Generator().manual_seed(seed)
@@ -144,10 +150,25 @@ def count_ops(env, steps: int = 8, seed: int = 0) -> dict:
             "last_step_ops": {f"{p}/{kind}/{n}": v for (p, kind, n), v in sorted(ops_last.items())}}
 
 
+COPY = True   # --no-copy: copy=False envs
+
+
 def _env(bank, n, device, **kw):
+    kw.setdefault("copy", COPY)
     if device == "cuda-graph":
         return SynthesisVectorEnv(num_envs=n, bank=bank, device="cuda", cuda_graph=True, **kw)
     return SynthesisVectorEnv(num_envs=n, bank=bank, device=None if device == "numpy" else device, **kw)
+
+
+def op_counts(bank, n: int, device: str, batch: bool, automaton: str = "auto") -> dict:
+    """count_ops of the env of a row (numpy rows: the same env with torch out on the CPU, whose
+    step is the same code; the counts do not depend on num_envs, so at most 1,024 envs)."""
+    dev = "cpu" if device == "numpy" else device
+    env = _env(bank, min(n, 1024), dev, batch=batch, **({} if batch else {"automaton": automaton}))
+    c = count_ops(env, steps=3)
+    calls = {k.split(".", 1)[1]: v for k, v in c["step_max"].items() if k.startswith("calls.")}
+    return {"aten_env": c["step_max"]["aten"], "aten_scorer": c["step_max"]["scorer_aten"], "calls": calls,
+            "aten_reset": c["reset"]["aten"]}
 
 
 def _sync(device):
@@ -177,7 +198,8 @@ def bench_token_env(bank, num_envs: int, seconds: float, seed: int, device: str,
     _sync(device)
     dt = time.perf_counter() - t0
     return {"env": "Synthesis-v0", "device": device, "automaton": automaton, "num_envs": num_envs,
-            "steps_per_s": steps / dt, "programs_per_s": int(done) / dt}
+            "steps_per_s": steps / dt, "programs_per_s": int(done) / dt,
+            **op_counts(bank, num_envs, device, False, automaton)}
 
 
 def bench_automaton(bank, num_envs: int, seconds: float, seed: int, device: str, automaton: str = "auto") -> dict:
@@ -237,7 +259,14 @@ def bench_batch_env(bank, num_envs: int, seconds: float, seed: int, device: str)
         _sync(device)
     dt = time.perf_counter() - t0
     return {"env": "SynthesisBatch-v0", "device": device, "automaton": "-", "num_envs": num_envs,
-            "programs_per_s": n / dt, "steps_per_s": 2 * n / dt}
+            "programs_per_s": n / dt, "steps_per_s": 2 * n / dt, **op_counts(bank, num_envs, device, True)}
+
+
+def _ops(row) -> str:
+    if "aten_env" not in row:
+        return "-"
+    calls = ", ".join(f"{k} {v}" for k, v in sorted(row["calls"].items()))
+    return f"{row['aten_env']} + {row['aten_scorer']} ({calls})"
 
 
 def machine() -> str:
@@ -262,6 +291,8 @@ def main(argv=None) -> dict:
                    help="torch intra-op threads (0: torch's default). On a shared 2-core machine whose other core "
                         "is busy, torch's 2 threads make each small CPU op wait for a descheduled thread: "
                         "hash_tasks on 65,536 envs took 290 ms with 2 threads, 4 ms with 1")
+    p.add_argument("--no-copy", action="store_true",
+                   help="copy=False envs: observations share the env's buffers (Gymnasium's copy flag)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default=str(Path(__file__).parent / "results"))
@@ -271,6 +302,8 @@ def main(argv=None) -> dict:
         a.num_envs, a.seconds = [1, 8], 0.3
     if a.torch_threads:
         torch.set_num_threads(a.torch_threads)
+    global COPY
+    COPY = not a.no_copy
     bank = TaskBank.from_names(n_tests=16)
     rows = []
     for device in a.device:
@@ -288,19 +321,23 @@ def main(argv=None) -> dict:
             for row in best:
                 rows.append(row)
                 print(f"{row['env']:<18} {device:<6} {row['automaton']:<6} num_envs={n:>6}  "
-                      f"steps/s={row['steps_per_s']:>14,.0f}  programs/s={row['programs_per_s']:>12,.0f}", flush=True)
+                      f"steps/s={row['steps_per_s']:>14,.0f}  programs/s={row['programs_per_s']:>12,.0f}  "
+                      f"aten ops/step={_ops(row)}", flush=True)
     result = {"machine": machine(), "rows": rows, "load_average": os.getloadavg(), "repeat": a.repeat,
-              "torch_threads": torch.get_num_threads()}
+              "torch_threads": torch.get_num_threads(), "copy": COPY}
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{a.name}.json").write_text(json.dumps(result, indent=2))
     lines = [f"# Environment throughput\n\nMachine: {result['machine']}; load average at the end: "
              f"{', '.join(f'{x:.2f}' for x in result['load_average'])}; best of {a.repeat} run(s) of "
-             f"{a.seconds:g} s per row; torch threads: {torch.get_num_threads()}.\n",
-             "| env | device | automaton | num_envs | env steps/s | programs scored/s |",
-             "| --- | --- | --- | ---: | ---: | ---: |"]
+             f"{a.seconds:g} s per row; torch threads: {torch.get_num_threads()}; copy={COPY}.\n",
+             "aten ops per step: env + the scorer's token builder, then the calls that are kernels of their own "
+             "on a GPU (the native automaton's mask/step: 1 each; the scorer: 6 CuPy launches per call). "
+             "On a GPU each is a launch: the proxy for launch count that a CPU can measure.\n",
+             "| env | device | automaton | num_envs | env steps/s | programs scored/s | aten ops per step |",
+             "| --- | --- | --- | ---: | ---: | ---: | --- |"]
     lines += [f"| {r['env']} | {r['device']} | {r['automaton']} | {r['num_envs']} | {r['steps_per_s']:,.0f} | "
-              f"{r['programs_per_s']:,.0f} |" for r in rows]
+              f"{r['programs_per_s']:,.0f} | {_ops(r)} |" for r in rows]
     (out / f"{a.name}.md").write_text("\n".join(lines) + "\n")
     return result
 
