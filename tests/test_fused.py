@@ -339,3 +339,23 @@ def test_tuple_assignments(monkeypatch):
         assert_modes_agree(batch, inputs, VMConfig(fuel=fuel), words, monkeypatch)
     for stack in range(3, 8):
         assert_modes_agree(batch, inputs, VMConfig(stack_size=stack), words, monkeypatch)
+
+
+def test_index_chained_on_a_value(monkeypatch):
+    """xs[i] whose list is the value of the sequence before it (chained: never stored in its
+    stack slot), here max(xs, k) on list references, valid or not; the fuzzer found the value
+    overwritten before it was read (index_error instead of bad_bytecode). Every fuel cut."""
+    prog = [("LOAD_CONST", 7), ("LOAD_CONST", 8), ("BUILD_LIST", 2), ("STORE_VAR", 2),    # list 1 = [7, 8]
+            ("LOAD_VAR", 0), ("LOAD_VAR", 1), ("MAX", 0), ("LOAD_CONST", -1), ("INDEX", 0),
+            ("LOAD_VAR", 1), ("LOAD_CONST", 1), ("BINARY_SUB", 0), ("LOAD_VAR", 1), ("INDEX", 0),
+            ("BINARY_ADD", 0), ("RETURN", 0)]
+    words = [oc.encode("FUNC", 2 | 4 << 8)] + [oc.encode(op, arg) for op, arg in prog]
+    batch = ProgramBatch.from_programs([Program.from_code(words)], "f0")
+    rng = np.random.default_rng(SEED)
+    args = [([int(v) for v in rng.integers(-5, 5, size=int(rng.integers(0, 4)))], int(rng.integers(-2, 4)))
+            for _ in range(32)]
+    inputs = encode_tuples(args, ("list", "int"))
+    full = assert_modes_agree(batch, inputs, VMConfig(), words, monkeypatch)
+    assert {oc.TRAP_NAMES[int(s)] for s in full.status} >= {"ok", "bad_bytecode", "index_error"}
+    for fuel in range(1, int(full.steps.max()) + 2):
+        assert_modes_agree(batch, inputs, VMConfig(fuel=fuel), words, monkeypatch)

@@ -70,11 +70,50 @@ def test_mixed_inputs_and_bad_encodings():
 def test_scratch_kept_between_batches():
     """The backend keeps its scratch memory from one run_batch call to the next (for the same
     limits): runs after a batch that filled the lists, the heap and the stack, under other limits
-    in between, give the same results as on fresh memory (the plain scalar interpreter)."""
+    in between (smaller ones first, which must not serve the larger), give the same results as on
+    fresh memory (the plain scalar interpreter) and as Python."""
     p = compile_source("def f(xs: list[int], n: int) -> list[int]:\n    ys = xs + [n]\n    for i in range(n):\n"
                        "        ys.append(i * n)\n        zs = [i, i + 1]\n    return ys\n")
     batch = ProgramBatch.from_programs([p], "f")
-    inputs = encode_tuples([([k] * (k % 5), k) for k in range(40)], ("list", "int"))
+    args = [([k] * (k % 5), k) for k in range(40)]
+    inputs = encode_tuples(args, ("list", "int"))
     small = VMConfig(heap_size=30, max_lists=5, stack_size=16)
-    for config in (VMConfig(), small, VMConfig(), small, VMConfig(heap_size=200), VMConfig()):
+    for config in (small, VMConfig(), small, VMConfig(heap_size=200), VMConfig()):
         assert_same(batch, inputs, config, f"scratch kept ({config})")
+        if config == VMConfig():
+            res = run_batch(batch, inputs, config=config, out_cap=64, nthreads=1)
+            for j, (xs, n) in enumerate(args):
+                want = xs + [n] + [i * n for i in range(n)]
+                assert res.status[j] == 0 and res.value[j] == len(want), (j, res.status[j], res.value[j])
+                assert res.out_list[j, :min(len(want), 64)].tolist() == want[:64], j
+
+
+def test_scratch_kept_under_concurrent_calls():
+    """Calls from several Python threads at once (ctypes lets go of the GIL), each on 2 core
+    threads, under two sets of limits: every call takes its own scratch from the kept ones and
+    gives the same results as a call alone."""
+    import threading
+
+    p = compile_source("def f(xs: list[int], n: int) -> list[int]:\n    ys = xs + [n]\n    for i in range(n):\n"
+                       "        ys.append(i * n)\n    return ys\n")
+    batch = ProgramBatch.from_programs([p] * 4, "f")
+    inputs = encode_tuples([([k] * (k % 5), k) for k in range(64)], ("list", "int"))
+    configs = [VMConfig(), VMConfig(heap_size=80, max_lists=4)]  # the second: some runs out of memory
+    runs = (np.repeat(np.arange(4, dtype=np.int32), 64), np.tile(np.arange(64, dtype=np.int32), 4))
+    ref = [run_batch(batch, inputs, runs, config=c, out_cap=64, nthreads=1) for c in configs]
+    errors = []
+
+    def worker(k):
+        for i in range(20):
+            c = (k + i) % 2
+            r = run_batch(batch, inputs, runs, config=configs[c], out_cap=64, nthreads=2)
+            for field in ("status", "value", "steps", "out_list"):
+                if not np.array_equal(getattr(r, field), getattr(ref[c], field)):
+                    errors.append((k, i, field))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:5]
