@@ -173,27 +173,27 @@ inline void floor_divmod_const(const int32_t* xs, int32_t c, int32_t* out, bool 
 // xs[i] for the lanes in `mask` (lists on the left, indexes on the right), lane by lane: each
 // lane's lists are its own. range[l] = -1 where the index is out of range, bad[l] = -1 where
 // the list reference is bad (else 0); res is 0 there and outside the mask. Non-zero when any
-// lane traps. L may be res itself (a chained sequence's value): each lane reads before it writes.
+// lane traps. L may be res itself (a chained sequence's value).
 inline int32_t index_lanes(const LaneState& S, uint32_t mask, const int32_t* L, const int32_t* R, int32_t* res,
                            int32_t* range, int32_t* bad) {
-  int32_t any = 0;
-  for (int32_t l = 0; l < LANES; l++) range[l] = bad[l] = 0;
-  for (int32_t l = 0; l < LANES; l++)
-    if (!((mask >> l) & 1u)) res[l] = 0;
+  int32_t any = 0, lv[LANES];
+  if (L == res) {  // chained: keep the lists before res is written
+    for (int32_t l = 0; l < LANES; l++) lv[l] = L[l];
+    L = lv;
+  }
+  for (int32_t l = 0; l < LANES; l++) res[l] = range[l] = bad[l] = 0;
   for (uint32_t m = mask; m; m &= m - 1) {
     int32_t l = ctz(m);
     const Workspace& ws = S.lane[l];
     int32_t r = L[l], i = R[l];
     if ((uint32_t)r >= (uint32_t)ws.nlists) {
       bad[l] = any = -1;
-      res[l] = 0;
       continue;
     }
     const ListHdr& h = ws.lists[r];
     if (i < 0) i += h.len;
     if (i < 0 || i >= h.len) {
       range[l] = any = -1;
-      res[l] = 0;
       continue;
     }
     res[l] = ws.heap[h.off + i];
