@@ -175,7 +175,7 @@ class TaskBank:
             self._slot_consts[key] = {
                 "act": as_t(act), "pos": as_t(np.arange(L)[None, :], torch.int64),
                 "col": as_t(np.arange(1, L + 1)[None, :, None]), "one": as_t(np.ones((1, 1))),
-                "j": as_t(np.arange(self.slot_size(L))[None, :], torch.int64),
+                "j": as_t(np.arange(self.slot_size(L))[None, :]), "T0": as_t(P + L),
                 # the tail entries after the body: NEWLINE, DEDENT, EOF, zeros: (kind, value) and
                 # line = end_line * lmul + ladd, col = body_len * cmul + cadd
                 "tail_kv": as_t(np.array([[tc["NEWLINE"], 0], [tc["DEDENT"], 0], [tc["EOF"], 0], [0, 0]])[None]),
@@ -194,7 +194,7 @@ class TaskBank:
         bodies (N, L), lengths (N,), task_ids (N,): int tensors. Returns ((N, S, 4) int32,
         (N,) int64 tokens used per slot), S = slot_size(L).
 
-        Written for the GPU (each op a launch; ~45 of them): each row's entries (its signature's
+        Written for the GPU (each op a launch; ~50 of them): each row's entries (its signature's
         tokens, its body's, and the four tail entries NEWLINE, DEDENT, EOF, zeros) are laid out
         in one table and every slot picks its entry with one gather."""
         import torch
@@ -204,7 +204,7 @@ class TaskBank:
         n, L = bodies.shape
         c = self._slot_tables(bodies.device, L)
         code = bodies.clamp(-1, V.VOCAB_SIZE).add_(1).masked_fill_(c["pos"] >= lengths[:, None], V.VOCAB_SIZE + 1)
-        tok = c["act"][code]                                      # (n, L, 5)
+        tok = c["act"].index_select(0, code.reshape(-1)).reshape(n, L, 5)   # (index_select: faster on the CPU)
         live = tok[..., 0].cumprod(1, dtype=i32)                  # 1 up to the first stop
         body_len = live.sum(1, dtype=i32)
         nl_d = tok[..., 3:5] * live[..., None]                    # NEWLINE, INDENT - DEDENT within the body
@@ -215,7 +215,7 @@ class TaskBank:
         add_nl = 1 - torch.cat([c["one"].expand(n, 1), nl], 1).gather(1, body_len.long()[:, None])[:, 0]
         close = (sums[:, 1] + 1).clamp_(min=0)                    # the DEDENTs that close every block
         end_line = (sums[:, 0] + add_nl).add_(2)                  # line of the DEDENTs and EOF
-        plen = t["prefix_len"][task_ids]
+        plen = t["prefix_len"][task_ids].to(i32)
         nb = plen + body_len                                      # slot of the NEWLINE (or the tail)
         nba = nb + add_nl
         count = nba + close + 1
@@ -223,15 +223,16 @@ class TaskBank:
         body = torch.cat([tok[..., 1:3], line[..., None], c["col"].expand(n, L, 1)], 2)
         tail = torch.cat([c["tail_kv"].expand(n, 4, 2), (end_line[:, None] * c["lmul"] + c["ladd"])[..., None],
                           (body_len[:, None] * c["cmul"] + c["cadd"])[..., None]], 2)
-        entries = torch.cat([t["prefix"][task_ids], body, tail], 1)
-        # entry of slot j: j in the prefix, P + j - plen in the body, then the tail's 0 (NEWLINE,
-        # at j = nb when added), 1 (DEDENT) up to nba + close, 2 (EOF) there, 3 (zeros) after it
-        j, P = c["j"], c["P"]
-        in_tail = (j - (nba + close - 2)[:, None]).clamp_(1, 3) - (j < nba[:, None]).to(i32)
-        in_text = j + (j >= plen[:, None]) * (P - plen)[:, None]
-        idx = torch.where(j < nb[:, None], in_text, in_tail + c["tail"])
+        entries = torch.cat([t["prefix"].index_select(0, task_ids), body, tail], 1)
+        # entry of slot j (int32 until the gather: these are the widest ops, (n, S)): j in the
+        # prefix, P + j - plen in the body, then the tail's NEWLINE at j = nb when added (j < nba),
+        # DEDENT (tail + 1) up to nba + close, EOF (tail + 2) there and zeros (tail + 3) after it
+        j, P, T0 = c["j"], c["P"], c["tail"]
+        in_tail = torch.where(j < nba[:, None], c["T0"], (j - (nba + close - 2 - T0)[:, None]).clamp_(T0 + 1, T0 + 3))
+        in_text = torch.where(j < plen[:, None], j, j + (P - plen)[:, None])
+        idx = torch.where(j < nb[:, None], in_text, in_tail).long()
         out = entries.gather(1, idx[..., None].expand(n, idx.shape[1], 4))
-        return out, count
+        return out, count.long()
 
     def compiler_tokens(self, bodies: np.ndarray, lengths: np.ndarray, task_ids: np.ndarray):
         """The slots of `compiler_token_slots`, packed for `compile_tokens`: ((R, 4) int32, (N+1,) int64)."""
