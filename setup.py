@@ -3,12 +3,16 @@
 The extension is a plain shared library loaded with ctypes (vramgym/vm/cpu.py); the same
 headers are compiled for the GPU at run time by NVRTC.
 """
+from pathlib import Path
+
 from setuptools import Extension, setup
 
 core = Extension(
     "vramgym.vm._core",
     sources=["vm/csrc/cpu_backend.cpp"],
     include_dirs=["vm/csrc", "compiler/csrc"],
+    # headers: build_ext --inplace rebuilds only when a source or one of these changes
+    depends=sorted(str(p) for d in ("vm/csrc", "compiler/csrc") for p in Path(d).glob("*.h")),
     # hidden visibility: only the VG_EXPORT C ABI is exported, so the core inlines freely
     extra_compile_args=["-std=c++17", "-O3", "-pthread", "-fvisibility=hidden", "-fvisibility-inlines-hidden"],
     extra_link_args=["-pthread"],
