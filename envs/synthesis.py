@@ -254,6 +254,14 @@ class SynthesisCore:
         they are and get zeros."""
         return self.step_reset(state, actions, ~live, None)
 
+    def step_tokens(self, state: SynthesisState, actions: torch.Tensor, live: torch.Tensor):
+        """`step` of the token env (one action per env) where `live`."""
+        return self._step_tokens(state, actions, ~live, None)
+
+    def step_programs(self, state: SynthesisState, bodies: torch.Tensor, live: torch.Tensor):
+        """`step` of the batch env (one whole body per env) where `live`."""
+        return self._step_programs(state, bodies, ~live, None)
+
     def step_reset(self, state: SynthesisState, actions: torch.Tensor, restart: torch.Tensor, tasks):
         """The vector env's step with its autoreset (NEXT_STEP): one step in the rows not in
         `restart`, a new episode on `tasks` in the rows in `restart` (their outputs all zero), in
