@@ -49,7 +49,7 @@ class SynthesisState:
     task: torch.Tensor     # (N,) int64: task index in the bank
     tokens: torch.Tensor   # (N, L) int64: the body's actions so far, END-padded
     length: torch.Tensor   # (N,) int64: actions taken
-    grammar: torch.Tensor  # (N, STATE_SIZE) int32: mask automaton rows (of each env's task signature; unused with batch=True)
+    grammar: torch.Tensor  # (N, STATE_SIZE) int32: mask automaton rows of each env's task (unused with batch=True)
     task_obs: torch.Tensor | None = None   # observe(copy=False)'s buffer of the per-task fields
     init_rows: torch.Tensor | None = None  # scratch: the automaton's initial rows of each env's task
 
@@ -286,7 +286,8 @@ class SynthesisCore:
         state.length += write
         truncated = (allowed ^ finished) & (state.length >= L)
         done = finished | truncated
-        r = self._score(state.tokens, state.length, torch.add(state.length, finished, alpha=-1), state.task, done)
+        body_len = torch.add(state.length, finished, alpha=-1)
+        r = self._score(state.tokens, state.length, body_len, state.task, done).float()   # float32 (free when it is)
         reward = r.masked_fill(~done, 0.0).masked_fill_(bad, self.reward.compile_penalty)
         if tasks is None:   # the automaton may have moved the restart rows: keep them
             torch.where(restart[:, None], state.grammar, new, out=state.grammar)
@@ -314,7 +315,7 @@ class SynthesisCore:
         body_len.masked_fill_(~has_end, L)
         length = body_len + has_end
         live = ~restart
-        r = self._score(tokens, length, body_len, state.task, live)
+        r = self._score(tokens, length, body_len, state.task, live).float()   # float32 (free when it is)
         keep = tasks is None
         torch.where(restart[:, None], state.tokens if keep else t["END"], tokens, out=state.tokens)
         torch.where(restart, state.length if keep else t["ZERO"], length, out=state.length)
