@@ -268,6 +268,7 @@ class NativeAutomaton:
         elif self.device.type == "cuda":
             from . import grammar_cuda
             self._cuda = grammar_cuda.DeviceTables(arrays, self.nfid, self.device)
+            self.device = self._cuda.device    # "cuda" fixed to the current device's index there
         else:
             raise ValueError(f"NativeAutomaton runs on 'cpu' or a CUDA device, not {self.device}")
 
@@ -302,11 +303,11 @@ class NativeAutomaton:
                 raise ValueError(f"{S.shape[0]} rows but {v.shape[0]} actions/grammar ids")
 
     def _ids_ok(self, bad: int) -> None:
-        """Grammar ids out of range (the library counts them): an IndexError, as numpy's. On a
+        """Grammar ids out of range (-n..-1 wrap, as numpy's; the library counts the rest): an IndexError, as numpy's. On a
         GPU that check would sync, so there the kernels clamp them instead (a row then reads a
         real grammar, never past the end)."""
         if bad:
-            raise IndexError(f"{bad} grammar ids out of 0..{len(self.grammars) - 1}")
+            raise IndexError(f"{bad} grammar ids out of -{len(self.grammars)}..{len(self.grammars) - 1}")
 
     @staticmethod
     def _like(x: np.ndarray, ref):
@@ -318,8 +319,11 @@ class NativeAutomaton:
     # ---- batch API -------------------------------------------------------------------------
     def initial(self, gid):
         """(n, STATE_SIZE) int32: the empty-body rows of grammars[gid[i]]."""
-        if self.device.type == "cuda":
-            return self._cuda.init[self._vec(gid, 0)]
+        import torch
+        if self.device.type == "cuda":   # ids wrapped and clamped as the kernels' (gm_gid): no sync
+            n = len(self.grammars)
+            g = self._vec(gid, 0)
+            return self._cuda.init[torch.where(g < 0, g + n, g).clamp(0, n - 1)]
         g = np.asarray(gid.detach().cpu().numpy() if _is_torch(gid) else gid).reshape(-1)
         return self._like(self._init[g], gid)
 

@@ -176,7 +176,7 @@ def test_garbage_rows_never_crash():
         na.mask(noise.astype(np.int32), gid)
     clamped = np.zeros((n, V.VOCAB_SIZE), bool)   # the library itself, bad ids and all
     rows = noise.astype(np.int32)
-    ok = (gid >= 0) & (gid < 3)
+    ok = (gid >= -3) & (gid < 3)                  # numpy's: -3..-1 wrap
     assert N.lib().gm_mask(N._p(rows), N._p(gid), n, N._p(clamped), na._addr, na.nfid, len(grammars), 0) == (~ok).sum()
     assert np.array_equal(clamped[ok], na.mask(noise.astype(np.int32)[ok], gid[ok]))
     assert np.array_equal(clamped[~ok], na.mask(noise.astype(np.int32)[~ok], np.clip(gid[~ok], 0, 2)))
@@ -186,6 +186,171 @@ def test_garbage_rows_never_crash():
     c = na.min_tokens_to_finish(noise.astype(np.int32), gid)
     assert m.shape == (n, V.VOCAB_SIZE) and new.shape == (n, STATE_SIZE) and inv.shape == c.shape == (n,)
     assert np.array_equal(new[inv], noise.astype(np.int32)[inv])
+
+
+def _numpy_or_none(auto, rows, gid, actions):
+    """numpy's mask, min_tokens and step of each row, None for a row numpy rejects (IndexError:
+    a type or id outside the indices numpy accepts, outside the native automaton's contract)."""
+    out = []
+    for i in range(len(rows)):
+        r, g, a = rows[i:i + 1], gid[i:i + 1], actions[i:i + 1]
+        try:
+            out.append((auto.mask(r, g)[0], auto.min_tokens_to_finish(r, g)[0], *[x[0] for x in auto.step(r, a, g)]))
+        except IndexError:
+            out.append(None)
+    return out
+
+
+def _assert_rows_equal_numpy(auto, na, rows, gid, actions, seed):
+    rows = np.ascontiguousarray(rows, dtype=np.int32)
+    want = _numpy_or_none(auto, rows, gid, actions)
+    m, c = na.mask(rows, gid), na.min_tokens_to_finish(rows, gid)
+    new, inv = na.step(rows, actions, gid)
+    checked = 0
+    for i, w in enumerate(want):
+        if w is None:
+            continue
+        checked += 1
+        assert np.array_equal(m[i], w[0]), (seed, i, rows[i].tolist(), np.flatnonzero(m[i] != w[0]))
+        assert c[i] == w[1], (seed, i, rows[i].tolist(), c[i], w[1])
+        assert inv[i] == w[3] and np.array_equal(new[i], w[2]), (seed, i, rows[i].tolist(), int(actions[i]))
+    return checked
+
+
+def test_int32_extremes_equal_numpy():
+    """Fields at the int32 limits: numpy computes in int64 (d + 1, nf - 1, TARGET - P0, ...) and
+    writes back with a wrapping astype(int32); the C++ does the same, without signed overflow."""
+    grammars = [grammar(sig, 48) for sig in SIGNATURES[:2]]
+    na, auto = NativeAutomaton(grammars), BatchedAutomaton(grammars)
+    base = auto.initial([0])[0]
+    rows, acts = [], []
+    big, small = 2**31 - 1, -2**31
+    for field, ph in ((G.H_DEPTH, G.P_INDENT), (G.H_TARGET, G.P_TARGET), (G.H_DEPTH, G.P_BOUND),
+                      (G.H_NF, G.P_BOUND), (G.H_PEND_VAR, G.P_INDENT), (G.H_LOOPS, G.P_INDENT),
+                      (G.H_LEN, G.P_BOUND), (G.H_DEPTH, G.P_FOR_VAR)):
+        for v in (big, small, big - 1, small + 1):
+            for a in (V.INDENT, V.DEDENT, V.ID["if"], V.ID["for"], V.P0, V.ID["("], V.ID["+="], V.ID["["]):
+                r = base.copy()
+                r[G.H_PH], r[field] = ph, v
+                rows.append(r)
+                acts.append(a)
+    rows = np.array(rows, np.int32)
+    rows[1::2, G.H_PEND_KIND] = G.BK_LOOP
+    assert _assert_rows_equal_numpy(auto, na, rows, np.zeros(len(rows), np.int64), np.array(acts), None) > 200
+
+
+def test_garbage_rows_equal_numpy_where_numpy_accepts_them():
+    """Random noise (extreme and negative values, negative types included) on rows of rollouts:
+    equal to numpy on every row numpy accepts (negative indices wrap as numpy's)."""
+    rng = np.random.default_rng([SEED, 9])
+    grammars = [grammar(sig, 40) for sig in SIGNATURES]
+    na, auto = NativeAutomaton(grammars), BatchedAutomaton(grammars)
+    n = 200
+    gid = rng.integers(0, len(grammars), n)
+    s = auto.initial(gid)
+    pool = []
+    for _ in range(30):
+        s, _ = auto.step(s, pick_actions(rng, auto.mask(s, gid)), gid)
+        pool.append(s.copy())
+    pick = rng.integers(0, 30 * n, 800)
+    base, g = np.concatenate(pool)[pick], np.tile(gid, 30)[pick]
+    vals = np.array([-2**31, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 17, 2**31 - 1])
+    noise = np.where(rng.random(base.shape) < 0.04, rng.choice(vals, base.shape), base)
+    acts = rng.integers(-2, V.VOCAB_SIZE + 2, len(noise))
+    assert _assert_rows_equal_numpy(auto, na, noise, g, acts, SEED) > 200
+
+
+def test_negative_name_type_wraps_as_numpy():
+    """A name slot of type -1: numpy's after[f, -1] reads type 3 (a list); the reviewer's case."""
+    grammars = [grammar(sig, 48) for sig in SIGNATURES[:1]]
+    na, auto = NativeAutomaton(grammars), BatchedAutomaton(grammars)
+    r = auto.initial([0]).copy()
+    r[0, G.H_NF] = 5
+    r[0, G.OFF_VARS + 2 * 11] = -1
+    assert np.array_equal(na.mask(r), auto.mask(r))
+    assert _assert_rows_equal_numpy(auto, na, np.repeat(r, V.VOCAB_SIZE, 0), np.zeros(V.VOCAB_SIZE, np.int64),
+                                    np.arange(V.VOCAB_SIZE), None) == V.VOCAB_SIZE
+
+
+def test_negative_grammar_ids_wrap_as_numpy():
+    """gid -n..-1 read grammar n+gid, as numpy's indexing; ids numpy rejects raise IndexError on
+    the CPU, and the library (what the GPU runs) wraps and clamps them."""
+    grammars = [grammar(sig, L) for sig in SIGNATURES[:3] for L in (12, 40)]
+    na, auto, n = NativeAutomaton(grammars), BatchedAutomaton(grammars), len(grammars)
+    rng = np.random.default_rng([SEED, 10])
+    gid = rng.integers(-n, n, 300)
+    s = auto.initial(gid)
+    assert np.array_equal(na.initial(gid), s) and np.array_equal(na.initial(torch.from_numpy(gid)).numpy(), s)
+    for _ in range(20):
+        m = auto.mask(s, gid)
+        assert np.array_equal(na.mask(s, gid), m)
+        assert np.array_equal(na.min_tokens_to_finish(s, gid), auto.min_tokens_to_finish(s, gid))
+        a = pick_actions(rng, m)
+        new, inv = auto.step(s, a, gid)
+        tnew, tinv = na.step(s, a, gid)
+        assert np.array_equal(tnew, new) and np.array_equal(tinv, inv)
+        s = new
+    for bad in (-n - 1, n, 2**40, -2**40):
+        g = np.array([0, bad])
+        for call in (lambda: na.mask(s[:2], g), lambda: na.min_tokens_to_finish(s[:2], g),
+                     lambda: na.step(s[:2], [0, 0], g)):
+            with pytest.raises(IndexError):
+                call()
+    rows = np.ascontiguousarray(s[:4])
+    g = np.array([-1, -n, -n - 1, n], np.int64)
+    out = np.zeros((4, V.VOCAB_SIZE), bool)
+    assert N.lib().gm_mask(N._p(rows), N._p(g), 4, N._p(out), na._addr, na.nfid, n, 0) == 2
+    assert np.array_equal(out, na.mask(rows, [n - 1, 0, 0, n - 1]))
+
+
+def _ids(*toks):
+    return [V.ID[t] for t in toks]
+
+
+_SHORT = _ids(*[f"v{i}" for i in range(8)], *[f"<P{i}>" for i in range(4)], *"0123456789", "True", "False", ":",
+              "<NEWLINE>", "<INDENT>")
+# three biases, one per row: nest (if/while/for, short expressions, DEDENT rare), brackets and
+# callees (`( [ , ] )`, len/abs/min/max/range/<FN>), chains (return/break/continue, elif/else, DEDENT)
+_BIAS = np.ones((3, V.VOCAB_SIZE))
+_BIAS[0, _ids("if", "while", "for", "elif", "else") + _SHORT] = 6
+_BIAS[0, _ids("<DEDENT>")] = 0.2
+_BIAS[1, _ids("(", "[", ",", "]", ")", "len", "abs", "min", "max", "range", "<FN>")] = 6
+_BIAS[2, _ids("if", "elif", "else", "return", "break", "continue", "<DEDENT>", "while", "for") + _SHORT] = 6
+
+
+def biased_actions(rng, m, mode):
+    """Allowed actions drawn with row i's bias (_BIAS[mode[i]]): ~75-90% of picks from the
+    preferred tokens where one is allowed; deep blocks, else/elif chains, loops, calls and ranges
+    of several arguments."""
+    score = np.where(m, rng.random(m.shape) * _BIAS[mode], -1.0)
+    return score.argmax(axis=1)
+
+
+def test_biased_long_rollouts_equal_numpy():
+    """Rollouts that reach deep blocks (room for if/while/for at MAX_BLOCKS), safe else chains,
+    elif chains and range/call arguments: a bias to statement and bracket tokens, 160 tokens."""
+    seed = [SEED, 11]
+    print("seed", seed)
+    grammars = [grammar(sig, L) for sig in SIGNATURES for L in (96, 160)]
+    auto, na = BatchedAutomaton(grammars), NativeAutomaton(grammars)
+    rng = np.random.default_rng(seed)
+    gid = rng.permutation(np.repeat(np.arange(len(grammars)), 24))
+    mode = rng.integers(0, 3, len(gid))
+    s = auto.initial(gid)
+    finished = 0
+    for k in range(170):
+        m = auto.mask(s, gid)
+        assert np.array_equal(na.mask(s, gid), m), (seed, k)
+        assert np.array_equal(na.min_tokens_to_finish(s, gid), auto.min_tokens_to_finish(s, gid)), (seed, k)
+        a = biased_actions(rng, m, mode)
+        new, inv = auto.step(s, a, gid)
+        tnew, tinv = na.step(s, a, gid)
+        assert np.array_equal(tinv, inv) and np.array_equal(tnew, new), (seed, k)
+        s = new
+        done = s[:, H_DONE] != 0
+        finished += int(done.sum())
+        s[done] = auto.initial(gid[done])
+    assert finished > 0
 
 
 def test_threads_do_not_change_results(monkeypatch):

@@ -41,13 +41,19 @@ struct GmTables {
   int32_t ngram;           // grammars (rows of the per-grammar tables); a row's gid is clamped to them
 };
 
-GM_HD inline int32_t clampi(int32_t v, int32_t lo, int32_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
+GM_HD inline int32_t clampi(int64_t v, int32_t lo, int32_t hi) { return (int32_t)(v < lo ? lo : (v > hi ? hi : v)); }
+// numpy's index into an axis of n for the index v: -n..-1 wrap as Python's negative indices do;
+// numpy raises IndexError for the rest (outside the contract: clamped here, so nothing reads out of bounds)
+GM_HD inline int32_t wrapi(int64_t v, int32_t n) { return clampi(v < 0 && v >= -n ? v + n : v, 0, n - 1); }
+// v + dv as numpy's int64 arithmetic written back with astype(int32): wrapping, without signed overflow
+GM_HD inline int32_t wrap_add(int32_t v, int32_t dv) { return (int32_t)((uint32_t)v + (uint32_t)dv); }
 GM_HD inline cost_t cmin2(cost_t a, cost_t b) { return a < b ? a : b; }
 GM_HD inline cost_t cap(cost_t v) { return v < INF ? v : INF; }
 
-// a row's grammar index, clamped so that a bad gid reads a real grammar rather than out of bounds
+// a row's grammar index: -ngram..-1 wrap as numpy's; the ids numpy rejects are clamped, so a bad gid
+// reads a real grammar rather than out of bounds
 GM_HD inline int32_t gm_gid(const GmTables& T, int64_t g) {
-  return (int32_t)(g < 0 ? 0 : (g >= T.ngram ? T.ngram - 1 : g));
+  return wrapi(g, T.ngram);
 }
 
 // per-grammar parameters of one row (BatchedAutomaton._Params, row g)
@@ -89,9 +95,9 @@ GM_HD inline cost_t cmin(const Gram& g, int32_t fid, int32_t push, const cost_t*
   return cap(cmin2(cmin2(c[0] + rest[0], c[1] + rest[1]), c[2] + rest[2]));
 }
 
-// small lookups (types read from a row are clamped to 0..3 before indexing by type)
+// small lookups (types read from a row index as numpy's: -4..-1 wrap; others, which numpy rejects, clamp)
 GM_HD inline int32_t after_of(const GmTables& T, int32_t fid, int32_t t) {
-  return T.p[TAB_AFTER][(int64_t)fid * 4 + clampi(t, 0, 3)];
+  return T.p[TAB_AFTER][(int64_t)fid * 4 + wrapi(t, 4)];
 }
 
 struct Ctx {
@@ -121,7 +127,7 @@ GM_HD inline bool for_ok(const GmTables& T, const Ctx& x, int32_t j) {
 }
 
 // _boundaries, one of its four variants: the boundary cost of blocks (kind, cs, safe) at depth D
-GM_HD inline cost_t boundary(const int32_t* kind, const int32_t* cs, const int32_t* safe, int32_t D, int32_t NE,
+GM_HD inline cost_t boundary(const int32_t* kind, const int32_t* cs, const int32_t* safe, int64_t D, int32_t NE,
                              int32_t rc) {
   bool reach = false;
   int32_t P = 1;  // cumulative product of p_k = (kind[k] == ELSE) & (cs[k-1] != 0)
@@ -139,7 +145,8 @@ GM_HD inline void boundaries(Ctx& x) {
     cs[j] = x.B[j * B_FIELDS + B_CHAIN_SAFE];
     safe[j] = x.B[j * B_FIELDS + B_SAFE];
   }
-  int32_t rc = x.g.ret_cost, d = x.d, dc = x.dc;
+  int32_t rc = x.g.ret_cost, dc = x.dc;
+  int64_t d = x.d;  // d - 1, d + 1 in int64, as numpy's
   x.bS = boundary(kind, cs, safe, d, x.bd[B_NONEMPTY], rc);
   for (int32_t j = 0; j < MAX_BLOCKS; j++) s2[j] = safe[j];  // return: SAFE[d] = 1
   s2[dc] = 1;
@@ -167,7 +174,7 @@ GM_HD inline void context(const GmTables& T, const int32_t* S, int32_t gid, Ctx&
   x.nf = S[H_NF];
   x.ph = S[H_PH];
   x.d = S[H_DEPTH];
-  x.i = clampi(x.nf - 1, 0, MAX_FRAMES - 1);
+  x.i = clampi((int64_t)x.nf - 1, 0, MAX_FRAMES - 1);
   x.fb = OFF_FRAMES + x.i * F_FIELDS;
   x.TF = S + x.fb;
   x.f = frame_fid(T, x.TF);
@@ -175,7 +182,7 @@ GM_HD inline void context(const GmTables& T, const int32_t* S, int32_t gid, Ctx&
   x.kind = x.TF[F_KIND];
   x.aux = x.TF[F_AUX];
   x.arg = x.TF[F_ARG];
-  x.pi = clampi(x.nf - 2, 0, MAX_FRAMES - 1);
+  x.pi = clampi((int64_t)x.nf - 2, 0, MAX_FRAMES - 1);
   x.pfb = OFF_FRAMES + x.pi * F_FIELDS;
   x.PF = S + x.pfb;
   x.pf = frame_fid(T, x.PF);
@@ -197,7 +204,7 @@ GM_HD inline void context(const GmTables& T, const int32_t* S, int32_t gid, Ctx&
   x.empty_d = x.d > 0 && x.bd[B_NONEMPTY] == 0;
   boundaries(x);
   x.bS1 = x.bS - (x.empty_d ? 2 : 0);
-  x.tvt = vt_of(x, clampi(S[H_TARGET] - P0, 0, NUM_NAMES - 1));
+  x.tvt = vt_of(x, clampi((int64_t)S[H_TARGET] - P0, 0, NUM_NAMES - 1));
   int32_t at = T.p[TAB_AFTER_T][x.f];
   x.t = at > 0 ? at : ((T.p[TAB_EMPTY_CLOSE][x.f] && x.kind == K_LIST) ? T_I : T_NONE);
   x.rt = x.r[x.t - 1 > 0 ? x.t - 1 : 0];
@@ -208,7 +215,7 @@ GM_HD inline void context(const GmTables& T, const int32_t* S, int32_t gid, Ctx&
 
 // _call_rest: REST of the K_CALL frame for argument `arg` of `callee` at push depth `push`,
 // where X is the cost once the call's result feeds the parent
-GM_HD inline void call_rest(const GmTables& T, const Ctx& x, int32_t callee, int32_t arg, cost_t X, int32_t push,
+GM_HD inline void call_rest(const GmTables& T, const Ctx& x, int32_t callee, int64_t arg, cost_t X, int32_t push,
                             cost_t* out) {
   const int32_t* args = x.g.cargs + callee * MAX_ARGS;
   int32_t nargs = x.g.cnargs[callee];
@@ -249,7 +256,7 @@ GM_HD inline void rest_call(const GmTables& T, const Ctx& x, cost_t* out) {  // 
 
 GM_HD inline void rest_call_more(const GmTables& T, const Ctx& x, cost_t* out) {  // `,`: the next argument
   cost_t Xp = cmin(x.g, after_of(T, x.pf, x.g.cret[x.caux]), x.push_parent, x.pr);
-  call_rest(T, x, x.caux, x.arg + 1, Xp, x.push, out);
+  call_rest(T, x, x.caux, (int64_t)x.arg + 1, Xp, x.push, out);
 }
 
 // _stmt_frames, for one kind k (K_COND_ELIF: an elif): the REST of the statement frame opened
@@ -327,7 +334,7 @@ GM_HD inline cost_t stmt_cost(const GmTables& T, const Ctx& x, int32_t a) {
   bool atb = x.ph == P_BOUND;
   bool free_ = atb && x.bd[B_TERM] == 0;  // a statement may start here
   bool chain = free_ && x.bd[B_CHAIN] != 0;
-  bool room = x.d + 1 < MAX_BLOCKS;
+  bool room = (int64_t)x.d + 1 < MAX_BLOCKS;
   bool loops = x.S[H_LOOPS] != 0;
   if (a == END) return (atb && x.d == 0 && x.B[B_SAFE] != 0) ? 0 : INF;
   if (a == DEDENT) return (atb && x.d > 0 && x.bd[B_NONEMPTY] != 0) ? x.b_ded : INF;
@@ -344,7 +351,7 @@ GM_HD inline cost_t stmt_cost(const GmTables& T, const Ctx& x, int32_t a) {
     if (atb) {
       bool param_slot = T.p[TAB_IS_PARAM_SLOT][j] != 0;
       if (!free_ || (vt == T_NONE && param_slot)) return INF;
-      return (vt == T_NONE ? T.p[TAB_TAILA][P_ASSIGN_EQ] : 2 + T.p[TAB_CONSTA][clampi(vt, 0, 3)]) + x.bS1;
+      return (vt == T_NONE ? T.p[TAB_TAILA][P_ASSIGN_EQ] : 2 + T.p[TAB_CONSTA][wrapi(vt, 4)]) + x.bS1;
     }
     return (x.ph == P_FOR_VAR && for_ok(T, x, j)) ? T.p[TAB_TAILA][P_FOR_IN] + x.bS : INF;
   }
@@ -393,7 +400,7 @@ GM_HD inline cost_t min_tokens_row(const GmTables& T, const int32_t* S, int32_t 
   if (x.nf > 0) return cmin(x.g, x.f, x.push, x.r);
   int32_t ph = x.ph;
   cost_t tail = ph == P_BOUND ? 0
-                : (ph == P_TARGET ? 2 + T.p[TAB_CONSTA][clampi(x.tvt, 0, 3)] : T.p[TAB_TAILA][clampi(ph, 0, 15)]);
+                : (ph == P_TARGET ? 2 + T.p[TAB_CONSTA][wrapi(x.tvt, 4)] : T.p[TAB_TAILA][clampi(ph, 0, 15)]);
   return (ph == P_FOR_VAR && !x.any_for_ok) ? INF : tail + x.bS;
 }
 
@@ -457,10 +464,10 @@ GM_HD inline void apply(const GmTables& T, const Ctx& x, int32_t a, int32_t* N) 
     p_idx = 0, p_kind = sk == K_COND_ELIF ? K_COND : sk, p_aux = s_aux;
   } else if (call_more) {
     rest_call_more(T, x, p_rest);
-    p_idx = x.i, p_kind = K_CALL, p_aux = x.aux, p_arg = x.arg + 1;
+    p_idx = x.i, p_kind = K_CALL, p_aux = x.aux, p_arg = wrap_add(x.arg, 1);
   } else if (range_more || list_more) {
     for (int32_t k = 0; k < 3; k++) p_rest[k] = x.r[k];
-    p_idx = x.i, p_kind = range_more ? K_RANGE : K_LIST, p_arg = range_more ? x.arg + 1 : 0;
+    p_idx = x.i, p_kind = range_more ? K_RANGE : K_LIST, p_arg = range_more ? wrap_add(x.arg, 1) : 0;
   } else if (call_open) {
     rest_call(T, x, p_rest);
     p_idx = nf, p_kind = K_CALL, p_aux = clampi(x.TF[F_CALLEE], 0, 4);
@@ -487,7 +494,7 @@ GM_HD inline void apply(const GmTables& T, const Ctx& x, int32_t a, int32_t* N) 
   }
 
   // --- header fields
-  N[H_NF] = opens ? nf + 1 : ((feed || range_b) ? nf - 1 : (sclose ? 0 : (spush ? 1 : nf)));
+  N[H_NF] = opens ? wrap_add(nf, 1) : ((feed || range_b) ? wrap_add(nf, -1) : (sclose ? 0 : (spush ? 1 : nf)));
   bool dedent = atb && a == DEDENT;
   bool indent = St && ph == P_INDENT;
   bool name_stmt = atb && is_name;
@@ -511,22 +518,23 @@ GM_HD inline void apply(const GmTables& T, const Ctx& x, int32_t a, int32_t* N) 
   bool brk = atb && (a == TOK_BREAK || a == TOK_CONTINUE);
   if (brk || ret_close) B[dc * B_FIELDS + B_TERM] = 1;
   if (ret_close) B[dc * B_FIELDS + B_SAFE] = 1;
-  int32_t pd = clampi(d - 1, 0, MAX_BLOCKS - 1);  // DEDENT: close block d into d-1
+  int32_t pd = clampi((int64_t)d - 1, 0, MAX_BLOCKS - 1);  // DEDENT: close block d into d-1
   int32_t pcs = B0[pd * B_FIELDS + B_CHAIN_SAFE];
   if (dedent && (kind_d == BK_IF || kind_d == BK_ELIF)) B[pd * B_FIELDS + B_CHAIN] = 1;
   B[pd * B_FIELDS + B_CHAIN_SAFE] =
       (dedent && kind_d == BK_IF) ? safe_d : ((dedent && kind_d == BK_ELIF) ? (pcs != 0 ? safe_d : pcs) : pcs);
   bool else_safe = dedent && kind_d == BK_ELSE && pcs != 0 && safe_d != 0;
   if (else_safe) B[pd * B_FIELDS + B_SAFE] = 1, B[pd * B_FIELDS + B_TERM] = 1;
-  int32_t nd = clampi(d + 1, 0, MAX_BLOCKS - 1);  // INDENT: open block d+1
+  int32_t nd = clampi((int64_t)d + 1, 0, MAX_BLOCKS - 1);  // INDENT: open block d+1
   int32_t pend_kind = S[H_PEND_KIND];
   if (indent) {
     for (int32_t k = 0; k < B_FIELDS; k++) B[nd * B_FIELDS + k] = 0;
     B[nd * B_FIELDS + B_KIND] = pend_kind;
   }
-  N[H_DEPTH] = dedent ? d - 1 : (indent ? d + 1 : d);
+  N[H_DEPTH] = dedent ? wrap_add(d, -1) : (indent ? wrap_add(d, 1) : d);
   int32_t loops = S[H_LOOPS];
-  N[H_LOOPS] = (dedent && kind_d == BK_LOOP) ? loops - 1 : ((indent && pend_kind == BK_LOOP) ? loops + 1 : loops);
+  N[H_LOOPS] = (dedent && kind_d == BK_LOOP) ? wrap_add(loops, -1)
+                                             : ((indent && pend_kind == BK_LOOP) ? wrap_add(loops, 1) : loops);
 
   // --- names: scoping on DEDENT, a new variable on `v = e` or as a new for-variable
   int32_t* vars = N + OFF_VARS;  // N's vars still equal S's (x.vars) here
@@ -534,14 +542,14 @@ GM_HD inline void apply(const GmTables& T, const Ctx& x, int32_t a, int32_t* N) 
     for (int32_t j = 0; j < NUM_NAMES; j++)
       if (vt_of(x, j) != T_NONE && x.vars[2 * j + 1] == d) vars[2 * j] = T_NONE;
   if (sclose && kind == K_ASSIGN_NEW) {
-    int32_t aslot = clampi(x.aux - P0, 0, NUM_NAMES - 1);
+    int32_t aslot = clampi((int64_t)x.aux - P0, 0, NUM_NAMES - 1);
     vars[2 * aslot] = t;
     vars[2 * aslot + 1] = d;
   }
-  int32_t fslot = clampi(pend_var - P0, 0, NUM_NAMES - 1);
+  int32_t fslot = clampi((int64_t)pend_var - P0, 0, NUM_NAMES - 1);
   if (indent && pend_kind == BK_LOOP && pend_var != 0 && vt_of(x, fslot) == T_NONE) {
     vars[2 * fslot] = T_I;
-    vars[2 * fslot + 1] = d + 1;
+    vars[2 * fslot + 1] = wrap_add(d, 1);
   }
 }
 
@@ -558,7 +566,7 @@ GM_HD inline bool step_row(const GmTables& T, const int32_t* S, int64_t action, 
   if (!in_range || x.done) return true;
   if (action_cost(T, x, a) > (cost_t)x.g.max_len - x.length - 1) return true;
   apply(T, x, a, N);
-  N[H_LEN] += 1;
+  N[H_LEN] = wrap_add(N[H_LEN], 1);
   return false;
 }
 

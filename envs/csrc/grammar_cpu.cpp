@@ -40,10 +40,11 @@ void parallel_rows(int64_t n, int32_t nthreads, F body) {
   for (auto& th : pool) th.join();
 }
 
-// A row's grammar id, counting the ids out of range (the caller raises for them; the row
-// itself reads the clamped grammar, as on the GPU, so nothing reads out of bounds).
+// A row's grammar id (-ngram..-1 wrap, as numpy's indexing), counting the ids numpy would reject
+// (the caller raises for them; the row itself reads the clamped grammar, as on the GPU, so
+// nothing reads out of bounds).
 inline int32_t row_gid(const GmTables& T, int64_t g, std::atomic<int64_t>& bad) {
-  if (g < 0 || g >= T.ngram) bad.fetch_add(1, std::memory_order_relaxed);
+  if (g < -(int64_t)T.ngram || g >= T.ngram) bad.fetch_add(1, std::memory_order_relaxed);
   return gm_gid(T, g);
 }
 
