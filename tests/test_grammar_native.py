@@ -309,13 +309,16 @@ def _ids(*toks):
 
 _SHORT = _ids(*[f"v{i}" for i in range(8)], *[f"<P{i}>" for i in range(4)], *"0123456789", "True", "False", ":",
               "<NEWLINE>", "<INDENT>")
-# three biases, one per row: nest (if/while/for, short expressions, DEDENT rare), brackets and
-# callees (`( [ , ] )`, len/abs/min/max/range/<FN>), chains (return/break/continue, elif/else, DEDENT)
-_BIAS = np.ones((3, V.VOCAB_SIZE))
+# five biases, one per row: nest (if/while/for, short expressions, DEDENT rare), brackets and
+# callees (`( [ , ] )`, len/abs/min/max/range/<FN>, for-range), chains (if/elif/else/return/DEDENT),
+# loops (while/for/break/continue/DEDENT), ranges (for v in range(a, b, c))
+_BIAS = np.ones((5, V.VOCAB_SIZE))
 _BIAS[0, _ids("if", "while", "for", "elif", "else") + _SHORT] = 6
 _BIAS[0, _ids("<DEDENT>")] = 0.2
-_BIAS[1, _ids("(", "[", ",", "]", ")", "len", "abs", "min", "max", "range", "<FN>")] = 6
-_BIAS[2, _ids("if", "elif", "else", "return", "break", "continue", "<DEDENT>", "while", "for") + _SHORT] = 6
+_BIAS[1, _ids("(", "[", ",", "]", ")", "len", "abs", "min", "max", "range", "<FN>", "for", "in")] = 6
+_BIAS[2, _ids("if", "elif", "else", "return", "<DEDENT>") + _SHORT] = 6
+_BIAS[3, _ids("while", "for", "break", "continue", "<DEDENT>", "if", "else") + _SHORT] = 6
+_BIAS[4, _ids("for", "in", "range", ",") + _SHORT] = 6   # for v in range(a, b, c)
 
 
 def biased_actions(rng, m, mode):
@@ -334,8 +337,8 @@ def test_biased_long_rollouts_equal_numpy():
     grammars = [grammar(sig, L) for sig in SIGNATURES for L in (96, 160)]
     auto, na = BatchedAutomaton(grammars), NativeAutomaton(grammars)
     rng = np.random.default_rng(seed)
-    gid = rng.permutation(np.repeat(np.arange(len(grammars)), 24))
-    mode = rng.integers(0, 3, len(gid))
+    gid = rng.permutation(np.repeat(np.arange(len(grammars)), 32))
+    mode = rng.integers(0, 5, len(gid))
     s = auto.initial(gid)
     finished = 0
     for k in range(170):
@@ -505,6 +508,21 @@ def test_device_tables_emulated(monkeypatch):
         s = new
 
 
+def test_cuda_initial_wraps_and_clamps_ids(monkeypatch):
+    """initial() on the CUDA path (DeviceTables emulated on CPU tensors): ids -n..-1 wrap as
+    numpy's, the rest clamp as the kernels' gm_gid, never an out-of-bounds gather."""
+    from vramgym.envs import grammar_cuda
+    monkeypatch.setattr(grammar_cuda, "kernels", lambda device_id: _EmuKernels())
+    grammars = [grammar(sig, 24) for sig in SIGNATURES[:3]]
+    na = NativeAutomaton(grammars)
+    gpu_ = NativeAutomaton(grammars)
+    gpu_._cuda = grammar_cuda.DeviceTables(na._arrays, na.nfid, torch.device("cpu"))
+    gpu_.device = type("FakeCuda", (), {"type": "cuda"})()
+    monkeypatch.setattr(gpu_, "_vec", lambda v, n: torch.as_tensor(v, dtype=torch.int64))
+    g = [0, 2, -1, -3, -4, 3, 2**40, -2**40]
+    assert torch.equal(gpu_.initial(g), torch.from_numpy(na.initial([0, 2, 2, 0, 0, 2, 2, 0])))
+
+
 def _gpu_reason():
     from vramgym.envs import grammar_cuda
     if not torch.cuda.is_available():
@@ -522,6 +540,7 @@ def test_cuda_equals_cpu_without_sync(suite_grammars):
     """On the GPU: the CUDA automaton equals the CPU library on rollouts of every suite signature,
     and mask/step/min_tokens pass under torch's sync debug mode "error"."""
     cpu, gpu_ = NativeAutomaton(suite_grammars), NativeAutomaton(suite_grammars, "cuda")
+    assert gpu_.device == torch.device("cuda", torch.cuda.current_device())   # the index fixed
     rng = np.random.default_rng([SEED, 7])
     n = 5000
     gid = rng.integers(0, len(suite_grammars), n)
