@@ -19,13 +19,27 @@ core = Extension(
     language="c++",
 )
 
-# the batched mask automaton of the Synthesis envs (envs/csrc/grammar.h; ctypes in envs/grammar_native.py)
+# the batched mask automaton of the Synthesis envs (envs/csrc/grammar.h; ctypes in envs/grammar_native.py).
+# The library carries the hash of its sources (grammar_native.source_hash(), the same recipe), which
+# loading compares with the installed sources, so a library older than grammar.h is refused.
+GRAMMAR_SOURCES = ("grammar.h", "grammar_consts.h", "grammar_cpu.cpp")
+
+
+def grammar_source_hash() -> str:
+    import hashlib
+    h = hashlib.sha256()
+    for name in GRAMMAR_SOURCES:
+        h.update(name.encode() + b"\0" + (Path("envs/csrc") / name).read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 grammar = Extension(
     "vramgym.envs._grammar",
     sources=["envs/csrc/grammar_cpu.cpp"],
     include_dirs=["envs/csrc"],
     depends=["envs/csrc/grammar.h", "envs/csrc/grammar_consts.h"],
-    extra_compile_args=["-std=c++17", "-O3", "-pthread", "-fvisibility=hidden", "-fvisibility-inlines-hidden"],
+    extra_compile_args=["-std=c++17", "-O3", "-pthread", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
+                        f'-DGM_SOURCE_HASH="{grammar_source_hash()}"'],
     extra_link_args=["-pthread"],
     language="c++",
 )

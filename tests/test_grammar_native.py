@@ -97,6 +97,23 @@ def test_library_was_compiled_with_these_constants():
         assert f"constexpr int {name} = {v};" in N.consts_header()
 
 
+def test_library_was_compiled_from_these_sources(monkeypatch):
+    """The library carries the sha256 of grammar.h, grammar_consts.h and grammar_cpu.cpp (setup.py);
+    loading refuses one built from other sources (a logic change with an old build)."""
+    lib = N.lib()
+    assert lib.gm_source_hash().decode() == N.source_hash()
+    monkeypatch.setattr(N, "source_hash", lambda: "0" * 64)
+    N.lib.cache_clear()
+    try:
+        with pytest.raises(ImportError, match="other sources"):
+            N.lib()
+        assert not N.available()
+    finally:
+        N.lib.cache_clear()
+        monkeypatch.undo()
+    assert N.lib().gm_source_hash().decode() == N.source_hash()
+
+
 def test_tables_handed_to_the_library_are_pythons(suite_grammars):
     """Every array the library reads, in the GmTab order, equals grammar.py's (int32 exact)."""
     na = NativeAutomaton(suite_grammars[:7])

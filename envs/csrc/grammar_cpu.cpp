@@ -70,6 +70,14 @@ GM_EXPORT int32_t gm_consts(int64_t* out, int32_t cap) {
   return n;
 }
 
+#ifndef GM_SOURCE_HASH  // setup.py passes the sha256 of grammar.h, grammar_consts.h and this file
+#define GM_SOURCE_HASH ""
+#endif
+
+// The hash of the sources this library was compiled from (grammar_native.source_hash()); "" when
+// built without it (by hand), which loading refuses as it refuses a stale build.
+GM_EXPORT const char* gm_source_hash() { return GM_SOURCE_HASH; }
+
 // The batch calls return how many rows had a grammar id out of range (0 when all are valid).
 
 // mask: out (n, VOCAB) bytes, 1 where the action is allowed
