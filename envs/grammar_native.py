@@ -324,9 +324,9 @@ class NativeAutomaton:
                 raise ValueError(f"{S.shape[0]} rows but {v.shape[0]} actions/grammar ids")
 
     def _ids_ok(self, bad: int) -> None:
-        """Grammar ids out of range (-n..-1 wrap, as numpy's; the library counts the rest): an IndexError, as numpy's. On a
-        GPU that check would sync, so there the kernels clamp them instead (a row then reads a
-        real grammar, never past the end)."""
+        """Grammar ids out of range (-n..-1 wrap, as numpy's; the library counts the rest): an
+        IndexError, as numpy's. On a GPU that check would sync, so there the kernels clamp them
+        instead (a row then reads a real grammar, never past the end)."""
         if bad:
             raise IndexError(f"{bad} grammar ids out of -{len(self.grammars)}..{len(self.grammars) - 1}")
 

@@ -179,8 +179,8 @@ def test_empty_batch_and_shape_errors():
 
 def test_garbage_rows_never_crash():
     """Rows no rollout reaches (random ints, huge values, negative fields): every call returns
-    (indices are clamped in the C++), outputs keep their shapes. Grammar ids out of range raise
-    IndexError on the CPU (as numpy's); the C++ clamps them (what the GPU relies on)."""
+    (indices are wrapped/clamped in the C++), outputs keep their shapes. Grammar ids numpy rejects
+    raise IndexError on the CPU; the C++ clamps them (what the GPU relies on)."""
     rng = np.random.default_rng([SEED, 4])
     grammars = [grammar(sig, 32) for sig in SIGNATURES[:3]]
     na, auto = NativeAutomaton(grammars), BatchedAutomaton(grammars)
@@ -371,6 +371,34 @@ def test_biased_long_rollouts_equal_numpy():
         finished += int(done.sum())
         s[done] = auto.initial(gid[done])
     assert finished > 0
+
+
+SCRIPTS = (  # corners rollouts reach rarely: a safe else chain (TERM after it), an elif that breaks the
+            # chain's safety, nesting to MAX_BLOCKS, range's third argument
+    r"if True : \n <INDENT> return <P0> \n <DEDENT> else : \n <INDENT> return <P0> \n <DEDENT>",
+    r"if True : \n <INDENT> return <P0> \n <DEDENT> elif True : \n <INDENT> pass \n <DEDENT> else : \n "
+    r"<INDENT> return <P0> \n <DEDENT>",
+    r"while True : \n <INDENT> if True : \n <INDENT> while True : \n <INDENT> if True : \n <INDENT> "
+    r"if True : \n <INDENT> pass \n",
+    r"for v0 in range ( 1 , 2 , 3 ) : \n <INDENT> break \n",
+)
+
+
+def test_scripted_corners_equal_numpy():
+    """Each prefix of SCRIPTS: mask, min_tokens and every action's step equal numpy's."""
+    g = grammar(SIGNATURES[0], 64)
+    auto, na = BatchedAutomaton([g]), NativeAutomaton([g])
+    for prog in SCRIPTS:
+        s = auto.initial([0])
+        for a in V.encode(prog):
+            assert np.array_equal(na.mask(s), auto.mask(s)), (prog, a)
+            assert np.array_equal(na.min_tokens_to_finish(s), auto.min_tokens_to_finish(s)), (prog, a)
+            every = np.repeat(s, V.VOCAB_SIZE, 0)
+            new, inv = auto.step(every, np.arange(V.VOCAB_SIZE))
+            tnew, tinv = na.step(every, np.arange(V.VOCAB_SIZE))
+            assert np.array_equal(tinv, inv) and np.array_equal(tnew, new), (prog, a)
+            s, inv = auto.step(s, [a])
+            assert not inv[0], (prog, a)
 
 
 def test_threads_do_not_change_results(monkeypatch):

@@ -10,8 +10,11 @@
 // constant arrays) comes from Python at run time (GmTables, int32 arrays in the GmTab order);
 // the scalar constants come from the generated grammar_consts.h. No allocation, no recursion,
 // no STL, bounded loops: the same code runs in a CUDA thread. Costs are int64 (the numpy code
-// computes in int64; REST fields of hand-made rows could overflow int32 sums). Every index
-// read from a row is clamped before a lookup, so no row, however garbled, reads out of bounds.
+// computes in int64; REST fields of hand-made rows could overflow int32 sums), and so is all row
+// arithmetic (d + 1, nf - 1, TARGET - P0, ...), written back with a wrapping int32 cast as numpy's
+// astype(int32), without signed overflow. Every index read from a row is wrapped as numpy's
+// (-n..-1 count from the end) where numpy does not clip it, then clamped, so no row, however
+// garbled, reads out of bounds; rows where numpy raises IndexError are outside the contract.
 #pragma once
 
 #if defined(__CUDACC_RTC__)  // NVRTC has no system headers
