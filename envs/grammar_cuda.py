@@ -9,12 +9,13 @@ One launch per call: mask, step and min_tokens_to_finish are one kernel each.
 """
 from __future__ import annotations
 
-import re
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+from vramgym.vm.cuda import available, inline_includes  # noqa: F401  (available: re-exported)
 
 CSRC = Path(__file__).resolve().parent / "csrc"
 KERNEL_FILE = CSRC / "grammar_kernels.cu"
@@ -26,34 +27,8 @@ KERNELS = ("gm_mask_kernel", "gm_step_kernel", "gm_min_tokens_kernel", "gm_const
 
 def kernel_source() -> str:
     """grammar_kernels.cu with its quoted #includes (from envs/csrc) inlined once: the text NVRTC
-    compiles, so CuPy's on-disk cache (keyed on the text) never serves a build of stale headers."""
-    seen: set[str] = set()
-    include = re.compile(r'\s*#\s*include\s+"([^"]+)"')
-    once = re.compile(r"\s*#\s*pragma\s+once\b")
-
-    def expand(path: Path) -> list[str]:
-        out = [f'#line 1 "{path.name}"']
-        for no, line in enumerate(path.read_text().splitlines(), 1):
-            m = include.match(line)
-            if m:
-                if m.group(1) not in seen:
-                    seen.add(m.group(1))
-                    out += expand(CSRC / m.group(1))
-                    out.append(f'#line {no + 1} "{path.name}"')
-                continue
-            out.append("" if once.match(line) else line)
-        return out
-
-    return "\n".join(expand(KERNEL_FILE)) + "\n"
-
-
-def available() -> bool:
-    """cupy imports and sees a usable CUDA device."""
-    try:
-        import cupy
-        return bool(cupy.cuda.is_available())
-    except Exception:  # ImportError, or a driver without a device raising instead of answering
-        return False
+    compiles (vm/cuda.py's inliner, shared with the VM kernels)."""
+    return inline_includes(KERNEL_FILE, (CSRC,))
 
 
 # ---- launches (shared with the host emulator test: k maps names to callables like CuPy kernels) --

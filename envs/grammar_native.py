@@ -37,13 +37,13 @@ Bad actions (out of range, masked, after END) give invalid = True and the row un
 from __future__ import annotations
 
 import ctypes
-import importlib.machinery
-import importlib.util
 import os
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+
+from vramgym.vm.cpu import extension_path
 
 from . import grammar as G
 from . import vocab as V
@@ -176,18 +176,7 @@ _i64p = ctypes.POINTER(ctypes.c_int64)
 
 
 def _library_path() -> Path:
-    if os.environ.get("VRAMGYM_GRAMMAR_LIB"):  # a library built by hand, for development
-        return Path(os.environ["VRAMGYM_GRAMMAR_LIB"])
-    here = Path(__file__).resolve().parent
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        p = here / f"_grammar{suffix}"
-        if p.exists():
-            return p
-    spec = importlib.util.find_spec("vramgym.envs._grammar")
-    if spec is not None and spec.origin:
-        return Path(spec.origin)
-    raise ImportError("the native mask automaton is not built: install the package with `pip install .` "
-                      "(or `pip install -e .`), which compiles it")
+    return extension_path("vramgym.envs._grammar", "VRAMGYM_GRAMMAR_LIB", "the native mask automaton")
 
 
 SOURCE_FILES = ("grammar.h", "grammar_consts.h", "grammar_cpu.cpp")

@@ -18,19 +18,27 @@ _u32p = ctypes.POINTER(ctypes.c_uint32)
 _u8p = ctypes.POINTER(ctypes.c_uint8)
 
 
-def _library_path() -> Path:
-    if os.environ.get("VRAMGYM_CORE_LIB"):  # a core built by hand, for development
-        return Path(os.environ["VRAMGYM_CORE_LIB"])
-    here = Path(__file__).resolve().parent
+def extension_path(module: str, env_var: str, what: str) -> Path:
+    """The shared library of the extension `module` (e.g. "vramgym.vm._core") that `pip install`
+    built, or the one a developer built by hand and named in $env_var. envs/grammar_native.py
+    finds its library with it too."""
+    if os.environ.get(env_var):  # a library built by hand, for development
+        return Path(os.environ[env_var])
+    package, stem = module.rsplit(".", 1)
+    here = Path(importlib.util.find_spec(package).origin).resolve().parent
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        p = here / f"_core{suffix}"
+        p = here / f"{stem}{suffix}"
         if p.exists():
             return p
-    spec = importlib.util.find_spec("vramgym.vm._core")  # editable installs keep it elsewhere
+    spec = importlib.util.find_spec(module)  # editable installs keep it elsewhere
     if spec is not None and spec.origin:
         return Path(spec.origin)
-    raise ImportError("the vramgym C++ core is not built: install the package with `pip install .` "
+    raise ImportError(f"{what} is not built: install the package with `pip install .` "
                       "(or `pip install -e .`), which compiles it")
+
+
+def _library_path() -> Path:
+    return extension_path("vramgym.vm._core", "VRAMGYM_CORE_LIB", "the vramgym C++ core")
 
 
 @lru_cache(maxsize=1)

@@ -56,9 +56,11 @@ def _include_dirs() -> tuple[Path, ...]:
     return (_CSRC, Path(vramgym.compiler.__file__).resolve().parent / "csrc")
 
 
-def kernel_source() -> str:
-    """cuda_kernels.cu with every quoted #include inlined once (the text NVRTC compiles)."""
-    dirs = _include_dirs()
+def inline_includes(kernel_file: Path, dirs) -> str:
+    """kernel_file with every quoted #include (looked up in dirs) inlined once, with #line marks:
+    the text NVRTC compiles, so CuPy's on-disk cache (keyed on the text) never serves a build of
+    stale headers. envs/grammar_cuda.py builds its kernels' source with it too."""
+    dirs = tuple(dirs)
     seen: set[str] = set()
     include = re.compile(r'\s*#\s*include\s+"([^"]+)"')
     once = re.compile(r"\s*#\s*pragma\s+once\b")
@@ -80,7 +82,12 @@ def kernel_source() -> str:
             out.append("" if once.match(line) else line)
         return out
 
-    return "\n".join(expand(KERNEL_FILE)) + "\n"
+    return "\n".join(expand(kernel_file)) + "\n"
+
+
+def kernel_source() -> str:
+    """cuda_kernels.cu with every quoted #include inlined once (the text NVRTC compiles)."""
+    return inline_includes(KERNEL_FILE, _include_dirs())
 
 
 # --- availability and per-device state --------------------------------------------------------
