@@ -585,7 +585,8 @@ class BatchedAutomaton:
         n, ar, d, dc = x.n, x.ar, x.d, x.dc
         kind, cs, safe = x.B[:, :, B_KIND], x.B[:, :, B_CHAIN_SAFE], x.B[:, :, B_SAFE]
         s_ret = xp.copy(safe)                             # return: SAFE[d] = 1 (and NONEMPTY[d])
-        s_ret[ar, dc] = 1
+        s_ret[ar, dc] = xp.ones_like(dc)                  # a value tensor: a Python scalar here is
+                                                          # a host-to-device copy in torch (a sync)
         pd = xp.clip(d - 1, 0, MAX_BLOCKS - 1)            # DEDENT: close block d into d-1
         s_ded = xp.copy(safe)
         s_ded[ar, pd] = xp.where((kind[ar, dc] == BK_ELSE) & (cs[ar, pd] != 0) & (safe[ar, dc] != 0),
@@ -593,8 +594,8 @@ class BatchedAutomaton:
         nd = xp.clip(d + 1, 0, MAX_BLOCKS - 1)            # INDENT: open block d+1 = [PEND_KIND, 0...]
         k_ind, c_ind, s_ind = xp.copy(kind), xp.copy(cs), xp.copy(safe)
         k_ind[ar, nd] = x.S[:, H_PEND_KIND]
-        c_ind[ar, nd] = 0
-        s_ind[ar, nd] = 0
+        c_ind[ar, nd] = xp.zeros_like(nd)
+        s_ind[ar, nd] = xp.zeros_like(nd)
         K = xp.cat([kind, kind, kind, k_ind], 0)
         CS = xp.cat([cs, cs, cs, c_ind], 0)
         SF = xp.cat([safe, s_ret, s_ded, s_ind], 0)

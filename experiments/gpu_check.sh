@@ -11,6 +11,7 @@
 #             torch round trip, chunking, Ray; evaluate_tasks / execute_tasks on token slots
 #   envs      the environments and mask automata on the GPU: torch and native automata ==
 #             numpy, GPU env == CPU env step for step, no sync inside step, CUDA graphs
+#   syncs     experiments/find_syncs.py: every host sync left in the envs' step, with its stack
 #   memcheck  compute-sanitizer memcheck on a corpus + fuzz + task-scorer run of the kernels
 #   bench     experiments/bench_gpu.py (N = 1 .. 1e6; --quick with QUICK=1)
 #   bench_envs experiments/bench_envs.py on the GPU at 1k, 16k and 64k envs
@@ -26,15 +27,16 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu_check_out}
 WORK=${GPU_CHECK_WORK:-/tmp/gpu_check}
-STEP_LIMIT=${STEP_LIMIT:-570}          # seconds per step, inside the device's 600 s per command
+STEP_LIMIT=${STEP_LIMIT:-570}          # seconds per step, inside the device's 600 s per command;
+                                       # LIMIT_<step>=S overrides it for one step
 mkdir -p "$OUT" "$WORK"
 export PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy_cache
 fails=0
 step() {  # step NAME COMMAND...: run under a time limit, log, record
   local name=$1; shift
   echo "== $name: $*" | tee -a "$WORK/summary.txt"
-  local t0=$SECONDS
-  if timeout "$STEP_LIMIT" "$@" >"$WORK/$name.log" 2>&1; then
+  local t0=$SECONDS lim_var="LIMIT_$name"
+  if timeout "${!lim_var:-$STEP_LIMIT}" "$@" >"$WORK/$name.log" 2>&1; then
     echo "   ok ($((SECONDS - t0)) s)" | tee -a "$WORK/summary.txt"
   else
     echo "   FAILED rc=$? ($((SECONDS - t0)) s, see $name.log)" | tee -a "$WORK/summary.txt"
@@ -71,6 +73,10 @@ stage_envs() {
   step gpu_envs python -m pytest -q -rs "${files[@]}"
 }
 
+stage_syncs() {
+  step syncs python experiments/find_syncs.py
+}
+
 stage_memcheck() {
   # the sanitizer is ~100x slower: small random corpora
   VRAMGYM_GPU_RANDOM_PROGRAMS=300 step memcheck compute-sanitizer --tool memcheck --leak-check no \
@@ -94,9 +100,9 @@ stage_bench_envs() {
 }
 
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(tests envs memcheck bench bench_envs)
+[ ${#stages[@]} -eq 0 ] && stages=(tests envs syncs memcheck bench bench_envs)
 for s in "${stages[@]}"; do
-  case $s in tests|envs|memcheck|bench|bench_envs) ;; *) echo "unknown stage: $s" >&2; exit 2 ;; esac
+  case $s in tests|envs|syncs|memcheck|bench|bench_envs) ;; *) echo "unknown stage: $s" >&2; exit 2 ;; esac
 done
 touch "$WORK/summary.txt"
 trap finish EXIT
