@@ -155,7 +155,7 @@ class TaskBank:
         the DEDENTs of at most L + 1 open blocks and EOF."""
         return int(self.prefix.shape[1]) + 2 * L + 3
 
-    def _slot_tables(self, device, L: int) -> dict:
+    def slot_tables(self, device, L: int) -> dict:
         """Constants of compiler_token_slots on `device` for bodies of L actions (made once)."""
         import torch
         key = (str(device), L)
@@ -202,7 +202,7 @@ class TaskBank:
         t = self.tensors(bodies.device)
         bodies, lengths, task_ids = bodies.long(), lengths.long(), task_ids.long()
         n, L = bodies.shape
-        c = self._slot_tables(bodies.device, L)
+        c = self.slot_tables(bodies.device, L)
         code = bodies.clamp(-1, V.VOCAB_SIZE).add_(1).masked_fill_(c["pos"] >= lengths[:, None], V.VOCAB_SIZE + 1)
         tok = c["act"].index_select(0, code.reshape(-1)).reshape(n, L, 5)   # (index_select: faster on the CPU)
         live = tok[..., 0].cumprod(1, dtype=i32)                  # 1 up to the first stop

@@ -138,10 +138,15 @@ class SynthesisCore:
         return self._automata[key]
 
     def prepare(self, state: SynthesisState) -> None:
-        """Before the first step (the shell's reset): capture the automaton's CUDA graphs."""
-        a = self.automaton(state.grammar.device)
+        """Before the first step (the shell's reset): capture the automaton's CUDA graphs and put
+        the scorer's constants on a GPU (made lazily in the first step, their copies would sync)."""
+        dev = state.grammar.device
+        a = self.automaton(dev)
         if hasattr(a, "prepare"):
             a.prepare(len(state.task))
+        if dev.type == "cuda":
+            self.bank.tensors(dev)
+            self.bank.slot_tables(dev, self.max_len)
 
     def observation_space(self) -> spaces.Dict:
         T, E, W = self.bank.examples.shape

@@ -129,7 +129,7 @@ def count_ops(env, steps: int = 8, seed: int = 0) -> dict:
             if batch:
                 a = torch.randint(0, 73, (env.num_envs, core.max_len), generator=gen)
             else:
-                a = masked_actions(obs["action_mask"], gen)
+                a = masked_actions(obs["action_mask"].cpu(), gen)     # gen is a CPU generator
             a = a.to(dev)
             mode.ops.clear()
             calls.clear()

@@ -63,6 +63,73 @@ def tests(seed: int = 1):
     return args, encode_tuples(args, SIGNATURE[0]), encode_results([math.gcd(a, b) for a, b in args], "int")
 
 
+# The steady-state instruction rate: loop-heavy candidates (lists, indexing, // and %, branches,
+# a call) that run ~30,000 VM instructions per test, so per-program set-up and a warp's uneven
+# run lengths weigh little. The 32 tests of a candidate share n (lanes of a warp run equally long)
+# and differ in k.
+LOOP_TASK = """def {F}(n: int, k: int) -> int:
+    xs = [0] * 16
+    s = 0
+    i = 0
+    while i < n:
+        j = i % 16
+        xs[j] += (i * k) % 7
+        if xs[j] > {T}:
+            s = s + step(xs[j], k)
+            xs[j] = 0
+        i += 1
+    return s{bug}
+
+
+def step(a: int, b: int) -> int:
+    return a // 3 + abs(b) % 5
+"""
+
+
+def loop_candidates(n: int, seed: int = 2) -> list[str]:
+    r = random.Random(seed)
+    return [LOOP_TASK.format(F=r.choice(["f", "g", "loop"]), T=r.randint(20, 120), bug=r.choice(["", "", " + 1"]))
+            for _ in range(n)]
+
+
+def loop_tests(n_iter: int, seed: int = 3):
+    r = random.Random(seed)
+    args = [(n_iter, r.randint(-1000, 1000)) for _ in range(32)]
+    return args, encode_tuples(args, ["int", "int"])
+
+
+def steady_rows(sizes, repeat: int, n_iter: int, check: int):
+    """VM instructions per second on long runs; the steps are checked equal to the CPU backend's
+    on the first `check` candidates first."""
+    import torch
+    args, inputs = loop_tests(n_iter)
+    expected = encode_results([0] * len(args), "int")         # pass counts are not the point here
+    sync = torch.cuda.synchronize
+    rows = []
+    for n in sizes:
+        flat, offsets = pack_tokens(loop_candidates(n))
+        tok, off = torch.from_numpy(flat).cuda(), torch.from_numpy(offsets).cuda()
+        t_comp, _ = timed(lambda: cuda.compile_device("tokens", tok, off), repeat, sync)
+        t_eval, ev = timed(lambda: cuda.evaluate(tok, off, inputs, expected, signature=(("int", "int"), "int")),
+                           repeat, sync)
+        k = min(n, check)
+        sub_off = offsets[: k + 1]
+        res = run_batch(compile_tokens(flat[: sub_off[-1]], sub_off).to_programs(), inputs)
+        cpu_steps = res.steps.reshape(k, -1).astype(np.int64).sum(1)
+        if not np.array_equal(cpu_steps, ev.steps[:k].cpu().numpy()):
+            raise SystemExit(f"steady N={n}: GPU and CPU step counts differ")
+        if (res.status != 0).any():
+            raise SystemExit(f"steady N={n}: a run trapped (status {np.unique(res.status)})")
+        steps = int(ev.steps.sum().item())
+        row = {"N": n, "tests": len(args), "loop_iterations": n_iter, "vm_instructions": steps,
+               "instructions_per_run": steps / (n * len(args)), "gpu_compile_s": t_comp, "gpu_evaluate_s": t_eval,
+               "gpu_vm_instructions_per_s": steps / max(t_eval - t_comp, 1e-9)}
+        rows.append(row)
+        print(json.dumps(row))
+        del tok, off, ev
+    return rows
+
+
 def pack_tokens(sources):
     toks = [tokenize(s) for s in sources]
     offsets = np.zeros(len(toks) + 1, dtype=np.int64)
@@ -120,6 +187,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cpython-max", type=int, default=20_000)
     ap.add_argument("--cpu-max", type=int, default=200_000)
+    ap.add_argument("--steady-iterations", type=int, default=2000,
+                    help="loop iterations per run of the steady-state instruction-rate rows (0: none)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     opts = ap.parse_args()
     import cupy as cp
@@ -170,12 +239,16 @@ def main():
         print(json.dumps(row))
         del tok, off, ev, task_args, tk
         cp.get_default_memory_pool().free_all_blocks()
+    steady = []
+    if opts.steady_iterations:
+        steady = steady_rows([1000] if opts.quick else [10_000, 100_000], repeat, opts.steady_iterations,
+                             check=200 if opts.quick else 1000)
     meta = {"device": cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"].decode(),
             "cupy": cp.__version__, "torch": torch.__version__, "host": platform.node(), "cpus": os.cpu_count(),
             "quick": opts.quick, "repeat": repeat}
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bench_gpu.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    (out / "bench_gpu.json").write_text(json.dumps({"meta": meta, "rows": rows, "steady": steady}, indent=2))
     cols = ["N", "gpu_programs_compiled_per_s", "gpu_evals_per_s", "gpu_tasks_evals_per_s",
             "gpu_vm_instructions_per_s",
             "cpu_backend_evals_per_s", "cpython_evals_per_s", "speedup_vs_cpython", "gpu_evaluate_s"]
@@ -184,6 +257,11 @@ def main():
     for r in rows:
         lines.append("| " + " | ".join(f"{r[c]:.3g}" if isinstance(r.get(c), float) else str(r.get(c, "-"))
                                        for c in cols) + " |")
+    if steady:
+        lines += ["", f"Steady state: loop-heavy candidates, {opts.steady_iterations} loop iterations per run, 32 runs each",
+                  "", "| N | instructions per run | gpu_vm_instructions_per_s | gpu_evaluate_s |", "| --- | --- | --- | --- |"]
+        lines += [f"| {r['N']} | {r['instructions_per_run']:.0f} | {r['gpu_vm_instructions_per_s']:.3g} | "
+                  f"{r['gpu_evaluate_s']:.3g} |" for r in steady]
     (out / "bench_gpu.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -15,17 +15,19 @@ from vramgym.envs.bank import TaskBank
 from vramgym.envs.neural_compile import NUM_ACTIONS, NeuralCompileVectorEnv
 from vramgym.envs.synthesis import SynthesisVectorEnv
 
-BANK = TaskBank.from_names(["gcd", "sum_list", "reverse_list", "is_prime", "count_evens"], n_tests=8)
+TASKS = ["gcd", "sum_list", "reverse_list", "is_prime", "count_evens"]
 
 
 def variants():
-    kw = dict(num_envs=256, bank=BANK, max_len=24, device="cuda")
-    yield "token, native automaton", SynthesisVectorEnv(automaton="native", **kw)
-    yield "token, torch automaton", SynthesisVectorEnv(automaton="torch", **kw)
-    yield "token, cuda_graph", SynthesisVectorEnv(cuda_graph=True, **kw)
-    yield "token, copy=False", SynthesisVectorEnv(copy=False, **kw)
-    yield "batch", SynthesisVectorEnv(batch=True, **kw)
-    yield "neural compile", NeuralCompileVectorEnv(num_envs=256, bank=BANK, max_words=32, device="cuda")
+    # a bank of its own per env: constants one env put on the GPU must not hide another's lazy copy
+    kw = lambda: dict(num_envs=256, bank=TaskBank.from_names(TASKS, n_tests=8), max_len=24, device="cuda")  # noqa: E731
+    yield "token, native automaton", SynthesisVectorEnv(automaton="native", **kw())
+    yield "token, torch automaton", SynthesisVectorEnv(automaton="torch", **kw())
+    yield "token, cuda_graph", SynthesisVectorEnv(cuda_graph=True, **kw())
+    yield "token, copy=False", SynthesisVectorEnv(copy=False, **kw())
+    yield "batch", SynthesisVectorEnv(batch=True, **kw())
+    yield "neural compile", NeuralCompileVectorEnv(num_envs=256, bank=TaskBank.from_names(TASKS, n_tests=8), max_words=32,
+                                                   device="cuda")
 
 
 def actions(env, obs, gen):
@@ -40,7 +42,7 @@ def main() -> int:
     sites: dict[tuple, set] = {}
 
     def record(message, category, filename, lineno, file=None, line=None):
-        if "synchroniz" not in str(message):
+        if "called a synchronizing" not in str(message):   # not the "prototype" notice
             return
         stack = tuple(f"{f.filename.split('vramgym/')[-1]}:{f.lineno} {f.name}" for f in traceback.extract_stack()[:-1]
                       if "/torch/" not in f.filename and "warnings" not in f.filename)
