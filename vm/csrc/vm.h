@@ -330,13 +330,6 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
 #define VG_DEFAULT default:
 #define VG_NEXT() continue
   for (;;) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    // The lanes of a warp run one program on different inputs. Only those at the warp's lowest pc
-    // step; the others wait, so lanes that a branch split meet again where it joins instead of
-    // running out of phase (each step then one handler, not one per distinct opcode). The lowest
-    // lane always steps, so every lane finishes (fuel bounds each run).
-    if ((uint32_t)pc != __reduce_min_sync(__activemask(), (uint32_t)pc)) continue;
-#endif
     VG_FETCH();
     switch (w & 0xFF) {
 #endif
