@@ -22,7 +22,7 @@ core = Extension(
 # the batched mask automaton of the Synthesis envs (envs/csrc/grammar.h; ctypes in envs/grammar_native.py).
 # The library carries the hash of its sources (grammar_native.source_hash(), the same recipe), which
 # loading compares with the installed sources, so a library older than grammar.h is refused.
-GRAMMAR_SOURCES = ("grammar.h", "grammar_consts.h", "grammar_cpu.cpp")
+GRAMMAR_SOURCES = ("grammar.h", "grammar_consts.h", "token_slots.h", "grammar_cpu.cpp")
 
 
 def grammar_source_hash() -> str:
@@ -37,7 +37,7 @@ grammar = Extension(
     "vramgym.envs._grammar",
     sources=["envs/csrc/grammar_cpu.cpp"],
     include_dirs=["envs/csrc"],
-    depends=["envs/csrc/grammar.h", "envs/csrc/grammar_consts.h"],
+    depends=["envs/csrc/grammar.h", "envs/csrc/grammar_consts.h", "envs/csrc/token_slots.h"],
     extra_compile_args=["-std=c++17", "-O3", "-pthread", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
                         f'-DGM_SOURCE_HASH="{grammar_source_hash()}"'],
     extra_link_args=["-pthread"],

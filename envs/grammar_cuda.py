@@ -1,5 +1,6 @@
 """The native mask automaton on a CUDA device: envs/csrc/grammar_kernels.cu (over grammar.h, the
-header the CPU library compiles) built by NVRTC through CuPy, once per process and device.
+header the CPU library compiles) built by NVRTC through CuPy, once per process and device. The
+same module holds the token-slot builder of the task scorer (token_slots.h; envs/token_slots.py).
 
 Used by envs/grammar_native.py NativeAutomaton(grammars, "cuda"); only this module imports cupy,
 and only when it is used. Inputs and outputs are torch CUDA tensors shared with CuPy through
@@ -22,7 +23,7 @@ KERNEL_FILE = CSRC / "grammar_kernels.cu"
 NVRTC_OPTIONS = ("-std=c++17",)
 VOCAB = 73           # checked against vocab.VOCAB_SIZE by the constants check (gm_consts_kernel)
 BLOCK = 128          # GM_BLOCK of grammar_kernels.cu: rows per block
-KERNELS = ("gm_mask_kernel", "gm_step_kernel", "gm_min_tokens_kernel", "gm_consts_kernel")
+KERNELS = ("gm_mask_kernel", "gm_step_kernel", "gm_min_tokens_kernel", "gm_token_slots_kernel", "gm_consts_kernel")
 
 
 def kernel_source() -> str:
@@ -50,6 +51,16 @@ def launch_step(k, S, actions, gid, new, invalid_u8, addrs, nfid: int, ngram: in
 def launch_min_tokens(k, S, gid, out, addrs, nfid: int, ngram: int, n: int) -> None:
     if n:
         k["gm_min_tokens_kernel"](grid(n), (BLOCK,), (S, gid, np.int64(n), out, addrs, np.int32(nfid), np.int32(ngram)))
+
+
+def launch_token_slots(k, bodies, L: int, lengths, task_ids, active, n: int, act, nact: int, tail, prefix,
+                       prefix_len, ntask: int, P: int, out, count) -> None:
+    """Arrays as CuPy kernel arguments (arrays, or device addresses as np.uint64; active may be
+    the null address np.uint64(0))."""
+    if n:
+        k["gm_token_slots_kernel"](grid(n), (BLOCK,), (bodies, np.int32(L), lengths, task_ids, active, np.int64(n), act,
+                                                       np.int32(nact), tail, prefix, prefix_len, np.int32(ntask),
+                                                       np.int32(P), out, count))
 
 
 # ---- per-device module -----------------------------------------------------------------------------

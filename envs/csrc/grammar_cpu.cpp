@@ -1,5 +1,6 @@
-// CPU binding of the mask automaton (grammar.h): a C ABI over batches of rows, parallel across
-// cores, loaded with ctypes by vramgym/envs/grammar_native.py. Every array is caller-owned
+// CPU binding of the mask automaton (grammar.h) and of the token-slot builder (token_slots.h): a C
+// ABI over batches of rows, parallel across cores, loaded with ctypes by
+// vramgym/envs/grammar_native.py. Every array is caller-owned
 // (numpy or CPU torch memory); nothing here allocates per row. Threads pull chunks of rows
 // from an atomic counter.
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "grammar.h"
+#include "token_slots.h"
 
 #define GM_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -70,7 +72,7 @@ GM_EXPORT int32_t gm_consts(int64_t* out, int32_t cap) {
   return n;
 }
 
-#ifndef GM_SOURCE_HASH  // setup.py passes the sha256 of grammar.h, grammar_consts.h and this file
+#ifndef GM_SOURCE_HASH  // setup.py passes the sha256 of the headers and this file (GRAMMAR_SOURCES)
 #define GM_SOURCE_HASH ""
 #endif
 
@@ -113,4 +115,17 @@ GM_EXPORT int64_t gm_min_tokens(const int32_t* S, const int64_t* gid, int64_t n,
   parallel_rows(n, nthreads,
                 [&](int64_t i) { out[i] = min_tokens_row(T, S + i * STATE_SIZE, row_gid(T, gid[i], bad)); });
   return bad.load();
+}
+
+// token slots (TaskBank.compiler_token_slots): out (n, S, 4) int32, count (n,) int64, S =
+// P + 2L + 3; rows where active (n bytes; null: all) is 0 are left unwritten, with count 0
+GM_EXPORT void gm_token_slots(const int64_t* bodies, int32_t L, const int64_t* lengths, const int64_t* task_ids,
+                              const uint8_t* active, int64_t n, const int32_t* act, int32_t nact, const int32_t* tail,
+                              const int32_t* prefix, const int64_t* prefix_len, int32_t ntask, int32_t P,
+                              int32_t* out, int64_t* count, int32_t nthreads) {
+  const SlotTables T{act, tail, prefix, prefix_len, nact, ntask, P};
+  const int64_t S = slot_size(T, L);
+  parallel_rows(n, nthreads, [&](int64_t i) {
+    count[i] = active && !active[i] ? 0 : token_slots_row(T, bodies + i * L, L, lengths[i], task_ids[i], out + i * S * 4);
+  });
 }

@@ -1,4 +1,5 @@
-// CUDA kernels of the mask automaton, over the very header the CPU library compiles (grammar.h).
+// CUDA kernels of the mask automaton and the token-slot builder, over the very headers the CPU
+// library compiles (grammar.h, token_slots.h).
 // vramgym/envs/grammar_cuda.py inlines the includes and compiles this file once per process and
 // device with NVRTC (CuPy RawModule); tests compile it with nvcc and run it on the host in an
 // emulator (tests/native/grammar_cuda_emu.cpp).
@@ -22,6 +23,7 @@
 // The tables (pointers in GmTables) are read through the read-only cache; the per-row frame
 // tables are ~10 MB and the cost table 2 MB per variant, so the hot part stays in L2.
 #include "grammar.h"
+#include "token_slots.h"
 
 #define GM_BLOCK 128
 
@@ -76,6 +78,27 @@ extern "C" __global__ void gm_min_tokens_kernel(const int32_t* S, const long lon
   gm_load_tables(T, addrs, nfid, ngram);
   long long i = (long long)blockIdx.x * GM_BLOCK + threadIdx.x;
   if (i < n) out[i] = gm::min_tokens_row(T, S + i * gm::STATE_SIZE, gm::gm_gid(T, gid[i]));
+}
+
+// token slots (TaskBank.compiler_token_slots) of the active rows (active: n bytes, null: all):
+// out (n, S, 4) int32, 16-byte aligned (put_slot's stores), count (n,) int64. An inactive row
+// only gets count 0: its slots stay unwritten (evaluate_tasks never reads them), and most rows
+// are inactive in a step (only the bodies that end are scored). A thread writes its own row
+// (strided across the warp, whole cache lines per thread, merged in L2).
+extern "C" __global__ void gm_token_slots_kernel(const long long* bodies, int L, const long long* lengths,
+                                                 const long long* task_ids, const unsigned char* active, long long n,
+                                                 const int32_t* act, int nact, const int32_t* tail,
+                                                 const int32_t* prefix, const long long* prefix_len, int ntask, int P,
+                                                 int32_t* out, long long* count) {
+  long long i = (long long)blockIdx.x * GM_BLOCK + threadIdx.x;
+  if (i >= n) return;
+  if (active && !active[i]) {
+    count[i] = 0;
+    return;
+  }
+  const gm::SlotTables T{act, tail, prefix, (const int64_t*)prefix_len, nact, ntask, P};
+  count[i] = gm::token_slots_row(T, (const int64_t*)bodies + i * L, L, lengths[i], task_ids[i],
+                                 out + i * gm::slot_size(T, L) * 4);
 }
 
 // the constants the module was compiled with (as gm_consts of the CPU library): out[NCONSTS]
