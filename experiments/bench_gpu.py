@@ -98,9 +98,10 @@ def loop_tests(n_iter: int, seed: int = 3):
     return args, encode_tuples(args, ["int", "int"])
 
 
-def steady_rows(sizes, repeat: int, n_iter: int, check: int):
-    """VM instructions per second on long runs; the steps are checked equal to the CPU backend's
-    on the first `check` candidates first."""
+def steady_rows(sizes, repeat: int, n_iter: int, check: int, warps_per_sm=(0,)):
+    """VM instructions per second on long runs, for each persistent-grid size (resident warps per
+    SM; 0: as many as fit); the steps are checked equal to the CPU backend's on the first `check`
+    candidates first."""
     import torch
     args, inputs = loop_tests(n_iter)
     expected = encode_results([0] * len(args), "int")         # pass counts are not the point here
@@ -110,24 +111,35 @@ def steady_rows(sizes, repeat: int, n_iter: int, check: int):
         flat, offsets = pack_tokens(loop_candidates(n))
         tok, off = torch.from_numpy(flat).cuda(), torch.from_numpy(offsets).cuda()
         t_comp, _ = timed(lambda: cuda.compile_device("tokens", tok, off), repeat, sync)
-        t_eval, ev = timed(lambda: cuda.evaluate(tok, off, inputs, expected, signature=(("int", "int"), "int")),
-                           repeat, sync)
-        k = min(n, check)
-        sub_off = offsets[: k + 1]
-        res = run_batch(compile_tokens(flat[: sub_off[-1]], sub_off).to_programs(), inputs)
-        cpu_steps = res.steps.reshape(k, -1).astype(np.int64).sum(1)
-        if not np.array_equal(cpu_steps, ev.steps[:k].cpu().numpy()):
-            raise SystemExit(f"steady N={n}: GPU and CPU step counts differ")
-        if (res.status != 0).any():
-            raise SystemExit(f"steady N={n}: a run trapped (status {np.unique(res.status)})")
-        steps = int(ev.steps.sum().item())
-        row = {"N": n, "tests": len(args), "loop_iterations": n_iter, "vm_instructions": steps,
-               "instructions_per_run": steps / (n * len(args)), "gpu_compile_s": t_comp, "gpu_evaluate_s": t_eval,
-               "gpu_vm_instructions_per_s": steps / max(t_eval - t_comp, 1e-9)}
-        rows.append(row)
-        print(json.dumps(row))
+        for wps in warps_per_sm:
+            cuda.EXEC_WARPS_PER_SM = wps or None
+            try:
+                t_eval, ev = timed(lambda: cuda.evaluate(tok, off, inputs, expected, signature=(("int", "int"), "int")),
+                                   repeat, sync)
+            finally:
+                cuda.EXEC_WARPS_PER_SM = None
+            rows.append(steady_row(n, args, flat, offsets, ev, t_comp, t_eval, n_iter, check, wps))
         del tok, off, ev
     return rows
+
+
+def steady_row(n, args, flat, offsets, ev, t_comp, t_eval, n_iter, check, wps):
+    """One steady row, after its first `check` candidates' steps equal the CPU backend's."""
+    _, inputs = loop_tests(n_iter)
+    k = min(n, check)
+    sub_off = offsets[: k + 1]
+    res = run_batch(compile_tokens(flat[: sub_off[-1]], sub_off).to_programs(), inputs)
+    if not np.array_equal(res.steps.reshape(k, -1).astype(np.int64).sum(1), ev.steps[:k].cpu().numpy()):
+        raise SystemExit(f"steady N={n}: GPU and CPU step counts differ")
+    if (res.status != 0).any():
+        raise SystemExit(f"steady N={n}: a run trapped (status {np.unique(res.status)})")
+    steps = int(ev.steps.sum().item())
+    row = {"N": n, "tests": len(args), "loop_iterations": n_iter, "vm_instructions": steps,
+           "warps_per_sm": wps or cuda.device().resident_warps("vg_execute_local_eval"),
+           "instructions_per_run": steps / (n * len(args)), "gpu_compile_s": t_comp, "gpu_evaluate_s": t_eval,
+           "gpu_vm_instructions_per_s": steps / max(t_eval - t_comp, 1e-9)}
+    print(json.dumps(row))
+    return row
 
 
 def pack_tokens(sources):
@@ -189,6 +201,8 @@ def main():
     ap.add_argument("--cpu-max", type=int, default=200_000)
     ap.add_argument("--steady-iterations", type=int, default=2000,
                     help="loop iterations per run of the steady-state instruction-rate rows (0: none)")
+    ap.add_argument("--warps-per-sm", type=int, nargs="+", default=[0, 16],
+                    help="persistent-grid sizes of the steady rows (resident warps per SM; 0: as many as fit)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     opts = ap.parse_args()
     import cupy as cp
@@ -242,10 +256,12 @@ def main():
     steady = []
     if opts.steady_iterations:
         steady = steady_rows([1000] if opts.quick else [10_000, 100_000], repeat, opts.steady_iterations,
-                             check=200 if opts.quick else 1000)
+                             check=200 if opts.quick else 1000, warps_per_sm=opts.warps_per_sm)
     meta = {"device": cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"].decode(),
             "cupy": cp.__version__, "torch": torch.__version__, "host": platform.node(), "cpus": os.cpu_count(),
-            "quick": opts.quick, "repeat": repeat}
+            "quick": opts.quick, "repeat": repeat,
+            "resident_warps_per_sm": {k: cuda.device().resident_warps(k) for k in (
+                "vg_execute_local_eval", "vg_execute_tasks_local", "vg_execute_global_eval")}}
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench_gpu.json").write_text(json.dumps({"meta": meta, "rows": rows, "steady": steady}, indent=2))
@@ -259,9 +275,10 @@ def main():
                                        for c in cols) + " |")
     if steady:
         lines += ["", f"Steady state: loop-heavy candidates, {opts.steady_iterations} loop iterations per run, 32 runs each",
-                  "", "| N | instructions per run | gpu_vm_instructions_per_s | gpu_evaluate_s |", "| --- | --- | --- | --- |"]
-        lines += [f"| {r['N']} | {r['instructions_per_run']:.0f} | {r['gpu_vm_instructions_per_s']:.3g} | "
-                  f"{r['gpu_evaluate_s']:.3g} |" for r in steady]
+                  "", "| N | warps per SM | instructions per run | gpu_vm_instructions_per_s | gpu_evaluate_s |",
+                  "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {r['N']} | {r['warps_per_sm']} | {r['instructions_per_run']:.0f} | "
+                  f"{r['gpu_vm_instructions_per_s']:.3g} | {r['gpu_evaluate_s']:.3g} |" for r in steady]
     (out / "bench_gpu.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

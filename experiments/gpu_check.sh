@@ -12,6 +12,8 @@
 #   envs      the environments and mask automata on the GPU: torch and native automata ==
 #             numpy, GPU env == CPU env step for step, no sync inside step, CUDA graphs
 #   syncs     experiments/find_syncs.py: every host sync left in the envs' step, with its stack
+#   profile   Nsight Compute's stall reasons and occupancy for one steady-state execute launch
+#   profile_env experiments/profile_env.py: host vs device time of a GPU env step, top kernels
 #   memcheck  compute-sanitizer memcheck on a corpus + fuzz + task-scorer run of the kernels
 #   bench     experiments/bench_gpu.py (N = 1 .. 1e6; --quick with QUICK=1)
 #   bench_envs experiments/bench_envs.py on the GPU at 1k, 16k and 64k envs
@@ -77,6 +79,16 @@ stage_syncs() {
   step syncs python experiments/find_syncs.py
 }
 
+stage_profile() {
+  step ncu ncu --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    --section SchedulerStats -k regex:vg_execute_local_eval -c 1 python -c \
+    "import sys; sys.path.insert(0, 'experiments'); import bench_gpu as b; b.steady_rows([10000], 1, 2000, check=10)"
+}
+
+stage_profile_env() {
+  step profile_env python experiments/profile_env.py --num-envs 1024 65536 --steps 20
+}
+
 stage_memcheck() {
   # the sanitizer is ~100x slower: small random corpora
   VRAMGYM_GPU_RANDOM_PROGRAMS=300 step memcheck compute-sanitizer --tool memcheck --leak-check no \
@@ -100,9 +112,9 @@ stage_bench_envs() {
 }
 
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(tests envs syncs memcheck bench bench_envs)
+[ ${#stages[@]} -eq 0 ] && stages=(tests envs syncs memcheck bench bench_envs profile profile_env)
 for s in "${stages[@]}"; do
-  case $s in tests|envs|syncs|memcheck|bench|bench_envs) ;; *) echo "unknown stage: $s" >&2; exit 2 ;; esac
+  case $s in tests|envs|syncs|memcheck|bench|bench_envs|profile|profile_env) ;; *) echo "unknown stage: $s" >&2; exit 2 ;; esac
 done
 touch "$WORK/summary.txt"
 trap finish EXIT

@@ -43,7 +43,8 @@ NVRTC_OPTIONS = ("-std=c++17", f"-DVG_LOCAL_STACK={LOCAL_STACK}")
 COMPILE_BLOCK = 64     # threads per block of the compile kernels (one program per thread)
 COMPILE_PER_SM = 256   # resident compile threads per SM worth their scratch
 EXEC_BLOCK = 128       # 4 warps per block of the execute kernels
-EXEC_WARPS_PER_SM = 16
+EXEC_WARPS_PER_SM: int | None = None  # resident warps per SM of the persistent execute grids;
+# None: as many as the kernel's registers and frame let the SM hold (the driver's occupancy query)
 MEMORY_FRACTION = 0.5  # of free device memory a call may take for chunk buffers and scratch
 MAX_CHUNK: int | None = None  # items per chunk at most (None: as memory allows); tests lower it
 ENTRY_META = 3 + oc.LIMITS["MAX_PARAMS"]
@@ -122,6 +123,19 @@ class _Device:
             if token != 16 or meta != ENTRY_META or local != LOCAL_STACK:
                 raise RuntimeError(f"cuda_kernels.cu is out of date with vramgym: sizes {sizes.get()}")
             self.lexer_bytes, self.compiler_bytes = lexer, compiler
+            self._resident: dict[str, int] = {}
+
+    def resident_warps(self, kernel: str) -> int:
+        """Warps of `kernel` one SM holds at once (EXEC_BLOCK threads per block): the VM is latency
+        bound (each step waits on a load), so a persistent grid wants every warp the SM can hold."""
+        if kernel not in self._resident:
+            import cupy as cp
+            try:
+                blocks = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(self.k[kernel].ptr, EXEC_BLOCK, 0)
+            except Exception:  # a CuPy without the query: the former fixed figure
+                blocks = 16 * 32 // EXEC_BLOCK
+            self._resident[kernel] = max(1, blocks) * EXEC_BLOCK // 32
+        return self._resident[kernel]
 
 
 _devices: dict[int, _Device] = {}
@@ -323,10 +337,12 @@ def _lane_words(config, local: bool) -> int:
     return 3 * md + 3 * ml + hs + (0 if local else config.stack_size)
 
 
-def _exec_grid(d: _Device, n_tasks: int, config, reserve: int = 0):
-    """(kernel suffix, blocks, scratch) for a persistent execute launch over n_tasks tasks."""
+def _exec_grid(d: _Device, n_tasks: int, config, family: str, reserve: int = 0):
+    """(kernel, blocks, scratch) for a persistent execute launch over n_tasks tasks; family names
+    the kernel with {} for its variant, e.g. "vg_execute_{}_eval"."""
     import cupy as cp
     local = config.stack_size <= LOCAL_STACK
+    kernel = d.k[family.format("local" if local else "global")]
     lane_bytes = 4 * _lane_words(config, local)
     warp_bytes = 32 * lane_bytes
     fit = (_budget() - reserve) // warp_bytes
@@ -334,10 +350,11 @@ def _exec_grid(d: _Device, n_tasks: int, config, reserve: int = 0):
     if fit < per_block:
         raise MemoryError(f"VMConfig {config} needs {warp_bytes * per_block} bytes of scratch per block of "
                           f"{per_block} warps; the GPU has too little free memory")
-    warps = min(n_tasks, d.sms * EXEC_WARPS_PER_SM, fit)
+    per_sm = EXEC_WARPS_PER_SM or d.resident_warps(family.format("local" if local else "global"))
+    warps = min(n_tasks, d.sms * per_sm, fit)
     blocks = max(1, -(-warps // per_block))
     scratch = cp.empty(blocks * EXEC_BLOCK * lane_bytes // 4, dtype=cp.int32)
-    return ("local" if local else "global"), blocks, scratch
+    return kernel, blocks, scratch
 
 
 def _cfg_args(config):
@@ -400,9 +417,8 @@ def run_batch(programs, inputs, run_prog, run_in, expected, config, out_cap, nth
     starts = task_starts(run_prog, lockstep)
     n_tasks = len(starts) - 1
     per_run = 8 + 12 + 1 + 4 * out_cap + 8
-    suffix, blocks, scratch = _exec_grid(d, n_tasks, config)
+    kernel, blocks, scratch = _exec_grid(d, n_tasks, config, "vg_execute_{}")
     chunk_runs = _chunk_size(n_runs, per_run)
-    kernel = d.k[f"vg_execute_{suffix}"]
     t0 = 0
     while t0 < n_tasks:
         r0 = int(starts[t0])
@@ -495,11 +511,10 @@ def evaluate(programs, offsets, inputs, expected, *, source: bool = False, signa
         lengths = cp.zeros(n, dtype=cp.int32)
         wpp = max(1, -(-m // 32))
         per_prog = 4 * code_cap + 4 * ENTRY_META + 8
-        suffix, blocks, scratch = _exec_grid(d, n * wpp, config)
+        kernel, blocks, scratch = _exec_grid(d, n * wpp, config, "vg_execute_{}_eval")
         chunk = _chunk_size(n, per_prog)
         code = cp.empty((min(chunk, max(n, 1)), code_cap), dtype=cp.uint32)  # reused by every chunk
         meta = cp.empty((code.shape[0], ENTRY_META), dtype=cp.int32)
-        kernel = d.k[f"vg_execute_{suffix}_eval"]
         for a in range(0, n if m else 0, chunk):
             b = min(n, a + chunk)
             k = b - a
@@ -601,8 +616,7 @@ def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: 
         chunk = _chunk_size(n, 4 * code_cap + 4 * 4)
         code = cp.empty((min(chunk, max(n, 1)), code_cap), dtype=cp.uint32)  # reused by every chunk
         if n and n_tests:
-            suffix, blocks, scratch = _exec_grid(d, min(n, chunk) * wpp, config)
-            kernel = d.k[f"vg_execute_tasks_{suffix}"]
+            kernel, blocks, scratch = _exec_grid(d, min(n, chunk) * wpp, config, "vg_execute_tasks_{}")
         for a in range(0, n, chunk):
             b = min(n, a + chunk)
             k = b - a
@@ -658,8 +672,7 @@ def execute_tasks(code, code_len, task_ids, active, inputs, expected, n_tests: i
         wpp = max(1, -(-n_tests // 32))
         chunk = _chunk_size(n, 4 * width + 16)
         if n and n_tests:
-            suffix, blocks, scratch = _exec_grid(d, min(n, chunk) * wpp, config)
-            kernel = d.k[f"vg_execute_tasks_{suffix}"]
+            kernel, blocks, scratch = _exec_grid(d, min(n, chunk) * wpp, config, "vg_execute_tasks_{}")
         for a in range(0, n, chunk):
             b = min(n, a + chunk)
             k = b - a
