@@ -124,6 +124,7 @@ class TaskBank:
         self.outputs = np.stack(shown_out)   # (T, E, W_OUT)
         self._tensors: dict = {}
         self._slot_consts: dict = {}
+        self._slot_out = None   # evaluate's token-slot buffers on a GPU: ((device, stream, N, L), (slots, count))
 
     @classmethod
     def from_names(cls, names: Sequence[str] | None = None, **kw) -> "TaskBank":
@@ -182,7 +183,38 @@ class TaskBank:
                 "lmul": as_t(np.array([[1, 1, 1, 0]])), "ladd": as_t(np.array([[-1, 0, 0, 0]])),
                 "cmul": as_t(np.array([[1, 0, 0, 0]])), "cadd": as_t(np.array([[1, 1, 1, 0]])),
                 "P": P, "tail": P + L}
+            if torch.device(device).type == "cuda":
+                self._native_slots_module(torch.device(device))
         return self._slot_consts[key]
+
+    @staticmethod
+    def _native_slots_module(device) -> bool:
+        """Whether the GPU scorer builds its token slots with the native kernel (envs/token_slots.py):
+        CuPy is there. Loads the kernel's module on `device` (its first load syncs: a constants
+        check), so the envs' prepare, which makes the slot tables, makes it too."""
+        from .token_slots import cuda_available
+        if not cuda_available():
+            return False
+        import torch
+        from . import grammar_cuda
+        grammar_cuda.kernels(torch.cuda.current_device() if device.index is None else device.index)
+        return True
+
+    def _device_token_slots(self, bodies, lengths, task_ids, active):
+        """compiler_token_slots' slots of the active rows on a CUDA device, by one native kernel
+        (the torch ops, over every row, where CuPy is missing). The output buffers are reused by
+        the next call on the same stream and shape: evaluate_tasks reads them first, in stream order."""
+        import torch
+        dev = bodies.device
+        if not self._native_slots_module(dev):
+            return self.compiler_token_slots(bodies, lengths, task_ids)
+        from .token_slots import token_slots
+        n, L = bodies.shape
+        key = (dev, torch.cuda.current_stream(dev).cuda_stream, n, L)
+        if self._slot_out is None or self._slot_out[0] != key:
+            self._slot_out = (key, (torch.empty((n, self.slot_size(L), 4), dtype=torch.int32, device=dev),
+                                    torch.empty(n, dtype=torch.int64, device=dev)))
+        return token_slots(self, bodies, lengths, task_ids, active, out=self._slot_out[1])
 
     def compiler_token_slots(self, bodies, lengths, task_ids):
         """Compiler token arrays of N bodies, one fixed-size slot per body, as torch ops on the
@@ -250,14 +282,15 @@ class TaskBank:
         tensors out on the same device. Returns (compiled (N,) bool, tests passed (N,) int64,
         executed steps summed over the tests (N,) int64); rows where `active` is False are not
         compiled or run and give (False, 0, 0). On a CUDA device everything stays there
-        (vm.cuda.evaluate_tasks: the tests live on the device, nothing waits for the host); on
+        (one native kernel builds the active rows' token slots, envs/token_slots.py, and
+        vm.cuda.evaluate_tasks runs them: the tests live on the device, nothing waits for the host); on
         the CPU, the CPU backend runs the active rows (vm.evaluate.evaluate_tasks_cpu)."""
         import torch
         dev = bodies.device
         if dev.type == "cuda":
             from vramgym.vm import cuda
             t = self.tensors(dev)
-            slots, count = self.compiler_token_slots(bodies, lengths, task_ids)
+            slots, count = self._device_token_slots(bodies, lengths, task_ids, active)
             passed, steps, ok = cuda.evaluate_tasks(slots, count, task_ids, active, t["inputs"], t["expected"],
                                                     self.n_tests, t["ret_kind"], config=self.config)
             return ok, passed.long(), steps.long()
