@@ -72,6 +72,7 @@ stage_tests() {
 stage_envs() {
   local files=(tests/test_grammar_torch.py tests/test_envs_device.py)
   [ -f tests/test_grammar_native.py ] && files+=(tests/test_grammar_native.py)
+  [ -f tests/test_token_slots.py ] && files+=(tests/test_token_slots.py)
   step gpu_envs python -m pytest -q -rs "${files[@]}"
 }
 
@@ -107,7 +108,8 @@ stage_bench() {
 }
 
 stage_bench_envs() {
-  step bench_envs python experiments/bench_envs.py --device cuda cuda-graph --num-envs 1024 16384 65536 \
+  # shellcheck disable=SC2086  # BENCH_ENVS_DEVICES is a list
+  step bench_envs python experiments/bench_envs.py --device ${BENCH_ENVS_DEVICES:-cuda cuda-graph} --num-envs 1024 16384 65536 \
     --seconds 5 --name bench_envs_gpu --out "$WORK"
 }
 

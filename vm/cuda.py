@@ -130,10 +130,15 @@ class _Device:
         bound (each step waits on a load), so a persistent grid wants every warp the SM can hold."""
         if kernel not in self._resident:
             import cupy as cp
+            k = self.k[kernel]  # a RawKernel; its .kernel is the driver's function
             try:
-                blocks = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(self.k[kernel].ptr, EXEC_BLOCK, 0)
-            except Exception:  # a CuPy without the query: the former fixed figure
-                blocks = 16 * 32 // EXEC_BLOCK
+                blocks = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(k.kernel.ptr, EXEC_BLOCK, 0)
+            except Exception:  # no query in this CuPy: the register file's limit (64K per SM, 256-register units)
+                try:
+                    per_warp = -(-k.num_regs * 32 // 256) * 256
+                    blocks = min(64, 65536 // per_warp) * 32 // EXEC_BLOCK
+                except Exception:
+                    blocks = 16 * 32 // EXEC_BLOCK
             self._resident[kernel] = max(1, blocks) * EXEC_BLOCK // 32
         return self._resident[kernel]
 
