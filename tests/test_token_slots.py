@@ -360,7 +360,8 @@ def test_cuda_equals_oracle_without_sync(bank):
         b, lens, tasks, active = random_batch(rng, len(bank), 3000, L)
         x = [torch.from_numpy(v).cuda() for v in (b, lens, tasks)]
         ta = None if active is None else torch.from_numpy(active).cuda()
-        bank.slot_tables(x[0].device, L)                 # the tables and the module: made before the check
+        bank.tensors(x[0].device)                        # the bank's tensors, the slot tables and the
+        bank.slot_tables(x[0].device, L)                 # module: made (copied, synced) before the check
         torch.cuda.synchronize()
         torch.cuda.set_sync_debug_mode("error")
         try:
