@@ -82,9 +82,10 @@ def count_ops(env, steps: int = 8, seed: int = 0) -> dict:
     random actions, drawn outside the count), on the env's device path.
 
     The mask automaton (NativeAutomaton: one kernel per mask/step on a GPU) and the scorer are
-    counted as calls, not ops. The scorer's aten ops are those of a GPU step: the full-width token
-    builder (bank.compiler_token_slots) + 1; CPU scoring itself (a subset of rows, then the CPU
-    backend) is not counted. Returns per-step means and maxima."""
+    counted as calls, not ops. The scorer's aten ops are those of a GPU step: its token builder
+    (one native kernel on CUDA where CuPy is, envs/token_slots.py, counted as a call; else the
+    full-width torch builder, bank.compiler_token_slots) + 1; CPU scoring itself (a subset of
+    rows, then the CPU backend) is not counted. Returns per-step means and maxima."""
     core, dev = env.core, env.device
     auto, bank = core.automaton(dev), core.bank
     mode = OpCounter()
@@ -105,7 +106,10 @@ def count_ops(env, steps: int = 8, seed: int = 0) -> dict:
     def evaluate(bodies, lengths, task_ids, active=None):
         mode.phase = "scorer"
         try:
-            bank.compiler_token_slots(bodies, lengths, task_ids)   # what the GPU scorer runs as torch ops
+            if bodies.device.type == "cuda" and bank._native_slots_module(bodies.device):
+                calls["token_slots"] = calls.get("token_slots", 0) + 1   # one kernel (inside real_eval)
+            else:
+                bank.compiler_token_slots(bodies, lengths, task_ids)     # what such a GPU scorer runs as torch ops
             (lengths >= 0)                                         # its `ok` comparison
         finally:
             mode.phase = "env"
@@ -332,7 +336,8 @@ def main(argv=None) -> dict:
              f"{', '.join(f'{x:.2f}' for x in result['load_average'])}; best of {a.repeat} run(s) of "
              f"{a.seconds:g} s per row; torch threads: {torch.get_num_threads()}; copy={COPY}.\n",
              "aten ops per step: env + the scorer's token builder, then the calls that are kernels of their own "
-             "on a GPU (the native automaton's mask/step: 1 each; the scorer: 6 CuPy launches per call). "
+             "on a GPU (the native automaton's mask/step: 1 each; the scorer: 6 CuPy launches per call; on CUDA "
+             "the token builder is one native kernel, token_slots, where CuPy is). "
              "On a GPU each is a launch: the proxy for launch count that a CPU can measure.\n",
              "| env | device | automaton | num_envs | env steps/s | programs scored/s | aten ops per step |",
              "| --- | --- | --- | ---: | ---: | ---: | --- |"]
