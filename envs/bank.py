@@ -80,6 +80,20 @@ def _action_token_table() -> np.ndarray:
 _ACTION_TOKENS = _action_token_table()
 
 
+def bank_for(bank: "TaskBank | None", tasks, n_tests: int, seed: int, backend: str,
+             fuel: int | None = None) -> "TaskBank":
+    """The envs' bank: the one given, else the built-in tasks named (all by default) with n_tests
+    tests each. fuel: VM steps per test run (default 20,000), a budget every backend enforces
+    identically; lower it to bound a batch's slowest candidate (on a GPU a scoring launch lasts as
+    long as its longest run). A given bank brings its own (TaskBank(config=VMConfig(fuel=...)))."""
+    if bank is not None:
+        if fuel is not None:
+            raise ValueError("fuel applies to the envs' own bank; give a TaskBank(config=VMConfig(fuel=...)) instead")
+        return bank
+    config = None if fuel is None else VMConfig(fuel=fuel)
+    return TaskBank.from_names(tasks, n_tests=n_tests, seed=seed, backend=backend, config=config)
+
+
 class TaskBank:
     """Tasks with their tests, ready for batched scoring. Every task's signature must fit the
     vocabulary (at most 4 parameters)."""

@@ -26,7 +26,7 @@ from gymnasium import spaces
 from vramgym.compiler import tokenize
 from vramgym.vm.evaluate import execute_tasks_cpu
 
-from .bank import TaskBank
+from .bank import TaskBank, bank_for
 from .reward import NeuralCompileReward
 from .vector import CoreEnv, TensorVectorEnv
 
@@ -173,8 +173,8 @@ class NeuralCompileCore:
 class NeuralCompileEnv(CoreEnv):
     def __init__(self, bank: TaskBank | None = None, tasks: list[str] | None = None, max_words: int = 256,
                  reward: NeuralCompileReward | None = None, n_tests: int = 16, seed: int = 0, backend: str = "cpu",
-                 render_mode: str | None = None):
-        bank = bank or TaskBank.from_names(tasks, n_tests=n_tests, seed=seed, backend=backend)
+                 render_mode: str | None = None, fuel: int | None = None):
+        bank = bank_for(bank, tasks, n_tests, seed, backend, fuel)
         self.core = NeuralCompileCore(bank, max_words, reward=reward)
         self.observation_space = self.core.observation_space()
         self.action_space = spaces.Discrete(NUM_ACTIONS)
@@ -185,8 +185,8 @@ class NeuralCompileVectorEnv(TensorVectorEnv):
     def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
                  max_words: int = 256, reward: NeuralCompileReward | None = None, n_tests: int = 16, seed: int = 0,
                  backend: str = "cpu", device=None, render_mode: str | None = None,
-                 max_episode_steps: int | None = None, copy: bool = True):
-        bank = bank or TaskBank.from_names(tasks, n_tests=n_tests, seed=seed, backend=backend)
+                 max_episode_steps: int | None = None, copy: bool = True, fuel: int | None = None):
+        bank = bank_for(bank, tasks, n_tests, seed, backend, fuel)
         core = NeuralCompileCore(bank, max_words, reward=reward)
         super().__init__(core, num_envs, core.observation_space(), spaces.Discrete(NUM_ACTIONS), seed, device,
                          render_mode, copy)

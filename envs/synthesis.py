@@ -34,7 +34,7 @@ import torch
 from gymnasium import spaces
 
 from . import vocab as V
-from .bank import TaskBank
+from .bank import TaskBank, bank_for
 from .grammar import STATE_SIZE, BatchedAutomaton, Grammar
 from .reward import SynthesisReward
 from .vector import CoreEnv, TensorVectorEnv
@@ -345,20 +345,14 @@ class SynthesisCore:
         return "\n".join(lines) + "\n"
 
 
-def _bank(bank, tasks, n_tests, seed, backend) -> TaskBank:
-    if bank is not None:
-        return bank
-    return TaskBank.from_names(tasks, n_tests=n_tests, seed=seed, backend=backend)
-
-
 class SynthesisEnv(CoreEnv):
     """`vramgym/Synthesis-v0` (batch=False) and `vramgym/SynthesisBatch-v0` (batch=True) as one
     Gymnasium env with numpy observations (the core on the CPU with one row)."""
 
     def __init__(self, bank: TaskBank | None = None, tasks: list[str] | None = None, max_len: int = 48,
                  reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16, seed: int = 0,
-                 backend: str = "cpu", render_mode: str | None = None):
-        self.core = SynthesisCore(_bank(bank, tasks, n_tests, seed, backend), max_len, reward, batch=batch)
+                 backend: str = "cpu", render_mode: str | None = None, fuel: int | None = None):
+        self.core = SynthesisCore(bank_for(bank, tasks, n_tests, seed, backend, fuel), max_len, reward, batch=batch)
         self.observation_space = self.core.observation_space()
         self.action_space = self.core.action_space()
         super().__init__(render_mode)
@@ -378,10 +372,11 @@ class SynthesisVectorEnv(TensorVectorEnv):
                  max_len: int = 48, reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16,
                  seed: int = 0, backend: str = "cpu", device=None, render_mode: str | None = None,
                  automaton: str = "auto", cuda_graph: bool = False, max_episode_steps: int | None = None,
-                 copy: bool = True):
+                 copy: bool = True, fuel: int | None = None):
         if cuda_graph and torch.device("cpu" if device is None else device).type != "cuda":
             raise ValueError("cuda_graph=True needs a CUDA device (device='cuda')")
-        core = SynthesisCore(_bank(bank, tasks, n_tests, seed, backend), max_len, reward, automaton, batch, cuda_graph)
+        core = SynthesisCore(bank_for(bank, tasks, n_tests, seed, backend, fuel), max_len, reward, automaton, batch,
+                             cuda_graph)
         super().__init__(core, num_envs, core.observation_space(), core.action_space(), seed, device, render_mode,
                          copy)
 

@@ -240,3 +240,31 @@ def test_make_with_module_prefix():
     env = gym.make("vramgym.envs:vramgym/SynthesisBatch-v0", bank=BANK)
     obs, _ = env.reset(seed=0)
     assert env.observation_space.contains(obs)
+
+
+@pytest.mark.parametrize("env_id", ["vramgym/SynthesisBatch-v0", "vramgym/NeuralCompile-v0"])
+def test_fuel_bounds_the_scored_runs(env_id):
+    """fuel= reaches the VM: the same reference program passes its tests with the default budget
+    and traps out_of_fuel (fails them) with one too small for its runs; a bank plus fuel is refused."""
+    kw = dict(num_envs=2, vectorization_mode="vector_entry_point", tasks=TASKS, n_tests=8)
+    pin = {"task": TASKS.index("sum_list")}
+    rewards = {}
+    for fuel in (None, 5):
+        vec = gym.make_vec(env_id, **kw, **({} if fuel is None else {"fuel": fuel}))
+        assert vec.unwrapped.core.bank.config.fuel == (20_000 if fuel is None else fuel)
+        vec.reset(seed=0, options=pin)
+        if env_id == "vramgym/SynthesisBatch-v0":
+            body = np.full(vec.single_action_space.shape, V.END)
+            ref = V.encode(REFERENCES["sum_list"])
+            body[: len(ref)] = ref
+            _, r, term, *_ = vec.step(np.stack([body, body]))
+        else:
+            core = vec.unwrapped.core
+            script = bytecode_actions(core.bank.tasks[pin["task"]].program.code)
+            for a in script:
+                _, r, term, *_ = vec.step(np.array([a, a]))
+        assert term.all()
+        rewards[fuel] = r[0]
+    assert rewards[5] < rewards[None]
+    with pytest.raises(ValueError, match="fuel"):
+        gym.make_vec(env_id, num_envs=1, vectorization_mode="vector_entry_point", bank=BANK, fuel=100)
