@@ -182,6 +182,12 @@ extern "C" {
 VG_EXPORT int32_t vg_abi_version() { return 2; }
 VG_EXPORT int32_t vg_func_meta() { return FUNC_META; }
 
+// The lockstep interpreter's build (lanes.h): isa 1 the x86-64-v3 one where the CPU has it (the
+// default), 0 the baseline; -1 changes nothing. Returns the setting before. Not during a run_batch.
+VG_EXPORT int32_t vg_lane_isa(int32_t isa) {
+  return isa < 0 ? lane_isa().load() : lane_isa().exchange(isa ? 1 : 0);
+}
+
 // Compile one source. Returns the number of code words, or -1 with err = {code, line, col, arg}.
 // meta receives FUNC_META ints per function (room for MAX_FUNCS), *nfuncs their count.
 VG_EXPORT int32_t vg_compile(const char* src, int64_t len, uint32_t* code, int32_t code_cap, int32_t* err, int32_t* meta,

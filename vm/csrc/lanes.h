@@ -9,6 +9,7 @@
 // Every lane computes exactly what vg::run computes for it alone (status, value, steps and
 // list contents): the scalar interpreter is this one's oracle in the tests.
 #pragma once
+#include <atomic>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -218,18 +219,23 @@ inline bool before(const LaneGroup& a, const LaneGroup& b) {
 
 }  // namespace lanes_detail
 
-// On x86-64 GCC builds an AVX2 clone too, picked at load time where the CPU has AVX2: the lane
-// loops are 8 wide instead of 4 (about 1.2x on the lockstep interpreter).
+// The body of run_lanes (below), compiled twice on x86-64 GCC builds: for x86-64-v3 (AVX2: the lane
+// loops are 8 wide instead of 4, about 1.2x on the lockstep interpreter) and for the baseline.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-#define VG_LANE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define VG_LANE_CLONES
+#define VG_LANE_V3 1
 #endif
 
-// Run function `entry_pc` of a validated program on nlanes (<= LANES) encoded inputs.
-VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* const* in,
-                      const int32_t* in_len, int32_t nlanes, const VMConfig& cfg, LaneState& S, RunResult* out,
-                      const LaneFast* fast = nullptr) {
+// Which build run_lanes takes: 1 the x86-64-v3 one where the CPU has it, 0 the baseline always
+// (the tests run both on every machine). Set it before runs start (vg_lane_isa).
+inline std::atomic<int32_t>& lane_isa() {
+  static std::atomic<int32_t> isa(1);
+  return isa;
+}
+
+__attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, int32_t len, int32_t entry_pc,
+                                                          const int32_t* const* in, const int32_t* in_len,
+                                                          int32_t nlanes, const VMConfig& cfg, LaneState& S,
+                                                          RunResult* out, const LaneFast* fast) {
   using namespace lanes_detail;
   const int32_t fuel = cfg.fuel, stack_size = cfg.stack_size, max_depth = cfg.max_depth;
   int32_t* st = S.stack;
@@ -1101,6 +1107,35 @@ VG_LANE_CLONES inline void run_lanes(const uint32_t* code, int32_t len, int32_t 
 #undef BLEND
 #undef LN_FORK
   }
+}
+
+#ifdef VG_LANE_V3
+__attribute__((target("arch=x86-64-v3"), noinline)) inline void run_lanes_v3(
+    const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* const* in, const int32_t* in_len,
+    int32_t nlanes, const VMConfig& cfg, LaneState& S, RunResult* out, const LaneFast* fast) {
+  run_lanes_body(code, len, entry_pc, in, in_len, nlanes, cfg, S, out, fast);
+}
+#endif
+
+__attribute__((noinline)) inline void run_lanes_base(const uint32_t* code, int32_t len, int32_t entry_pc,
+                                                     const int32_t* const* in, const int32_t* in_len, int32_t nlanes,
+                                                     const VMConfig& cfg, LaneState& S, RunResult* out,
+                                                     const LaneFast* fast) {
+  run_lanes_body(code, len, entry_pc, in, in_len, nlanes, cfg, S, out, fast);
+}
+
+// Run function `entry_pc` of a validated program on nlanes (<= LANES) encoded inputs.
+inline void run_lanes(const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* const* in,
+                      const int32_t* in_len, int32_t nlanes, const VMConfig& cfg, LaneState& S, RunResult* out,
+                      const LaneFast* fast = nullptr) {
+#ifdef VG_LANE_V3
+  static const bool has_v3 = __builtin_cpu_supports("x86-64-v3");
+  if (has_v3 && lane_isa().load(std::memory_order_relaxed)) {
+    run_lanes_v3(code, len, entry_pc, in, in_len, nlanes, cfg, S, out, fast);
+    return;
+  }
+#endif
+  run_lanes_base(code, len, entry_pc, in, in_len, nlanes, cfg, S, out, fast);
 }
 
 }  // namespace vg
