@@ -220,7 +220,8 @@ inline bool before(const LaneGroup& a, const LaneGroup& b) {
 }  // namespace lanes_detail
 
 // The body of run_lanes (below), compiled twice on x86-64 GCC builds: for x86-64-v3 (AVX2: the lane
-// loops are 8 wide instead of 4, about 1.2x on the lockstep interpreter) and for the baseline.
+// loops are 8 wide instead of 4; run_batch is about 1.7x faster on the corpus than with the baseline
+// build) and for the baseline.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 #define VG_LANE_V3 1
 #endif
