@@ -138,7 +138,7 @@ class TaskBank:
         self.outputs = np.stack(shown_out)   # (T, E, W_OUT)
         self._tensors: dict = {}
         self._slot_consts: dict = {}
-        self._slot_out = None   # evaluate's token-slot buffers on a GPU: ((device, stream, N, L), (slots, count))
+        self._slot_out: dict = {}   # evaluate's token-slot buffers on a GPU: (device, stream, N, L) -> (slots, count)
 
     @classmethod
     def from_names(cls, names: Sequence[str] | None = None, **kw) -> "TaskBank":
@@ -225,10 +225,14 @@ class TaskBank:
         from .token_slots import token_slots
         n, L = bodies.shape
         key = (dev, torch.cuda.current_stream(dev).cuda_stream, n, L)
-        if self._slot_out is None or self._slot_out[0] != key:
-            self._slot_out = (key, (torch.empty((n, self.slot_size(L), 4), dtype=torch.int32, device=dev),
-                                    torch.empty(n, dtype=torch.int64, device=dev)))
-        return token_slots(self, bodies, lengths, task_ids, active, out=self._slot_out[1])
+        out = self._slot_out.get(key)
+        if out is None:   # a few shapes at once (say a training and an evaluation env on one bank)
+            if len(self._slot_out) >= 4:
+                self._slot_out.pop(next(iter(self._slot_out)))
+            out = (torch.empty((n, self.slot_size(L), 4), dtype=torch.int32, device=dev),
+                   torch.empty(n, dtype=torch.int64, device=dev))
+            self._slot_out[key] = out
+        return token_slots(self, bodies, lengths, task_ids, active, out=out)
 
     def compiler_token_slots(self, bodies, lengths, task_ids):
         """Compiler token arrays of N bodies, one fixed-size slot per body, as torch ops on the

@@ -76,9 +76,14 @@ class NeuralCompileCore:
         ref = np.zeros((T, max_words), np.uint32)
         for i, c in enumerate(self.ref_code):
             ref[i, : len(c)] = c
-        _, steps, valid = execute_tasks_cpu(ref, [len(c) for c in self.ref_code], np.arange(T), None, bank.inputs,
-                                            bank.expected, bank.n_tests, bank.ret_kind, config=bank.config)
+        passed, steps, valid = execute_tasks_cpu(ref, [len(c) for c in self.ref_code], np.arange(T), None,
+                                                 bank.inputs, bank.expected, bank.n_tests, bank.ret_kind,
+                                                 config=bank.config)
         assert valid.all(), "the compiler's bytecode of every reference validates"
+        short = [bank.tasks[i].name for i in np.flatnonzero(np.asarray(passed) < bank.n_tests)]
+        if short:   # the efficiency baseline would be a run cut short by the fuel or another limit
+            raise ValueError(f"the reference of {', '.join(short)} fails its tests under the bank's VM limits "
+                             f"({bank.config}): raise fuel")
         self.ref_steps = steps / bank.n_tests
         self._tensors: dict = {}
 

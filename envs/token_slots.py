@@ -1,7 +1,7 @@
 """TaskBank.compiler_token_slots as native code, one pass per row (envs/csrc/token_slots.h): the
 C++ library on the CPU (envs/grammar_native.py's, threads over rows), one CUDA thread per row on
-a GPU (envs/grammar_cuda.py's module, on torch's current stream, no host sync, nothing allocated
-but the outputs).
+a GPU (envs/grammar_cuda.py's module, on torch's current stream, no host sync; nothing allocated
+but the outputs, and copies of inputs that are not contiguous int64).
 
     slots, count = token_slots(bank, bodies, lengths, task_ids, active)   # torch tensors, one device
 
@@ -45,8 +45,10 @@ def token_slots(bank, bodies, lengths, task_ids, active=None, out=None):
         out = (torch.empty((n, S, 4), dtype=torch.int32, device=dev), torch.empty(n, dtype=torch.int64, device=dev))
     slots, count = out
     if slots.shape != (n, S, 4) or slots.dtype != torch.int32 or count.shape != (n,) or count.dtype != torch.int64 \
-            or not (slots.is_contiguous() and count.is_contiguous()):
-        raise ValueError(f"out must be contiguous ((n, {S}, 4) int32, (n,) int64) buffers")
+            or not (slots.is_contiguous() and count.is_contiguous()) or slots.device != dev or count.device != dev:
+        raise ValueError(f"out must be contiguous ((n, {S}, 4) int32, (n,) int64) buffers on {dev}")
+    if dev.type == "cuda" and slots.data_ptr() % 16:   # the kernel writes a slot as one 16-byte store
+        raise ValueError("out's slots must start on a 16-byte boundary")
     t, c = bank.tensors(dev), bank.slot_tables(dev, L)
     tables = (c["act"], c["act"].shape[0], c["tail_kv"], t["prefix"], t["prefix_len"], len(bank), c["P"])
     assert t["prefix"].dtype == c["act"].dtype == c["tail_kv"].dtype == torch.int32 and t["prefix_len"].dtype == torch.int64

@@ -64,7 +64,7 @@ def tests(seed: int = 1):
 
 
 # The steady-state instruction rate: loop-heavy candidates (lists, indexing, // and %, branches,
-# a call) that run ~30,000 VM instructions per test, so per-program set-up and a warp's uneven
+# a call) that run ~64,000 VM instructions per test, so per-program set-up and a warp's uneven
 # run lengths weigh little. The 32 tests of a candidate share n (lanes of a warp run equally long)
 # and differ in k.
 LOOP_TASK = """def {F}(n: int, k: int) -> int:
@@ -112,12 +112,12 @@ def steady_rows(sizes, repeat: int, n_iter: int, check: int, warps_per_sm=(0,)):
         tok, off = torch.from_numpy(flat).cuda(), torch.from_numpy(offsets).cuda()
         t_comp, _ = timed(lambda: cuda.compile_device("tokens", tok, off), repeat, sync)
         for wps in warps_per_sm:
-            cuda.EXEC_WARPS_PER_SM = wps or None
+            saved, cuda.EXEC_WARPS_PER_SM = cuda.EXEC_WARPS_PER_SM, wps or None
             try:
                 t_eval, ev = timed(lambda: cuda.evaluate(tok, off, inputs, expected, signature=(("int", "int"), "int")),
                                    repeat, sync)
             finally:
-                cuda.EXEC_WARPS_PER_SM = None
+                cuda.EXEC_WARPS_PER_SM = saved
             rows.append(steady_row(n, args, flat, offsets, ev, t_comp, t_eval, n_iter, check, wps))
         del tok, off, ev
     return rows

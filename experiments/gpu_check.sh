@@ -96,6 +96,10 @@ stage_memcheck() {
     --error-exitcode 99 python -m pytest -q -x tests/test_cuda_backend.py -k "corpus or fuzzed or random_programs or evaluate"
   VRAMGYM_GPU_TASK_PROGRAMS=300 step memcheck_tasks compute-sanitizer --tool memcheck --leak-check no \
     --error-exitcode 99 python -m pytest -q -x tests/test_evaluate_tasks.py -k gpu
+  if [ -f tests/test_token_slots.py ]; then
+    step memcheck_token_slots compute-sanitizer --tool memcheck --leak-check no --error-exitcode 99 \
+      python -m pytest -q -x tests/test_token_slots.py -k "cuda or gpu"
+  fi
   if [ -f tests/test_grammar_native.py ]; then
     step memcheck_grammar compute-sanitizer --tool memcheck --leak-check no --error-exitcode 99 \
       python -m pytest -q -x tests/test_grammar_native.py -k "gpu or cuda"

@@ -310,7 +310,7 @@ def test_random_programs_identically():
     # the generator's programs compile; a rare one (~3 in 100,000) outgrows the batch's code slots
     # of 1,024 words (both backends said so identically above), and the runs below skip it
     bad = cpu_c.errors[~cpu_c.ok]
-    assert (bad[:, 0] == CODE_TOO_LONG).all() and len(bad) <= N_RANDOM // 1000, \
+    assert (bad[:, 0] == CODE_TOO_LONG).all() and len(bad) <= max(2, N_RANDOM // 1000), \
         f"random programs fail to compile (seed {SEED}): {bad[:5]}"
     keep = np.flatnonzero(cpu_c.ok)
     sources, arg_sets = [sources[i] for i in keep], [arg_sets[i] for i in keep]

@@ -242,29 +242,34 @@ def test_make_with_module_prefix():
     assert env.observation_space.contains(obs)
 
 
-@pytest.mark.parametrize("env_id", ["vramgym/SynthesisBatch-v0", "vramgym/NeuralCompile-v0"])
-def test_fuel_bounds_the_scored_runs(env_id):
+def test_fuel_bounds_the_scored_runs():
     """fuel= reaches the VM: the same reference program passes its tests with the default budget
     and traps out_of_fuel (fails them) with one too small for its runs; a bank plus fuel is refused."""
     kw = dict(num_envs=2, vectorization_mode="vector_entry_point", tasks=TASKS, n_tests=8)
-    pin = {"task": TASKS.index("sum_list")}
     rewards = {}
     for fuel in (None, 5):
-        vec = gym.make_vec(env_id, **kw, **({} if fuel is None else {"fuel": fuel}))
+        vec = gym.make_vec("vramgym/SynthesisBatch-v0", **kw, **({} if fuel is None else {"fuel": fuel}))
         assert vec.unwrapped.core.bank.config.fuel == (20_000 if fuel is None else fuel)
-        vec.reset(seed=0, options=pin)
-        if env_id == "vramgym/SynthesisBatch-v0":
-            body = np.full(vec.single_action_space.shape, V.END)
-            ref = V.encode(REFERENCES["sum_list"])
-            body[: len(ref)] = ref
-            _, r, term, *_ = vec.step(np.stack([body, body]))
-        else:
-            core = vec.unwrapped.core
-            script = bytecode_actions(core.bank.tasks[pin["task"]].program.code)
-            for a in script:
-                _, r, term, *_ = vec.step(np.array([a, a]))
+        vec.reset(seed=0, options={"task": TASKS.index("sum_list")})
+        body = np.full(vec.single_action_space.shape, V.END)
+        ref = V.encode(REFERENCES["sum_list"])
+        body[: len(ref)] = ref
+        _, r, term, *_ = vec.step(np.stack([body, body]))
         assert term.all()
         rewards[fuel] = r[0]
     assert rewards[5] < rewards[None]
     with pytest.raises(ValueError, match="fuel"):
-        gym.make_vec(env_id, num_envs=1, vectorization_mode="vector_entry_point", bank=BANK, fuel=100)
+        gym.make_vec("vramgym/SynthesisBatch-v0", num_envs=1, vectorization_mode="vector_entry_point", bank=BANK,
+                     fuel=100)
+
+
+def test_neural_compile_fuel_must_cover_the_references():
+    """The efficiency baseline is the reference's executed steps: a fuel that cuts a reference's
+    runs short is refused (naming the task) rather than measured; one that covers them is used."""
+    kw = dict(num_envs=1, vectorization_mode="vector_entry_point", tasks=["sum_list", "gcd"], n_tests=8)
+    with pytest.raises(ValueError, match="sum_list.*raise fuel"):
+        gym.make_vec("vramgym/NeuralCompile-v0", fuel=40, **kw)
+    default = gym.make_vec("vramgym/NeuralCompile-v0", **kw).unwrapped.core.ref_steps
+    vec = gym.make_vec("vramgym/NeuralCompile-v0", fuel=2_000, **kw)
+    assert vec.unwrapped.core.bank.config.fuel == 2_000
+    np.testing.assert_array_equal(vec.unwrapped.core.ref_steps, default)

@@ -147,6 +147,10 @@ def test_bad_task_ids_and_shapes(bank):
     with pytest.raises(ValueError, match="out must"):
         token_slots(bank, *(torch.from_numpy(x) for x in (b, lens, tasks)),
                     out=(torch.empty(n, 3, 4, dtype=torch.int32), torch.empty(n, dtype=torch.int64)))
+    S = bank.slot_size(L)
+    with pytest.raises(ValueError, match="out must"):   # buffers on another device: refused, never written
+        token_slots(bank, *(torch.from_numpy(x) for x in (b, lens, tasks)),
+                    out=(torch.empty(n, S, 4, dtype=torch.int32, device="meta"), torch.empty(n, dtype=torch.int64)))
     assert token_slots(bank, *(torch.from_numpy(x[:0]) for x in (b, lens, tasks)))[0].shape == (0, bank.slot_size(L), 4)
 
 

@@ -133,10 +133,15 @@ class _Device:
             k = self.k[kernel]  # a RawKernel; its .kernel is the driver's function
             try:
                 blocks = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(k.kernel.ptr, EXEC_BLOCK, 0)
-            except Exception:  # no query in this CuPy: the register file's limit (64K per SM, 256-register units)
+            except Exception as e:  # no query in this CuPy: the register file's limit (256-register units)
+                import warnings
+                warnings.warn(f"vramgym: CUDA occupancy query failed ({e!r}); sizing {kernel}'s grid from its "
+                              "registers", RuntimeWarning, stacklevel=2)
                 try:
+                    props = cp.cuda.runtime.getDeviceProperties(self.id)
                     per_warp = -(-k.num_regs * 32 // 256) * 256
-                    blocks = min(64, 65536 // per_warp) * 32 // EXEC_BLOCK
+                    warps = min(props["maxThreadsPerMultiProcessor"] // 32, props["regsPerMultiprocessor"] // per_warp)
+                    blocks = warps * 32 // EXEC_BLOCK
                 except Exception:
                     blocks = 16 * 32 // EXEC_BLOCK
             self._resident[kernel] = max(1, blocks) * EXEC_BLOCK // 32
