@@ -27,7 +27,10 @@ from vramgym.vm.evaluate import evaluate_tasks_cpu, execute_tasks_cpu
 ROOT = Path(__file__).resolve().parent.parent
 EMU = ROOT / "tests" / "native" / "cuda_emu.cpp"
 INCLUDES = [ROOT / "vm" / "csrc", ROOT / "compiler" / "csrc"]
-FLAGS = ["-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", f"-DVG_LOCAL_STACK={cuda.LOCAL_STACK}"]
+# VG_NO_THREADED_DISPATCH: vm.h's switch interpreter, the one CUDA compiles (the host's threaded one
+# with superinstructions is tested elsewhere), so the emulated kernels run the device's code path
+FLAGS = ["-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", f"-DVG_LOCAL_STACK={cuda.LOCAL_STACK}",
+         "-DVG_NO_THREADED_DISPATCH"]
 SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
 
 
