@@ -127,7 +127,8 @@ class _Device:
 
     def resident_warps(self, kernel: str) -> int:
         """Warps of `kernel` one SM holds at once (EXEC_BLOCK threads per block): the VM is latency
-        bound (each step waits on a load), so a persistent grid wants every warp the SM can hold."""
+        bound (a step is a chain of dependent instructions; Nsight Compute on an H100), so a
+        persistent grid wants every warp the SM can hold."""
         if kernel not in self._resident:
             import cupy as cp
             k = self.k[kernel]  # a RawKernel; its .kernel is the driver's function
