@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-from vramgym.envs.bank import TaskBank  # noqa: E402
+from vramgym.envs.bank import bank_for  # noqa: E402
 from vramgym.envs.synthesis import SynthesisVectorEnv  # noqa: E402
 
 
@@ -297,6 +297,9 @@ def main(argv=None) -> dict:
                         "hash_tasks on 65,536 envs took 290 ms with 2 threads, 4 ms with 1")
     p.add_argument("--no-copy", action="store_true",
                    help="copy=False envs: observations share the env's buffers (Gymnasium's copy flag)")
+    p.add_argument("--fuel", type=int, default=None,
+                   help="VM steps per test run of the scored programs (default: the bank's, 20,000); on a GPU "
+                        "a scoring launch lasts as long as its longest run")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default=str(Path(__file__).parent / "results"))
@@ -308,7 +311,7 @@ def main(argv=None) -> dict:
         torch.set_num_threads(a.torch_threads)
     global COPY
     COPY = not a.no_copy
-    bank = TaskBank.from_names(n_tests=16)
+    bank = bank_for(None, None, 16, 0, "cpu", a.fuel)
     rows = []
     for device in a.device:
         for n in a.num_envs:
@@ -328,13 +331,14 @@ def main(argv=None) -> dict:
                       f"steps/s={row['steps_per_s']:>14,.0f}  programs/s={row['programs_per_s']:>12,.0f}  "
                       f"aten ops/step={_ops(row)}", flush=True)
     result = {"machine": machine(), "rows": rows, "load_average": os.getloadavg(), "repeat": a.repeat,
-              "torch_threads": torch.get_num_threads(), "copy": COPY}
+              "torch_threads": torch.get_num_threads(), "copy": COPY, "fuel": bank.config.fuel}
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{a.name}.json").write_text(json.dumps(result, indent=2))
     lines = [f"# Environment throughput\n\nMachine: {result['machine']}; load average at the end: "
              f"{', '.join(f'{x:.2f}' for x in result['load_average'])}; best of {a.repeat} run(s) of "
-             f"{a.seconds:g} s per row; torch threads: {torch.get_num_threads()}; copy={COPY}.\n",
+             f"{a.seconds:g} s per row; torch threads: {torch.get_num_threads()}; copy={COPY}; "
+             f"fuel {bank.config.fuel} VM steps per test run.\n",
              "aten ops per step: env + the scorer's token builder, then the calls that are kernels of their own "
              "on a GPU (the native automaton's mask/step: 1 each; the scorer: 6 CuPy launches per call; on CUDA "
              "the token builder is one native kernel, token_slots, where CuPy is). "

@@ -112,8 +112,10 @@ stage_bench() {
 }
 
 stage_bench_envs() {
-  # shellcheck disable=SC2086  # BENCH_ENVS_DEVICES is a list
-  step bench_envs python experiments/bench_envs.py --device ${BENCH_ENVS_DEVICES:-cuda cuda-graph} --num-envs 1024 16384 65536 \
+  # BENCH_ENVS_DEVICES: a list; BENCH_ENVS_ARGS: more options, e.g. "--fuel 2000" (how much of a GPU
+  # step the slowest scored run is)
+  # shellcheck disable=SC2086
+  step bench_envs python experiments/bench_envs.py --device ${BENCH_ENVS_DEVICES:-cuda cuda-graph} ${BENCH_ENVS_ARGS:-} --num-envs 1024 16384 65536 \
     --seconds 5 --name bench_envs_gpu --out "$WORK"
 }
 
