@@ -10,10 +10,11 @@ from collections import defaultdict
 import numpy as np
 import pytest
 from corpus_runner import load_cases
+from test_fused import run_mode
 
 from vramgym.compiler import compile_source
 from vramgym.compiler.random_programs import generate_program, random_args
-from vramgym.vm import ProgramBatch, VMConfig, cpu, encode_tuples, run_batch
+from vramgym.vm import ProgramBatch, VMConfig, cpu, encode_tuples
 
 SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
 # lockstep where superinstructions pay, lockstep always with them, lockstep without them
@@ -35,30 +36,10 @@ def isa(request):
     f(before)
 
 
-class _ModeLib:
-    """The core library with vg_run_batch's mode argument replaced."""
-
-    def __init__(self, so, mode):
-        self._so, self._mode = so, mode
-
-    def __getattr__(self, name):
-        return getattr(self._so, name)
-
-    def vg_run_batch(self, *args):
-        return self._so.vg_run_batch(*args[:-1], self._mode)
-
-
-def _run(batch, inputs, config, mode, monkeypatch):
-    so = cpu.lib()
-    with monkeypatch.context() as m:
-        m.setattr(cpu, "lib", lambda: _ModeLib(so, mode))
-        return run_batch(batch, inputs, config=config, out_cap=64, nthreads=1, lockstep=True)
-
-
 def _assert_builds_agree(batch, inputs, config, what, monkeypatch):
-    ref = _run(batch, inputs, config, REFERENCE_MODE, monkeypatch)
+    ref = run_mode(batch, inputs, config, REFERENCE_MODE, monkeypatch)
     for mode in LOCKSTEP_MODES:
-        res = _run(batch, inputs, config, mode, monkeypatch)
+        res = run_mode(batch, inputs, config, mode, monkeypatch)
         for field in ("status", "value", "steps", "out_list"):
             x, y = getattr(res, field), getattr(ref, field)
             if x is None:

@@ -646,9 +646,9 @@ def test_auto_picks_native_on_the_cpu_and_names_are_checked():
     assert SynthesisCore(BANK, automaton="native", cuda_graph=True).automaton_kind(torch.device("cuda")) == "native"
 
 
-def test_nvrtc_compiles_kernel_source():
-    """The exact text and options grammar_cuda.py gives CuPy's RawModule, through NVRTC (no GPU
-    needed; skipped without cupy's NVRTC)."""
+def grammar_ptx() -> bytes:
+    """The PTX of the exact text and options grammar_cuda.py gives CuPy's RawModule, through NVRTC
+    (no GPU needed; the caller skips without cupy's NVRTC)."""
     from test_cuda_backend import _nvrtc
     from vramgym.envs import grammar_cuda
     nvrtc = _nvrtc()
@@ -659,11 +659,16 @@ def test_nvrtc_compiles_kernel_source():
         # RawModule adds the architecture and --device-as-default-execution-space itself.
         nvrtc.compileProgram(prog, [*grammar_cuda.NVRTC_OPTIONS, "-arch=compute_90",
                                     "--device-as-default-execution-space"])
-        ptx = nvrtc.getPTX(prog)
+        return nvrtc.getPTX(prog)
     except Exception as e:
         pytest.fail(f"NVRTC: {e}\n{nvrtc.getProgramLog(prog)}")
     finally:
         nvrtc.destroyProgram(prog)
+
+
+def test_nvrtc_compiles_kernel_source():
+    from vramgym.envs import grammar_cuda
+    ptx = grammar_ptx()
     for name in grammar_cuda.KERNELS:
         assert f".entry {name}(".encode() in ptx, name
 
