@@ -17,6 +17,9 @@ Needs a GPU, cupy and torch; results go to experiments/results/bench_gpu.{json,m
 
     python experiments/bench_gpu.py            # N = 1 .. 1e6
     python experiments/bench_gpu.py --quick    # N = 1 .. 1e3, smoke test
+
+The last rows compare the VM with and without its peephole superinstructions (cuda.SWITCH_FUSE,
+vm.h's VG_SWITCH_FUSE) on the same candidates (--switch-fuse N ...).
 """
 from __future__ import annotations
 
@@ -142,6 +145,41 @@ def steady_row(n, args, flat, offsets, ev, t_comp, t_eval, n_iter, check, wps):
     return row
 
 
+def switch_fuse_rows(workloads, repeat: int):
+    """The VM with and without its peephole superinstructions (cuda.SWITCH_FUSE), side by side on
+    the same candidates: evaluate's time, VM instructions per second and the execute kernel's
+    resident warps per SM. Pass counts and steps must be equal between the two."""
+    import torch
+    sync = torch.cuda.synchronize
+    rows = []
+    saved = cuda.SWITCH_FUSE
+    try:
+        for name, n, sources, inputs, expected, sig in workloads:
+            flat, offsets = pack_tokens(sources)
+            tok, off = torch.from_numpy(flat).cuda(), torch.from_numpy(offsets).cuda()
+            warm = [torch.from_numpy(a).cuda() for a in pack_tokens(sources[:64])]
+            results = {}
+            for fuse in (False, True):
+                cuda.SWITCH_FUSE = fuse
+                cuda.evaluate(*warm, inputs, expected, signature=sig)  # build the module first
+                t_comp, _ = timed(lambda: cuda.compile_device("tokens", tok, off), repeat, sync)
+                t_eval, ev = timed(lambda: cuda.evaluate(tok, off, inputs, expected, signature=sig), repeat, sync)
+                results[fuse] = ev
+                steps = int(ev.steps.sum().item())
+                rows.append({"workload": name, "N": n, "switch_fuse": fuse, "vm_instructions": steps,
+                             "warps_per_sm": cuda.device().resident_warps("vg_execute_local_eval"),
+                             "gpu_compile_s": t_comp, "gpu_evaluate_s": t_eval, "gpu_evals_per_s": n / t_eval,
+                             "gpu_vm_instructions_per_s": steps / max(t_eval - t_comp, 1e-9)})
+                print(json.dumps(rows[-1]))
+            a, b = results[False], results[True]
+            if not (torch.equal(a.passed, b.passed) and torch.equal(a.steps, b.steps)):
+                raise SystemExit(f"switch_fuse {name} N={n}: pass counts or steps differ with superinstructions")
+            del tok, off, warm, results, a, b
+    finally:
+        cuda.SWITCH_FUSE = saved
+    return rows
+
+
 def pack_tokens(sources):
     toks = [tokenize(s) for s in sources]
     offsets = np.zeros(len(toks) + 1, dtype=np.int64)
@@ -196,6 +234,7 @@ def cpython_pipeline(tok_dev, sources, args, want):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sizes", type=int, nargs="+", default=None, help="N of the main rows (default 1 .. 1e6)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cpython-max", type=int, default=20_000)
     ap.add_argument("--cpu-max", type=int, default=200_000)
@@ -203,13 +242,16 @@ def main():
                     help="loop iterations per run of the steady-state instruction-rate rows (0: none)")
     ap.add_argument("--warps-per-sm", type=int, nargs="+", default=[0, 16],
                     help="persistent-grid sizes of the steady rows (resident warps per SM; 0: as many as fit)")
+    ap.add_argument("--switch-fuse", type=int, nargs="*", default=None,
+                    help="sizes N of the side-by-side rows with and without the VM's peephole superinstructions "
+                         "(cuda.SWITCH_FUSE), on the gcd and the loop-heavy candidates (default 100000; none: skip)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     opts = ap.parse_args()
     import cupy as cp
     import torch
     if not cuda.available() or not torch.cuda.is_available():
         raise SystemExit("bench_gpu needs a CUDA GPU with cupy and torch")
-    sizes = [1, 10, 100, 1000] if opts.quick else [1, 10, 100, 1000, 10_000, 100_000, 1_000_000]
+    sizes = opts.sizes or ([1, 10, 100, 1000] if opts.quick else [1, 10, 100, 1000, 10_000, 100_000, 1_000_000])
     repeat = 1 if opts.quick else opts.repeat
     args, inputs, expected = tests()
     want = [int(v) for v in expected.words[1::2]]
@@ -257,6 +299,17 @@ def main():
     if opts.steady_iterations:
         steady = steady_rows([1000] if opts.quick else [10_000, 100_000], repeat, opts.steady_iterations,
                              check=200 if opts.quick else 1000, warps_per_sm=opts.warps_per_sm)
+    fuse_sizes = opts.switch_fuse if opts.switch_fuse is not None else ([1000] if opts.quick else [100_000])
+    fuse = []
+    if fuse_sizes:
+        _, loop_inputs = loop_tests(opts.steady_iterations or 2000)
+        loop_expected = encode_results([0] * 32, "int")
+        work = []
+        for n in fuse_sizes:
+            work.append(("gcd", n, candidates(n), inputs, expected, SIGNATURE))
+            work.append(("loop", max(1, n // 10), loop_candidates(max(1, n // 10)), loop_inputs, loop_expected,
+                         (("int", "int"), "int")))
+        fuse = switch_fuse_rows(work, repeat)
     meta = {"device": cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"].decode(),
             "cupy": cp.__version__, "torch": torch.__version__, "host": platform.node(), "cpus": os.cpu_count(),
             "quick": opts.quick, "repeat": repeat,
@@ -264,7 +317,8 @@ def main():
                 "vg_execute_local_eval", "vg_execute_tasks_local", "vg_execute_global_eval")}}
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bench_gpu.json").write_text(json.dumps({"meta": meta, "rows": rows, "steady": steady}, indent=2))
+    (out / "bench_gpu.json").write_text(json.dumps({"meta": meta, "rows": rows, "steady": steady,
+                                                    "switch_fuse": fuse}, indent=2))
     cols = ["N", "gpu_programs_compiled_per_s", "gpu_evals_per_s", "gpu_tasks_evals_per_s",
             "gpu_vm_instructions_per_s",
             "cpu_backend_evals_per_s", "cpython_evals_per_s", "speedup_vs_cpython", "gpu_evaluate_s"]
@@ -279,6 +333,13 @@ def main():
                   "| --- | --- | --- | --- | --- |"]
         lines += [f"| {r['N']} | {r['warps_per_sm']} | {r['instructions_per_run']:.0f} | "
                   f"{r['gpu_vm_instructions_per_s']:.3g} | {r['gpu_evaluate_s']:.3g} |" for r in steady]
+    if fuse:
+        lines += ["", "The VM with and without its peephole superinstructions (cuda.SWITCH_FUSE), side by side",
+                  "", "| workload | N | switch_fuse | warps per SM | gpu_vm_instructions_per_s | gpu_evals_per_s | "
+                  "gpu_evaluate_s |", "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {r['workload']} | {r['N']} | {int(r['switch_fuse'])} | {r['warps_per_sm']} | "
+                  f"{r['gpu_vm_instructions_per_s']:.3g} | {r['gpu_evals_per_s']:.3g} | {r['gpu_evaluate_s']:.3g} |"
+                  for r in fuse]
     (out / "bench_gpu.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

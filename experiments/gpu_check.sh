@@ -17,6 +17,8 @@
 #   memcheck  compute-sanitizer memcheck on a corpus + fuzz + task-scorer run of the kernels
 #   bench     experiments/bench_gpu.py (N = 1 .. 1e6; --quick with QUICK=1)
 #   bench_envs experiments/bench_envs.py on the GPU at 1k, 16k and 64k envs
+#   fuse      the VM with and without its peephole superinstructions (cuda.SWITCH_FUSE), side by
+#             side: bench_gpu.py's switch-fuse rows alone (gcd and loop-heavy candidates)
 # Every call first installs vramgym (the device machine has no network: torch, cupy, numpy,
 # pytest, hypothesis and cloudpickle are in its image; gymnasium and farama-notifications travel
 # as wheels in .whl/, made on the development machine as /work/.library/device/README.md shows,
@@ -93,7 +95,8 @@ stage_profile_env() {
 stage_memcheck() {
   # the sanitizer is ~100x slower: small random corpora
   VRAMGYM_GPU_RANDOM_PROGRAMS=300 step memcheck compute-sanitizer --tool memcheck --leak-check no \
-    --error-exitcode 99 python -m pytest -q -x tests/test_cuda_backend.py -k "corpus or fuzzed or random_programs or evaluate"
+    --error-exitcode 99 python -m pytest -q -x tests/test_cuda_backend.py \
+    -k "corpus or fuzzed or random_programs or evaluate or switch_fuse"
   VRAMGYM_GPU_TASK_PROGRAMS=300 step memcheck_tasks compute-sanitizer --tool memcheck --leak-check no \
     --error-exitcode 99 python -m pytest -q -x tests/test_evaluate_tasks.py -k gpu
   if [ -f tests/test_token_slots.py ]; then
@@ -111,6 +114,11 @@ stage_bench() {
   else step bench python experiments/bench_gpu.py --out "$WORK"; fi
 }
 
+stage_fuse() {
+  step fuse python experiments/bench_gpu.py --sizes 1000 --steady-iterations 0 --switch-fuse 100000 1000000 \
+    --out "$WORK/fuse"
+}
+
 stage_bench_envs() {
   # BENCH_ENVS_DEVICES: a list; BENCH_ENVS_ARGS: more options, e.g. "--fuel 2000" (how much of a GPU
   # step the slowest scored run is)
@@ -122,7 +130,7 @@ stage_bench_envs() {
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(tests envs syncs memcheck bench bench_envs profile profile_env)
 for s in "${stages[@]}"; do
-  case $s in tests|envs|syncs|memcheck|bench|bench_envs|profile|profile_env) ;; *) echo "unknown stage: $s" >&2; exit 2 ;; esac
+  case $s in tests|envs|syncs|memcheck|bench|bench_envs|profile|profile_env|fuse) ;; *) echo "unknown stage: $s" >&2; exit 2 ;; esac
 done
 touch "$WORK/summary.txt"
 trap finish EXIT

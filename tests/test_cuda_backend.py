@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -55,10 +56,12 @@ gpu = pytest.mark.skipif(_gpu_reason() is not None, reason=f"GPU test: {_gpu_rea
 # --- CI-safe: the device code compiles ---------------------------------------------------------
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-def test_nvcc_compiles_kernels(tmp_path):
+@pytest.mark.parametrize("switch_fuse", [0, 1])
+def test_nvcc_compiles_kernels(tmp_path, switch_fuse):
     # PTX without NVVM optimisation: every front-end and device-code error still fails, in
     # seconds (test_compile_kernels_have_a_static_stack runs the full object compile).
     r = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", f"-DVG_LOCAL_STACK={cuda.LOCAL_STACK}",
+                        f"-DVG_SWITCH_FUSE={switch_fuse}",
                         f"-I{ROOT / 'vm' / 'csrc'}", f"-I{ROOT / 'compiler' / 'csrc'}", "-ptx", "-Xcicc", "-O0",
                         str(ROOT / "vm" / "csrc" / "cuda_kernels.cu"), "-o", str(tmp_path / "k.ptx")],
                        capture_output=True, text=True)
@@ -172,13 +175,15 @@ def _nvrtc():
 
 
 @pytest.mark.skipif(_nvrtc() is None, reason="NVRTC is unavailable (pip install cupy-cuda13x nvidia-cuda-nvrtc)")
-def test_nvrtc_compiles_kernel_source():
+@pytest.mark.parametrize("switch_fuse", [False, True])
+def test_nvrtc_compiles_kernel_source(switch_fuse):
     """The exact text and options cuda.py gives CuPy's RawModule, through NVRTC (no GPU needed)."""
     nvrtc = _nvrtc()
     prog = nvrtc.createProgram(cuda.kernel_source(), "cuda_kernels.cu", [], [])
     try:
         # RawModule adds the architecture and --device-as-default-execution-space itself.
-        nvrtc.compileProgram(prog, [*cuda.NVRTC_OPTIONS, "-arch=compute_90", "--device-as-default-execution-space"])
+        nvrtc.compileProgram(prog, [*cuda.nvrtc_options(switch_fuse), "-arch=compute_90",
+                                    "--device-as-default-execution-space"])
         ptx = nvrtc.getPTX(prog)
     except Exception as e:
         pytest.fail(f"NVRTC: {e}\n{nvrtc.getProgramLog(prog)}")
@@ -322,6 +327,20 @@ def test_random_programs_identically():
     m = 32
     runs = (np.repeat(np.arange(len(sources), dtype=np.int32), m), np.arange(len(sources) * m, dtype=np.int32))
     assert_same_runs(programs, inputs, runs, config=VMConfig(), out_cap=0, what=f"random programs (seed {SEED})")
+
+
+@gpu
+def test_switch_fuse_identically(monkeypatch):
+    """The VM's peephole superinstructions on the GPU (cuda.SWITCH_FUSE, a second module): the
+    corpus under every configuration, fuzzed bytecode and random programs run exactly as on the
+    CPU (the host builds of the same code are checked in test_fused.py and test_cuda_emulated.py)."""
+    monkeypatch.setattr(cuda, "SWITCH_FUSE", True)
+    assert cuda.device().switch_fuse
+    for config in CONFIGS:
+        test_corpus_runs_identically(config)
+    test_fuzzed_bytecode_identically()
+    monkeypatch.setattr(sys.modules[__name__], "N_RANDOM", min(N_RANDOM, 20_000))
+    test_random_programs_identically()
 
 
 @gpu

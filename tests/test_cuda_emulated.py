@@ -34,19 +34,21 @@ FLAGS = ["-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", f"-DVG_LOCAL_STACK
 SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
 
 
-def _library() -> Path:
-    """Build (or reuse) the emulator; the key covers its source, every header and the flags."""
+def _library(switch_fuse: bool = False) -> Path:
+    """Build (or reuse) the emulator; the key covers its source, every header and the flags.
+    switch_fuse: the VM with its peephole superinstructions (cuda.SWITCH_FUSE)."""
     cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("g++")
     if not cxx:
         pytest.skip("g++ is not installed")
-    h = hashlib.sha256(" ".join([cxx, *FLAGS]).encode())
+    flags = [*FLAGS, f"-DVG_SWITCH_FUSE={int(switch_fuse)}"]
+    h = hashlib.sha256(" ".join([cxx, *flags]).encode())
     for p in [EMU] + sorted(f for d in INCLUDES for f in list(d.glob("*.h")) + list(d.glob("*.cu"))):
         h.update(p.name.encode() + p.read_bytes())
     out = Path(tempfile.gettempdir()) / "vramgym-cuda-emu" / h.hexdigest()[:16] / "cuda_emu.so"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(f".{os.getpid()}.tmp")
-        cmd = [cxx, *FLAGS, *(f"-I{d}" for d in INCLUDES), str(EMU), "-o", str(tmp)]
+        cmd = [cxx, *flags, *(f"-I{d}" for d in INCLUDES), str(EMU), "-o", str(tmp)]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode and "barrier" in r.stderr:
             pytest.skip("the C++ compiler lacks C++20 <barrier>")
@@ -109,9 +111,9 @@ def _fake_cupy() -> types.ModuleType:
     return cp
 
 
-@pytest.fixture
-def emu(monkeypatch):
-    dev = _EmuDevice(ctypes.CDLL(str(_library())))
+@pytest.fixture(params=[False, True], ids=["plain", "switch-fuse"])
+def emu(request, monkeypatch):
+    dev = _EmuDevice(ctypes.CDLL(str(_library(request.param))))
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
     monkeypatch.setattr(cuda, "device", lambda device_id=None: dev)
     return dev

@@ -1,9 +1,19 @@
 """Superinstructions (vm/csrc/fuse.h) must be invisible: the lockstep and scalar interpreters
 with them (modes 0 and 1 where they pay, 5 and 4 always) and without (modes 2 and 3; 3 is the
-reference: the plain scalar interpreter that CUDA runs too) give the same status, value, steps
-and list contents, also when the step budget runs out or a trap happens inside a fused
-sequence. Fuel is swept over every cut point of small programs on purpose."""
+reference: the plain scalar interpreter) give the same status, value, steps and list contents,
+also when the step budget runs out or a trap happens inside a fused sequence. Fuel is swept over
+every cut point of small programs on purpose.
+
+The same tests cover the switch interpreter that CUDA compiles (vm.h without threaded dispatch),
+plain and with its peephole superinstructions (VG_SWITCH_FUSE): host builds of the core with those
+flags run as two more modes (scalar runs, mode 3)."""
+import hashlib
 import os
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,8 +39,36 @@ class _ModeLib:
         return self._so.vg_run_batch(*args[:-1], self._mode)
 
 
-def run_mode(batch, inputs, config, mode, monkeypatch):
-    so = cpu.lib()
+ROOT = Path(__file__).resolve().parent.parent
+SWITCH_BUILDS = {"switch": ["-DVG_NO_THREADED_DISPATCH"],
+                 "switch fused": ["-DVG_NO_THREADED_DISPATCH", "-DVG_SWITCH_FUSE=1"]}
+
+
+@lru_cache(maxsize=None)
+def switch_library(name: str):
+    """The core built with SWITCH_BUILDS[name] (cached by source hash), or None without g++."""
+    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("g++")
+    if not cxx:
+        return None
+    flags = ["-std=c++17", "-O1", "-pthread", "-shared", "-fPIC", *SWITCH_BUILDS[name]]
+    srcs = sorted((ROOT / "vm" / "csrc").glob("*.h")) + sorted((ROOT / "compiler" / "csrc").glob("*.h"))
+    h = hashlib.sha256(" ".join([cxx, *flags]).encode())
+    for f in [ROOT / "vm" / "csrc" / "cpu_backend.cpp", *srcs]:
+        h.update(f.name.encode() + f.read_bytes())
+    out = Path(tempfile.gettempdir()) / "vramgym-switch-core" / h.hexdigest()[:16] / "core.so"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
+        cmd = [cxx, *flags, f"-I{ROOT / 'vm' / 'csrc'}", f"-I{ROOT / 'compiler' / 'csrc'}",
+               str(ROOT / "vm" / "csrc" / "cpu_backend.cpp"), "-o", str(tmp)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-4000:]
+        os.replace(tmp, out)
+    return cpu.load_library(out)
+
+
+def run_mode(batch, inputs, config, mode, monkeypatch, so=None):
+    so = so or cpu.lib()
     with monkeypatch.context() as m:
         m.setattr(cpu, "lib", lambda: _ModeLib(so, mode))
         return run_batch(batch, inputs, config=config, out_cap=64, nthreads=1, lockstep=True)
@@ -38,8 +76,12 @@ def run_mode(batch, inputs, config, mode, monkeypatch):
 
 def assert_modes_agree(batch, inputs, config, what, monkeypatch):
     res = {name: run_mode(batch, inputs, config, mode, monkeypatch) for name, mode in MODES.items()}
+    for name in SWITCH_BUILDS:  # CUDA's interpreter, run one by one on the host
+        so = switch_library(name)
+        if so is not None:
+            res[name] = run_mode(batch, inputs, config, 3, monkeypatch, so)
     ref = res["plain scalar"]
-    for name in ("lockstep", "scalar", "plain lockstep", "fused scalar", "fused lockstep"):
+    for name in [n for n in res if n != "plain scalar"]:
         for field in ("status", "value", "steps", "out_list"):
             x, y = getattr(res[name], field), getattr(ref, field)
             if x is None:

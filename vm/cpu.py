@@ -43,7 +43,14 @@ def _library_path() -> Path:
 
 @lru_cache(maxsize=1)
 def lib() -> ctypes.CDLL:
-    so = ctypes.CDLL(str(_library_path()))
+    return load_library(_library_path())
+
+
+def load_library(path) -> ctypes.CDLL:
+    """A build of the core (vm/csrc/cpu_backend.cpp) with its C ABI declared; lib() is the
+    installed one. The tests load other builds of the same source with it (e.g. the switch
+    interpreter that CUDA compiles)."""
+    so = ctypes.CDLL(str(path))
     so.vg_compile.restype = ctypes.c_int32
     so.vg_compile.argtypes = [ctypes.c_char_p, ctypes.c_int64, _u32p, ctypes.c_int32, _i32p, _i32p, _i32p]
     so.vg_compile_batch.restype = None

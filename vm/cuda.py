@@ -26,6 +26,7 @@ ints, 16 KB) in their static frame.
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
 from contextlib import contextmanager
@@ -40,6 +41,10 @@ _CSRC = Path(__file__).resolve().parent / "csrc"
 KERNEL_FILE = _CSRC / "cuda_kernels.cu"
 LOCAL_STACK = oc.DEFAULT_STACK  # ints of operand stack kept in local memory (VG_LOCAL_STACK)
 NVRTC_OPTIONS = ("-std=c++17", f"-DVG_LOCAL_STACK={LOCAL_STACK}")
+# The VM's peephole superinstructions (vm.h, VG_SWITCH_FUSE): the same results in fewer dispatches
+# per VM step, for a larger kernel (sm_90: 56 registers a thread against 48). Off until a GPU
+# benchmark shows the gain (bench_gpu.py --switch-fuse); VRAMGYM_SWITCH_FUSE=1 turns it on.
+SWITCH_FUSE = os.environ.get("VRAMGYM_SWITCH_FUSE", "0") == "1"
 COMPILE_BLOCK = 64     # threads per block of the compile kernels (one program per thread)
 COMPILE_PER_SM = 256   # resident compile threads per SM worth their scratch
 EXEC_BLOCK = 128       # 4 warps per block of the execute kernels
@@ -105,11 +110,11 @@ def available() -> bool:
 class _Device:
     """The compiled module and launch geometry of one device."""
 
-    def __init__(self, device_id: int):
+    def __init__(self, device_id: int, switch_fuse: bool = False):
         import cupy as cp
-        self.id = device_id
+        self.id, self.switch_fuse = device_id, switch_fuse
         with cp.cuda.Device(device_id):
-            self.module = cp.RawModule(code=kernel_source(), options=NVRTC_OPTIONS)
+            self.module = cp.RawModule(code=kernel_source(), options=nvrtc_options(switch_fuse))
             self.module.compile()
             self.k = {name: self.module.get_function(name) for name in (
                 "vg_sizes", "vg_compile_sources", "vg_compile_tokens", "vg_validate_programs", "vg_execute_local",
@@ -149,19 +154,25 @@ class _Device:
         return self._resident[kernel]
 
 
-_devices: dict[int, _Device] = {}
+def nvrtc_options(switch_fuse: bool = False) -> tuple[str, ...]:
+    return NVRTC_OPTIONS + ((f"-DVG_SWITCH_FUSE={int(bool(switch_fuse))}",))
+
+
+_devices: dict[tuple[int, bool], _Device] = {}
 _lock = threading.Lock()
 
 
 def device(device_id: int | None = None) -> _Device:
-    """The compiled kernels for a device (the current one by default), built on first use."""
+    """The compiled kernels for a device (the current one by default) in the SWITCH_FUSE variant
+    of the moment, built on first use."""
     import cupy as cp
     if device_id is None:
         device_id = cp.cuda.Device().id
+    key = (device_id, bool(SWITCH_FUSE))
     with _lock:
-        if device_id not in _devices:
-            _devices[device_id] = _Device(device_id)
-        return _devices[device_id]
+        if key not in _devices:
+            _devices[key] = _Device(*key)
+        return _devices[key]
 
 
 def _budget() -> int:

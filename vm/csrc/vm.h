@@ -164,6 +164,162 @@ VG_HD inline int32_t load_args(uint32_t header, const int32_t* in, int32_t in_le
   return TRAP_OK;
 }
 
+#ifndef VG_SWITCH_FUSE
+#define VG_SWITCH_FUSE 0
+#endif
+#if VG_SWITCH_FUSE
+// Superinstructions of the switch interpreter (CUDA's), found by peeking at the words after the
+// one just fetched, so they need no translation pass and no memory: an operand push with what
+// follows it (LOAD_VAR/LOAD_CONST [LOAD_VAR/LOAD_CONST] binary-op [STORE_VAR [JUMP] | conditional
+// jump]; LOAD + STORE_VAR; LOAD + JUMP_IF_*) and the for-range loop head ([JUMP to it;] FOR_RANGE;
+// JUMP; STORE_VAR) run as one dispatch. Like fuse.h's, a sequence runs whole only when the fuel
+// and stack checks of all its steps pass (else the plain instruction runs: it traps exactly where
+// the sequence would), and gives the same values, traps and step counts as its single steps.
+// Enabled by -DVG_SWITCH_FUSE=1 (vramgym.vm.cuda.SWITCH_FUSE on the GPU).
+static_assert(OP_BINARY_MOD == OP_BINARY_ADD + 4 && OP_COMPARE_NE == OP_MIN + 7 &&
+                  OP_JUMP_IF_TRUE_OR_POP == OP_JUMP_IF_FALSE + 3, "opcode ranges");
+
+VG_HD inline bool fusable_binop(int32_t op) {
+  return (op >= OP_BINARY_ADD && op <= OP_BINARY_MOD) || (op >= OP_MIN && op <= OP_COMPARE_NE);
+}
+
+// x op y of a fusable binary op into *r, or the op's trap (Python's floor division and modulo).
+VG_HD inline int32_t eval_binop(int32_t op, int32_t x, int32_t y, int32_t* r) {
+  int64_t v;
+  switch (op) {
+    case OP_BINARY_ADD: v = (int64_t)x + y; break;
+    case OP_BINARY_SUB: v = (int64_t)x - y; break;
+    case OP_BINARY_MUL: v = (int64_t)x * y; break;
+    case OP_BINARY_DIV: {
+      if (y == 0) return TRAP_ZERO_DIVISION;
+      if (x == VG_INT32_MIN && y == -1) return TRAP_OVERFLOW;
+      int32_t q = x / y;
+      if ((x % y != 0) && ((x < 0) != (y < 0))) q--;
+      *r = q;
+      return TRAP_OK;
+    }
+    case OP_BINARY_MOD: {
+      if (y == 0) return TRAP_ZERO_DIVISION;
+      int32_t m = y == -1 ? 0 : x % y;
+      if (m != 0 && ((m < 0) != (y < 0))) m += y;
+      *r = m;
+      return TRAP_OK;
+    }
+    case OP_MIN: *r = y < x ? y : x; return TRAP_OK;
+    case OP_MAX: *r = y > x ? y : x; return TRAP_OK;
+    case OP_COMPARE_LT: *r = x < y; return TRAP_OK;
+    case OP_COMPARE_LE: *r = x <= y; return TRAP_OK;
+    case OP_COMPARE_GT: *r = x > y; return TRAP_OK;
+    case OP_COMPARE_GE: *r = x >= y; return TRAP_OK;
+    case OP_COMPARE_EQ: *r = x == y; return TRAP_OK;
+    default: *r = x != y; return TRAP_OK;
+  }
+  if (v < VG_INT32_MIN || v > VG_INT32_MAX) return TRAP_OVERFLOW;
+  *r = (int32_t)v;
+  return TRAP_OK;
+}
+
+// Called right after the fetch of word w (pc and steps already past it). Runs the sequence that
+// starts there and returns true (status set when it trapped), or false: run w plainly.
+VG_HD inline bool switch_fused(const uint32_t* code, int32_t len, uint32_t w, int32_t fuel, int32_t stack_size,
+                               int32_t* st, int32_t& pc, int32_t& sp, int32_t base, int32_t obase, int32_t& steps,
+                               int32_t& status) {
+  const int32_t op0 = w & 0xFF, arg = (int32_t)(w >> 8);
+  if (op0 == OP_LOAD_VAR || op0 == OP_LOAD_CONST) {
+    if (pc >= len || sp + 1 > stack_size) return false;  // the push's own room check fails: plain traps
+    // The next three words at once (independent loads; clamped in bounds, used only where they exist).
+    const int32_t last = len - 1;
+    const uint32_t w1 = code[pc], w2 = code[pc + 1 < last ? pc + 1 : last], w3 = code[pc + 2 < last ? pc + 2 : last],
+                   w4 = code[pc + 3 < last ? pc + 3 : last];
+    const int32_t x = op0 == OP_LOAD_VAR ? st[base + arg] : ((int32_t)w) >> 8;
+    const int32_t op1 = w1 & 0xFF, a1 = (int32_t)(w1 >> 8);
+    if (op1 == OP_STORE_VAR || op1 == OP_JUMP_IF_FALSE || op1 == OP_JUMP_IF_TRUE) {
+      if (steps + 1 > fuel) return false;
+      steps++;
+      if (op1 == OP_STORE_VAR) st[base + a1] = x, pc++;
+      else pc = (x != 0) == (op1 == OP_JUMP_IF_TRUE) ? a1 : pc + 1;
+      return true;
+    }
+    // A binary op with both operands pushed here (k = 2), or the left one already on the stack
+    // (k = 1); its result goes to slot s0. wb is the binary op's word, wt and wj the two after.
+    int32_t k, l, r, s0;
+    uint32_t wb, wt, wj;
+    if (op1 == OP_LOAD_VAR || op1 == OP_LOAD_CONST) {
+      if (pc + 1 >= len || sp + 2 > stack_size) return false;
+      k = 2, l = x, r = op1 == OP_LOAD_VAR ? st[base + a1] : ((int32_t)w1) >> 8, s0 = sp;
+      wb = w2, wt = w3, wj = w4;
+    } else {
+      if (sp - 1 < obase) return false;
+      k = 1, l = st[sp - 1], r = x, s0 = sp - 1;
+      wb = w1, wt = w2, wj = w3;
+    }
+    const int32_t opb = (int32_t)(wb & 0xFF);
+    if (!fusable_binop(opb)) return false;
+    // The tail: STORE_VAR [JUMP], or a conditional jump.
+    int32_t n = k + 1, ot = -1, t = 0, t2 = -1;
+    if (pc + k < len) {
+      ot = wt & 0xFF;
+      if (ot == OP_STORE_VAR || (ot >= OP_JUMP_IF_FALSE && ot <= OP_JUMP_IF_TRUE_OR_POP)) {
+        t = (int32_t)(wt >> 8), n++;
+        if (ot == OP_STORE_VAR && pc + k + 1 < len && (wj & 0xFF) == OP_JUMP) t2 = (int32_t)(wj >> 8), n++;
+      } else {
+        ot = -1;
+      }
+    }
+    if (steps - 1 + n > fuel) return false;
+    int32_t v;
+    const int32_t trap = eval_binop(opb, l, r, &v);
+    if (trap != TRAP_OK) {  // at the binary op, the sequence's (k + 1)th step
+      steps += k;
+      status = trap;
+      return true;
+    }
+    const int32_t next = pc - 1 + n;
+    steps += n - 1;
+    switch (ot) {
+      case OP_STORE_VAR: st[base + t] = v, sp = s0, pc = t2 >= 0 ? t2 : next; break;
+      case OP_JUMP_IF_FALSE: sp = s0, pc = v == 0 ? t : next; break;
+      case OP_JUMP_IF_TRUE: sp = s0, pc = v != 0 ? t : next; break;
+      case OP_JUMP_IF_FALSE_OR_POP:
+        if (v == 0) st[s0] = v, sp = s0 + 1, pc = t;
+        else sp = s0, pc = next;
+        break;
+      case OP_JUMP_IF_TRUE_OR_POP:
+        if (v != 0) st[s0] = v, sp = s0 + 1, pc = t;
+        else sp = s0, pc = next;
+        break;
+      default: st[s0] = v, sp = s0 + 1, pc = next; break;  // the result stays on the stack
+    }
+    return true;
+  }
+  // The loop head: [JUMP h;] FOR_RANGE a; JUMP e; STORE_VAR x at h. Both ways take 2 steps
+  // (3 with the JUMP to it): go on (the counter into x) or leave through JUMP e.
+  const int32_t extra = op0 == OP_JUMP ? 1 : 0;
+  const int32_t h = extra ? arg : pc - 1;
+  if ((op0 != OP_FOR_RANGE && !extra) || h + 2 >= len || (code[h] & 0xFF) != OP_FOR_RANGE ||
+      (code[h + 1] & 0xFF) != OP_JUMP || (code[h + 2] & 0xFF) != OP_STORE_VAR || steps - 1 + 2 + extra > fuel ||
+      sp + 1 > stack_size)
+    return false;
+  int32_t* s = st + base + (int32_t)(code[h] >> 8);  // counter, stop, step
+  steps += extra;
+  if (s[2] == 0) {
+    status = TRAP_VALUE_ERROR;
+    return true;
+  }
+  steps++;
+  if (s[2] > 0 ? s[0] < s[1] : s[0] > s[1]) {
+    int32_t c = s[0];
+    int64_t nx = (int64_t)c + s[2];
+    s[0] = (nx > VG_INT32_MAX || nx < VG_INT32_MIN) ? s[1] : (int32_t)nx;  // past int32 is past stop
+    st[base + (int32_t)(code[h + 2] >> 8)] = c;  // after the counter: the loop variable may be a range slot
+    pc = h + 3;
+  } else {
+    pc = (int32_t)(code[h + 1] >> 8);
+  }
+  return true;
+}
+#endif
+
 // Continue a run from a given state: pc, the operand stack in ws.stack[0 .. sp), the frame of
 // depth `depth` at base/obase with its callers in ws.frames, and `steps` already executed.
 // The lockstep interpreter (lanes.h) hands lanes that run alone over to this loop.
@@ -331,6 +487,12 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
 #define VG_NEXT() continue
   for (;;) {
     VG_FETCH();
+#if VG_SWITCH_FUSE
+    if (switch_fused(code, len, w, fuel, stack_size, st, pc, sp, base, obase, steps, status)) {
+      if (status != TRAP_OK) goto done;
+      continue;
+    }
+#endif
     switch (w & 0xFF) {
 #endif
       VG_OP(LOAD_CONST) VG_ROOM(1); st[sp++] = ((int32_t)w) >> 8; VG_NEXT();
