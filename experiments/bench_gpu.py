@@ -145,38 +145,46 @@ def steady_row(n, args, flat, offsets, ev, t_comp, t_eval, n_iter, check, wps):
     return row
 
 
+# (cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS): the plain VM; with superinstructions; and with them in
+# the plain VM's 48 registers (10 resident blocks of 128 threads on an H100)
+FUSE_VARIANTS = ((False, 0), (True, 0), (True, 10))
+
+
 def switch_fuse_rows(workloads, repeat: int):
-    """The VM with and without its peephole superinstructions (cuda.SWITCH_FUSE), side by side on
-    the same candidates: evaluate's time, VM instructions per second and the execute kernel's
-    resident warps per SM. Pass counts and steps must be equal between the two."""
+    """The VM with and without its peephole superinstructions (cuda.SWITCH_FUSE; FUSE_VARIANTS),
+    side by side on the same candidates: evaluate's time, VM instructions per second and the
+    execute kernel's resident warps per SM. Pass counts and steps must be equal in all."""
     import torch
     sync = torch.cuda.synchronize
     rows = []
-    saved = cuda.SWITCH_FUSE
+    saved = cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS
     try:
         for name, n, sources, inputs, expected, sig in workloads:
             flat, offsets = pack_tokens(sources)
             tok, off = torch.from_numpy(flat).cuda(), torch.from_numpy(offsets).cuda()
             warm = [torch.from_numpy(a).cuda() for a in pack_tokens(sources[:64])]
             results = {}
-            for fuse in (False, True):
-                cuda.SWITCH_FUSE = fuse
+            for fuse, min_blocks in FUSE_VARIANTS:
+                cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS = fuse, min_blocks
                 cuda.evaluate(*warm, inputs, expected, signature=sig)  # build the module first
                 t_comp, _ = timed(lambda: cuda.compile_device("tokens", tok, off), repeat, sync)
                 t_eval, ev = timed(lambda: cuda.evaluate(tok, off, inputs, expected, signature=sig), repeat, sync)
-                results[fuse] = ev
+                results[fuse, min_blocks] = ev
                 steps = int(ev.steps.sum().item())
-                rows.append({"workload": name, "N": n, "switch_fuse": fuse, "vm_instructions": steps,
+                rows.append({"workload": name, "N": n, "switch_fuse": fuse, "min_blocks": min_blocks,
+                             "vm_instructions": steps,
                              "warps_per_sm": cuda.device().resident_warps("vg_execute_local_eval"),
                              "gpu_compile_s": t_comp, "gpu_evaluate_s": t_eval, "gpu_evals_per_s": n / t_eval,
                              "gpu_vm_instructions_per_s": steps / max(t_eval - t_comp, 1e-9)})
                 print(json.dumps(rows[-1]))
-            a, b = results[False], results[True]
-            if not (torch.equal(a.passed, b.passed) and torch.equal(a.steps, b.steps)):
-                raise SystemExit(f"switch_fuse {name} N={n}: pass counts or steps differ with superinstructions")
+            a = results[FUSE_VARIANTS[0]]
+            for v in FUSE_VARIANTS[1:]:
+                b = results[v]
+                if not (torch.equal(a.passed, b.passed) and torch.equal(a.steps, b.steps)):
+                    raise SystemExit(f"switch_fuse {name} N={n}: pass counts or steps differ in variant {v}")
             del tok, off, warm, results, a, b
     finally:
-        cuda.SWITCH_FUSE = saved
+        cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS = saved
     return rows
 
 
@@ -335,9 +343,9 @@ def main():
                   f"{r['gpu_vm_instructions_per_s']:.3g} | {r['gpu_evaluate_s']:.3g} |" for r in steady]
     if fuse:
         lines += ["", "The VM with and without its peephole superinstructions (cuda.SWITCH_FUSE), side by side",
-                  "", "| workload | N | switch_fuse | warps per SM | gpu_vm_instructions_per_s | gpu_evals_per_s | "
-                  "gpu_evaluate_s |", "| --- | --- | --- | --- | --- | --- | --- |"]
-        lines += [f"| {r['workload']} | {r['N']} | {int(r['switch_fuse'])} | {r['warps_per_sm']} | "
+                  "", "| workload | N | switch_fuse | min blocks | warps per SM | gpu_vm_instructions_per_s | "
+                  "gpu_evals_per_s | gpu_evaluate_s |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {r['workload']} | {r['N']} | {int(r['switch_fuse'])} | {r['min_blocks']} | {r['warps_per_sm']} | "
                   f"{r['gpu_vm_instructions_per_s']:.3g} | {r['gpu_evals_per_s']:.3g} | {r['gpu_evaluate_s']:.3g} |"
                   for r in fuse]
     (out / "bench_gpu.md").write_text("\n".join(lines) + "\n")

@@ -45,6 +45,8 @@ NVRTC_OPTIONS = ("-std=c++17", f"-DVG_LOCAL_STACK={LOCAL_STACK}")
 # per VM step, for a larger kernel (sm_90: 56 registers a thread against 48). Off until a GPU
 # benchmark shows the gain (bench_gpu.py --switch-fuse); VRAMGYM_SWITCH_FUSE=1 turns it on.
 SWITCH_FUSE = os.environ.get("VRAMGYM_SWITCH_FUSE", "0") == "1"
+EXEC_MIN_BLOCKS = 0  # > 0: __launch_bounds__(EXEC_BLOCK, this) on the execute kernels, capping their
+# registers so that many blocks fit an SM (10 on an H100: 48 registers, 40 warps, with SWITCH_FUSE too)
 COMPILE_BLOCK = 64     # threads per block of the compile kernels (one program per thread)
 COMPILE_PER_SM = 256   # resident compile threads per SM worth their scratch
 EXEC_BLOCK = 128       # 4 warps per block of the execute kernels
@@ -110,11 +112,11 @@ def available() -> bool:
 class _Device:
     """The compiled module and launch geometry of one device."""
 
-    def __init__(self, device_id: int, switch_fuse: bool = False):
+    def __init__(self, device_id: int, switch_fuse: bool = False, min_blocks: int = 0):
         import cupy as cp
-        self.id, self.switch_fuse = device_id, switch_fuse
+        self.id, self.switch_fuse, self.min_blocks = device_id, switch_fuse, min_blocks
         with cp.cuda.Device(device_id):
-            self.module = cp.RawModule(code=kernel_source(), options=nvrtc_options(switch_fuse))
+            self.module = cp.RawModule(code=kernel_source(), options=nvrtc_options(switch_fuse, min_blocks))
             self.module.compile()
             self.k = {name: self.module.get_function(name) for name in (
                 "vg_sizes", "vg_compile_sources", "vg_compile_tokens", "vg_validate_programs", "vg_execute_local",
@@ -154,21 +156,22 @@ class _Device:
         return self._resident[kernel]
 
 
-def nvrtc_options(switch_fuse: bool = False) -> tuple[str, ...]:
-    return NVRTC_OPTIONS + ((f"-DVG_SWITCH_FUSE={int(bool(switch_fuse))}",))
+def nvrtc_options(switch_fuse: bool = False, min_blocks: int = 0) -> tuple[str, ...]:
+    return NVRTC_OPTIONS + (f"-DVG_SWITCH_FUSE={int(bool(switch_fuse))}", f"-DVG_EXEC_BLOCK={EXEC_BLOCK}",
+                            f"-DVG_EXEC_MIN_BLOCKS={int(min_blocks)}")
 
 
-_devices: dict[tuple[int, bool], _Device] = {}
+_devices: dict[tuple[int, bool, int], _Device] = {}
 _lock = threading.Lock()
 
 
 def device(device_id: int | None = None) -> _Device:
-    """The compiled kernels for a device (the current one by default) in the SWITCH_FUSE variant
-    of the moment, built on first use."""
+    """The compiled kernels for a device (the current one by default) in the variant that
+    SWITCH_FUSE and EXEC_MIN_BLOCKS name at the moment, built on first use."""
     import cupy as cp
     if device_id is None:
         device_id = cp.cuda.Device().id
-    key = (device_id, bool(SWITCH_FUSE))
+    key = (device_id, bool(SWITCH_FUSE), int(EXEC_MIN_BLOCKS))
     with _lock:
         if key not in _devices:
             _devices[key] = _Device(*key)

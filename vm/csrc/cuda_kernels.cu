@@ -23,6 +23,20 @@
 #ifndef VG_LOCAL_STACK
 #define VG_LOCAL_STACK 4096  // ints; = DEFAULT_STACK, so the default configuration runs _local
 #endif
+// VG_EXEC_MIN_BLOCKS > 0: the execute kernels promise the compiler that many resident blocks of
+// VG_EXEC_BLOCK threads per SM (__launch_bounds__), which caps their registers (sm_90, 10 blocks
+// of 128: 48, the plain VM's count, also with VG_SWITCH_FUSE's larger kernel). 0: no bound.
+#ifndef VG_EXEC_BLOCK
+#define VG_EXEC_BLOCK 128  // = cuda.EXEC_BLOCK, the execute kernels' block size
+#endif
+#ifndef VG_EXEC_MIN_BLOCKS
+#define VG_EXEC_MIN_BLOCKS 0
+#endif
+#if VG_EXEC_MIN_BLOCKS > 0
+#define VG_EXEC_BOUNDS __launch_bounds__(VG_EXEC_BLOCK, VG_EXEC_MIN_BLOCKS)
+#else
+#define VG_EXEC_BOUNDS
+#endif
 
 namespace vgk {
 
@@ -368,24 +382,24 @@ __global__ void vg_validate_programs(const uint32_t* __restrict__ code, const in
   }
 }
 
-__global__ void vg_execute_local(VG_EXEC_PARAMS) {
+__global__ void VG_EXEC_BOUNDS vg_execute_local(VG_EXEC_PARAMS) {
   int32_t stack[VG_LOCAL_STACK];
   VG_MAKE_CFG;
   vgk::execute<true, false>(VG_EXEC_ARGS(stack));
 }
 
-__global__ void vg_execute_global(VG_EXEC_PARAMS) {
+__global__ void VG_EXEC_BOUNDS vg_execute_global(VG_EXEC_PARAMS) {
   VG_MAKE_CFG;
   vgk::execute<false, false>(VG_EXEC_ARGS(nullptr));
 }
 
-__global__ void vg_execute_local_eval(VG_EXEC_PARAMS) {
+__global__ void VG_EXEC_BOUNDS vg_execute_local_eval(VG_EXEC_PARAMS) {
   int32_t stack[VG_LOCAL_STACK];
   VG_MAKE_CFG;
   vgk::execute<true, true>(VG_EXEC_ARGS(stack));
 }
 
-__global__ void vg_execute_global_eval(VG_EXEC_PARAMS) {
+__global__ void VG_EXEC_BOUNDS vg_execute_global_eval(VG_EXEC_PARAMS) {
   VG_MAKE_CFG;
   vgk::execute<false, true>(VG_EXEC_ARGS(nullptr));
 }
@@ -401,13 +415,13 @@ __global__ void vg_execute_global_eval(VG_EXEC_PARAMS) {
   code, code_cap, code_len, n_prog, entry_pc, task_of, task_ret, n_task, n_tests, in_words, in_off, n_in,      \
       exp_words, exp_off, n_items, wpp, cfg, scratch, pass_count, step_sum, stack
 
-__global__ void vg_execute_tasks_local(VG_TASK_PARAMS) {
+__global__ void VG_EXEC_BOUNDS vg_execute_tasks_local(VG_TASK_PARAMS) {
   int32_t stack[VG_LOCAL_STACK];
   VG_MAKE_CFG;
   vgk::execute_tasks<true>(VG_TASK_ARGS(stack));
 }
 
-__global__ void vg_execute_tasks_global(VG_TASK_PARAMS) {
+__global__ void VG_EXEC_BOUNDS vg_execute_tasks_global(VG_TASK_PARAMS) {
   VG_MAKE_CFG;
   vgk::execute_tasks<false>(VG_TASK_ARGS(nullptr));
 }
