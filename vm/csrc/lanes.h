@@ -413,7 +413,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
         // pass; else the plain instruction, which traps exactly where the sequence would.
         if (fx[pc].kind == FX_PENDING) fuse_at(code, len, target, pc, fx, xop);
         const Fused& f = fx[pc];
-        if (f.kind != FX_NONE && max_steps + pending + f.n <= fuel && sp + f.pushes <= stack_size &&
+        if (f.kind != FX_NONE && f.n <= fuel - (max_steps + pending) && sp + f.pushes <= stack_size &&
             sp - f.pops >= obase) {
           const int32_t n = f.n, next = pc + n;
           switch (f.kind) {
@@ -511,7 +511,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
                   if (cnext < len) {
                     if (fx[cnext].kind == FX_PENDING) fuse_at(code, len, target, cnext, fx, xop);
                     const Fused& g = fx[cnext];
-                    if (g.kind == FX_BIN && g.lk == SRC_STACK && g.pops == 1 && max_steps + pending + g.n <= fuel &&
+                    if (g.kind == FX_BIN && g.lk == SRC_STACK && g.pops == 1 && g.n <= fuel - (max_steps + pending) &&
                         sp + g.pushes <= stack_size && sp - 1 >= obase) {
                       fp = &g;
                       cpc = cnext;
@@ -522,7 +522,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
                     // the end of an `and`/`or`) runs on res too, when no group waits there.
                     const int32_t nop = (int32_t)(code[cnext] & 0xFF);
                     if ((nop == OP_JUMP_IF_FALSE || nop == OP_JUMP_IF_TRUE) && cnext < yield_pc &&
-                        max_steps + pending + 1 <= fuel) {
+                        max_steps + pending < fuel) {
                       pending += 1;
                       uint32_t nz = nonzero_mask(res);
                       LN_FORK(nop == OP_JUMP_IF_TRUE ? nz : ~nz, (int32_t)(code[cnext] >> 8), s0, cnext + 1, s0);

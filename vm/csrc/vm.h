@@ -70,8 +70,9 @@ VG_HD inline int32_t validate(const uint32_t* code, int32_t len, int32_t entry, 
         case OP_LOAD_CONST: ok = true; break;
         case OP_CONST_EXT: ok = arg < 256; break;
         case OP_LOAD_VAR: case OP_STORE_VAR: ok = arg < nl; break;
-        case OP_FOR_RANGE: ok = arg + 2 < nl; break;
-        case OP_FOR_LIST: ok = arg + 1 < nl; break;
+        // a loop head skips the word after it when the loop goes on: that word must be in the function
+        case OP_FOR_RANGE: ok = arg + 2 < nl && pc + 1 < end; break;
+        case OP_FOR_LIST: ok = arg + 1 < nl && pc + 1 < end; break;
         case OP_REVERSE: ok = arg >= 2 && arg <= 255; break;
         case OP_BUILD_LIST: ok = arg <= 255; break;
         case OP_JUMP: case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE:
@@ -234,7 +235,7 @@ VG_HD inline bool switch_fused(const uint32_t* code, int32_t len, uint32_t w, in
     const int32_t x = op0 == OP_LOAD_VAR ? st[base + arg] : ((int32_t)w) >> 8;
     const int32_t op1 = w1 & 0xFF, a1 = (int32_t)(w1 >> 8);
     if (op1 == OP_STORE_VAR || op1 == OP_JUMP_IF_FALSE || op1 == OP_JUMP_IF_TRUE) {
-      if (steps + 1 > fuel) return false;
+      if (steps >= fuel) return false;  // 2 steps: fuel - steps >= 1 (no overflow near INT32_MAX)
       steps++;
       if (op1 == OP_STORE_VAR) st[base + a1] = x, pc++;
       else pc = (x != 0) == (op1 == OP_JUMP_IF_TRUE) ? a1 : pc + 1;
@@ -266,7 +267,7 @@ VG_HD inline bool switch_fused(const uint32_t* code, int32_t len, uint32_t w, in
         ot = -1;
       }
     }
-    if (steps - 1 + n > fuel) return false;
+    if (n - 1 > fuel - steps) return false;  // fuel >= steps here: no overflow
     int32_t v;
     const int32_t trap = eval_binop(opb, l, r, &v);
     if (trap != TRAP_OK) {  // at the binary op, the sequence's (k + 1)th step
@@ -297,7 +298,7 @@ VG_HD inline bool switch_fused(const uint32_t* code, int32_t len, uint32_t w, in
   const int32_t extra = op0 == OP_JUMP ? 1 : 0;
   const int32_t h = extra ? arg : pc - 1;
   if ((op0 != OP_FOR_RANGE && !extra) || h + 2 >= len || (code[h] & 0xFF) != OP_FOR_RANGE ||
-      (code[h + 1] & 0xFF) != OP_JUMP || (code[h + 2] & 0xFF) != OP_STORE_VAR || steps - 1 + 2 + extra > fuel ||
+      (code[h + 1] & 0xFF) != OP_JUMP || (code[h + 2] & 0xFF) != OP_STORE_VAR || 1 + extra > fuel - steps ||
       sp + 1 > stack_size)
     return false;
   int32_t* s = st + base + (int32_t)(code[h] >> 8);  // counter, stop, step
@@ -387,7 +388,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
     int32_t fx_s0;
 #define VG_FX_ENTER()                                                                          \
   f = fx + (pc - 1);                                                                           \
-  if (steps - 1 + f->n > fuel || sp + f->pushes > stack_size || sp - f->pops < obase)          \
+  if (f->n - 1 > fuel - steps || sp + f->pushes > stack_size || sp - f->pops < obase)          \
     goto* dispatch[w & 0xFF];                                                                  \
   fx_s0 = sp - f->pops;
 #define VG_FX_OPERANDS()                                                                       \
