@@ -180,9 +180,14 @@ VG_HD inline int32_t load_args(uint32_t header, const int32_t* in, int32_t in_le
 static_assert(OP_BINARY_MOD == OP_BINARY_ADD + 4 && OP_COMPARE_NE == OP_MIN + 7 &&
                   OP_JUMP_IF_TRUE_OR_POP == OP_JUMP_IF_FALSE + 3, "opcode ranges");
 
-VG_HD inline bool fusable_binop(int32_t op) {
-  return (op >= OP_BINARY_ADD && op <= OP_BINARY_MOD) || (op >= OP_MIN && op <= OP_COMPARE_NE);
-}
+// Opcode sets as 64-bit masks (validated code has opcodes below NUM_OPCODES <= 64).
+static_assert(NUM_OPCODES <= 64, "opcode masks");
+constexpr uint64_t op_bit(int32_t op) { return (uint64_t)1 << op; }
+constexpr uint64_t ops_range(int32_t lo, int32_t hi) { return lo > hi ? 0 : op_bit(lo) | ops_range(lo + 1, hi); }
+constexpr uint64_t OPS_PUSH = op_bit(OP_LOAD_VAR) | op_bit(OP_LOAD_CONST);
+constexpr uint64_t OPS_BINARY = ops_range(OP_BINARY_ADD, OP_BINARY_MOD) | ops_range(OP_MIN, OP_COMPARE_NE);
+constexpr uint64_t OPS_TAIL = op_bit(OP_STORE_VAR) | ops_range(OP_JUMP_IF_FALSE, OP_JUMP_IF_TRUE_OR_POP);
+VG_HD inline bool op_in(uint64_t set, int32_t op) { return (set >> (op & 63)) & 1; }
 
 // x op y of a fusable binary op into *r, or the op's trap (Python's floor division and modulo).
 VG_HD inline int32_t eval_binop(int32_t op, int32_t x, int32_t y, int32_t* r) {
@@ -220,52 +225,53 @@ VG_HD inline int32_t eval_binop(int32_t op, int32_t x, int32_t y, int32_t* r) {
   return TRAP_OK;
 }
 
-// Called right after the fetch of word w (pc and steps already past it). Runs the sequence that
-// starts there and returns true (status set when it trapped), or false: run w plainly.
-VG_HD inline bool switch_fused(const uint32_t* code, int32_t len, uint32_t w, int32_t fuel, int32_t stack_size,
-                               int32_t* st, int32_t& pc, int32_t& sp, int32_t base, int32_t obase, int32_t& steps,
-                               int32_t& status) {
+// Called by the handlers of LOAD_VAR and LOAD_CONST (fused_push) and of FOR_RANGE and JUMP
+// (fused_loop_head) right after the fetch of their word w (pc and steps already past it): runs
+// the sequence that starts there and returns true (status set when it trapped), or false: run w
+// plainly. Other opcodes pay nothing.
+VG_HD inline bool fused_push(const uint32_t* code, int32_t len, uint32_t w, int32_t fuel, int32_t stack_size,
+                             int32_t* st, int32_t& pc, int32_t& sp, int32_t base, int32_t obase, int32_t& steps,
+                             int32_t& status) {
   const int32_t op0 = w & 0xFF, arg = (int32_t)(w >> 8);
-  if (op0 == OP_LOAD_VAR || op0 == OP_LOAD_CONST) {
-    if (pc >= len || sp + 1 > stack_size) return false;  // the push's own room check fails: plain traps
-    // The next three words at once (independent loads; clamped in bounds, used only where they exist).
-    const int32_t last = len - 1;
-    const uint32_t w1 = code[pc], w2 = code[pc + 1 < last ? pc + 1 : last], w3 = code[pc + 2 < last ? pc + 2 : last],
-                   w4 = code[pc + 3 < last ? pc + 3 : last];
-    const int32_t x = op0 == OP_LOAD_VAR ? st[base + arg] : ((int32_t)w) >> 8;
+  {
+    // Only where the two words after the next one exist (near the end of the code: plain steps),
+    // and not when the push's own room check fails (plain traps there).
+    if (pc + 2 >= len || sp + 1 > stack_size) return false;
+    const uint32_t w1 = code[pc], w2 = code[pc + 1], w3 = code[pc + 2];  // independent loads
     const int32_t op1 = w1 & 0xFF, a1 = (int32_t)(w1 >> 8);
     if (op1 == OP_STORE_VAR || op1 == OP_JUMP_IF_FALSE || op1 == OP_JUMP_IF_TRUE) {
       if (steps >= fuel) return false;  // 2 steps: fuel - steps >= 1 (no overflow near INT32_MAX)
+      const int32_t x = op0 == OP_LOAD_VAR ? st[base + arg] : ((int32_t)w) >> 8;
       steps++;
       if (op1 == OP_STORE_VAR) st[base + a1] = x, pc++;
       else pc = (x != 0) == (op1 == OP_JUMP_IF_TRUE) ? a1 : pc + 1;
       return true;
     }
     // A binary op with both operands pushed here (k = 2), or the left one already on the stack
-    // (k = 1); its result goes to slot s0. wb is the binary op's word, wt and wj the two after.
-    int32_t k, l, r, s0;
-    uint32_t wb, wt, wj;
-    if (op1 == OP_LOAD_VAR || op1 == OP_LOAD_CONST) {
-      if (pc + 1 >= len || sp + 2 > stack_size) return false;
-      k = 2, l = x, r = op1 == OP_LOAD_VAR ? st[base + a1] : ((int32_t)w1) >> 8, s0 = sp;
-      wb = w2, wt = w3, wj = w4;
+    // (k = 1); its result goes to slot s0. The shape comes from the opcodes alone, before any
+    // operand is read; wt is the word after the binary op.
+    const bool two = op_in(OPS_PUSH, op1) && op_in(OPS_BINARY, w2 & 0xFF);
+    if (!two && !op_in(OPS_BINARY, op1)) return false;
+    const int32_t x = op0 == OP_LOAD_VAR ? st[base + arg] : ((int32_t)w) >> 8;
+    int32_t k, l, r, s0, opb;
+    uint32_t wt;
+    if (two) {
+      if (sp + 2 > stack_size) return false;
+      k = 2, l = x, r = op1 == OP_LOAD_VAR ? st[base + a1] : ((int32_t)w1) >> 8, s0 = sp, opb = w2 & 0xFF, wt = w3;
     } else {
       if (sp - 1 < obase) return false;
-      k = 1, l = st[sp - 1], r = x, s0 = sp - 1;
-      wb = w1, wt = w2, wj = w3;
+      k = 1, l = st[sp - 1], r = x, s0 = sp - 1, opb = op1, wt = w2;
     }
-    const int32_t opb = (int32_t)(wb & 0xFF);
-    if (!fusable_binop(opb)) return false;
     // The tail: STORE_VAR [JUMP], or a conditional jump.
-    int32_t n = k + 1, ot = -1, t = 0, t2 = -1;
-    if (pc + k < len) {
-      ot = wt & 0xFF;
-      if (ot == OP_STORE_VAR || (ot >= OP_JUMP_IF_FALSE && ot <= OP_JUMP_IF_TRUE_OR_POP)) {
-        t = (int32_t)(wt >> 8), n++;
-        if (ot == OP_STORE_VAR && pc + k + 1 < len && (wj & 0xFF) == OP_JUMP) t2 = (int32_t)(wj >> 8), n++;
-      } else {
-        ot = -1;
+    int32_t n = k + 1, ot = wt & 0xFF, t = (int32_t)(wt >> 8), t2 = -1;
+    if (op_in(OPS_TAIL, ot)) {
+      n++;
+      if (ot == OP_STORE_VAR && pc + k + 1 < len) {
+        const uint32_t wj = code[pc + k + 1];
+        if ((wj & 0xFF) == OP_JUMP) t2 = (int32_t)(wj >> 8), n++;
       }
+    } else {
+      ot = -1;
     }
     if (n - 1 > fuel - steps) return false;  // fuel >= steps here: no overflow
     int32_t v;
@@ -293,13 +299,17 @@ VG_HD inline bool switch_fused(const uint32_t* code, int32_t len, uint32_t w, in
     }
     return true;
   }
-  // The loop head: [JUMP h;] FOR_RANGE a; JUMP e; STORE_VAR x at h. Both ways take 2 steps
-  // (3 with the JUMP to it): go on (the counter into x) or leave through JUMP e.
-  const int32_t extra = op0 == OP_JUMP ? 1 : 0;
-  const int32_t h = extra ? arg : pc - 1;
-  if ((op0 != OP_FOR_RANGE && !extra) || h + 2 >= len || (code[h] & 0xFF) != OP_FOR_RANGE ||
-      (code[h + 1] & 0xFF) != OP_JUMP || (code[h + 2] & 0xFF) != OP_STORE_VAR || 1 + extra > fuel - steps ||
-      sp + 1 > stack_size)
+}
+
+// The loop head: [JUMP h;] FOR_RANGE a; JUMP e; STORE_VAR x at h. Both ways take 2 steps (3 with
+// the JUMP to it): go on (the counter into x) or leave through JUMP e. w: the FOR_RANGE or JUMP.
+VG_HD inline bool fused_loop_head(const uint32_t* code, int32_t len, uint32_t w, int32_t fuel, int32_t stack_size,
+                                  int32_t* st, int32_t& pc, int32_t& sp, int32_t base, int32_t /*obase*/,
+                                  int32_t& steps, int32_t& status) {
+  const int32_t extra = (w & 0xFF) == OP_JUMP ? 1 : 0;
+  const int32_t h = extra ? (int32_t)(w >> 8) : pc - 1;
+  if (h + 2 >= len || (code[h] & 0xFF) != OP_FOR_RANGE || (code[h + 1] & 0xFF) != OP_JUMP ||
+      (code[h + 2] & 0xFF) != OP_STORE_VAR || 1 + extra > fuel - steps || sp + 1 > stack_size)
     return false;
   int32_t* s = st + base + (int32_t)(code[h] >> 8);  // counter, stop, step
   steps += extra;
@@ -374,6 +384,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
 #undef VG_FX_LABELS
 #define VG_OP(name) L_##name:
 #define VG_DEFAULT L_INVALID:
+#define VG_TRY_FUSED(f)  // superinstructions come from xop here
 #define VG_NEXT()                                                 \
   do {                                                            \
     VG_FETCH();                                                   \
@@ -486,19 +497,22 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
 #define VG_OP(name) case OP_##name:
 #define VG_DEFAULT default:
 #define VG_NEXT() continue
+#if VG_SWITCH_FUSE
+#define VG_TRY_FUSED(f)                                                                     \
+  if (f(code, len, w, fuel, stack_size, st, pc, sp, base, obase, steps, status)) {          \
+    if (status != TRAP_OK) goto done;                                                       \
+    VG_NEXT();                                                                              \
+  }
+#else
+#define VG_TRY_FUSED(f)
+#endif
   for (;;) {
     VG_FETCH();
-#if VG_SWITCH_FUSE
-    if (switch_fused(code, len, w, fuel, stack_size, st, pc, sp, base, obase, steps, status)) {
-      if (status != TRAP_OK) goto done;
-      continue;
-    }
-#endif
     switch (w & 0xFF) {
 #endif
-      VG_OP(LOAD_CONST) VG_ROOM(1); st[sp++] = ((int32_t)w) >> 8; VG_NEXT();
+      VG_OP(LOAD_CONST) VG_TRY_FUSED(fused_push); VG_ROOM(1); st[sp++] = ((int32_t)w) >> 8; VG_NEXT();
       VG_OP(CONST_EXT) VG_NEED(1); st[sp - 1] = (int32_t)(((uint32_t)st[sp - 1] << 8) | (uint32_t)arg); VG_NEXT();
-      VG_OP(LOAD_VAR) VG_ROOM(1); st[sp++] = st[base + arg]; VG_NEXT();
+      VG_OP(LOAD_VAR) VG_TRY_FUSED(fused_push); VG_ROOM(1); st[sp++] = st[base + arg]; VG_NEXT();
       VG_OP(STORE_VAR) VG_NEED(1); st[base + arg] = st[--sp]; VG_NEXT();
       VG_OP(POP) VG_NEED(1); sp--; VG_NEXT();
       VG_OP(DUP) VG_NEED(1); VG_ROOM(1); st[sp] = st[sp - 1]; sp++; VG_NEXT();
@@ -562,12 +576,13 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
       VG_OP(COMPARE_GE) VG_NEED(2); st[sp - 2] = st[sp - 2] >= st[sp - 1]; sp--; VG_NEXT();
       VG_OP(COMPARE_EQ) VG_NEED(2); st[sp - 2] = st[sp - 2] == st[sp - 1]; sp--; VG_NEXT();
       VG_OP(COMPARE_NE) VG_NEED(2); st[sp - 2] = st[sp - 2] != st[sp - 1]; sp--; VG_NEXT();
-      VG_OP(JUMP) pc = arg; VG_NEXT();
+      VG_OP(JUMP) VG_TRY_FUSED(fused_loop_head); pc = arg; VG_NEXT();
       VG_OP(JUMP_IF_FALSE) VG_NEED(1); if (st[--sp] == 0) pc = arg; VG_NEXT();
       VG_OP(JUMP_IF_TRUE) VG_NEED(1); if (st[--sp] != 0) pc = arg; VG_NEXT();
       VG_OP(JUMP_IF_FALSE_OR_POP) VG_NEED(1); if (st[sp - 1] == 0) pc = arg; else sp--; VG_NEXT();
       VG_OP(JUMP_IF_TRUE_OR_POP) VG_NEED(1); if (st[sp - 1] != 0) pc = arg; else sp--; VG_NEXT();
       VG_OP(FOR_RANGE) {
+        VG_TRY_FUSED(fused_loop_head);
         int32_t* s = st + base + arg;  // counter, stop, step
         if (s[2] == 0) VG_TRAP(TRAP_VALUE_ERROR);
         if (s[2] > 0 ? s[0] < s[1] : s[0] > s[1]) {
@@ -742,6 +757,7 @@ done:
 #undef VG_OP
 #undef VG_DEFAULT
 #undef VG_NEXT
+#undef VG_TRY_FUSED
   res.status = status;
   res.value = status == TRAP_OK ? result : 0;
   res.steps = steps;
