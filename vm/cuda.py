@@ -42,8 +42,8 @@ KERNEL_FILE = _CSRC / "cuda_kernels.cu"
 LOCAL_STACK = oc.DEFAULT_STACK  # ints of operand stack kept in local memory (VG_LOCAL_STACK)
 NVRTC_OPTIONS = ("-std=c++17", f"-DVG_LOCAL_STACK={LOCAL_STACK}")
 # The VM's peephole superinstructions (vm.h, VG_SWITCH_FUSE): the same results in fewer dispatches
-# per VM step, for a larger kernel (sm_90: 56 registers a thread against 48). Off until a GPU
-# benchmark shows the gain (bench_gpu.py --switch-fuse); VRAMGYM_SWITCH_FUSE=1 turns it on.
+# per VM step, for a larger kernel (sm_90: evaluate's takes 56 registers a thread, not 48). Off until
+# a GPU benchmark shows the gain (bench_gpu.py --switch-fuse); VRAMGYM_SWITCH_FUSE=1 turns it on.
 SWITCH_FUSE = os.environ.get("VRAMGYM_SWITCH_FUSE", "0") == "1"
 EXEC_MIN_BLOCKS = 0  # > 0: __launch_bounds__(EXEC_BLOCK, this) on the execute kernels, capping their
 # registers so that many blocks fit an SM (10 on an H100: 48 registers, 40 warps, with SWITCH_FUSE too)
