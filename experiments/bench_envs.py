@@ -184,16 +184,27 @@ def _gen(device, seed):
     return torch.Generator(device="cuda" if device.startswith("cuda") else "cpu").manual_seed(seed)
 
 
-def bench_token_env(bank, num_envs: int, seconds: float, seed: int, device: str, automaton: str = "auto") -> dict:
+def bench_token_env(bank, num_envs: int, seconds: float, seed: int, device: str, automaton: str = "auto",
+                    warmup: int | None = None) -> dict:
+    """Token steps per second in the steady state: `warmup` untimed steps first (default max_len:
+    right after reset no program ends for several steps, and steps without scoring are cheaper),
+    then at least two episode cycles of timed steps (2 * (max_len + 1): a random policy's episodes
+    mostly run to the length limit, so they end together every max_len + 1 steps, the reset step
+    included; the scoring comes in bursts, and a timed window shorter than the cycle, a few steps
+    of 65,536 envs on a CPU, would miss them) besides `seconds`."""
     env = _env(bank, num_envs, device, automaton=automaton)
     automaton = env.core.automaton_kind(env.device)
     obs, _ = env.reset(seed=seed)
     gen = _gen(device, seed)
+    warmup = env.core.max_len if warmup is None else warmup
+    for _ in range(warmup):
+        obs = env.step(masked_actions(obs["action_mask"], gen))[0]
+    _sync(device)
     steps = 0
     done = torch.zeros((), dtype=torch.int64, device=env.device)
     _sync(device)
     t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+    while time.perf_counter() - t0 < seconds or steps < 2 * (env.core.max_len + 1) * num_envs:
         obs, r, term, trunc, _ = env.step(masked_actions(obs["action_mask"], gen))
         steps += num_envs
         done += int((term | trunc).sum()) if device == "numpy" else (term | trunc).sum()
@@ -202,7 +213,7 @@ def bench_token_env(bank, num_envs: int, seconds: float, seed: int, device: str,
     _sync(device)
     dt = time.perf_counter() - t0
     return {"env": "Synthesis-v0", "device": device, "automaton": automaton, "num_envs": num_envs,
-            "steps_per_s": steps / dt, "programs_per_s": int(done) / dt,
+            "steps_per_s": steps / dt, "programs_per_s": int(done) / dt, "warmup_steps": warmup,
             **op_counts(bank, num_envs, device, False, automaton)}
 
 
@@ -300,6 +311,9 @@ def main(argv=None) -> dict:
     p.add_argument("--fuel", type=int, default=None,
                    help="VM steps per test run of the scored programs (default: the bank's, 20,000); on a GPU "
                         "a scoring launch lasts as long as its longest run")
+    p.add_argument("--warmup-steps", type=int, default=None,
+                   help="untimed token-env steps before the clock starts (default: the env's max_len, after "
+                        "which episodes no longer start together; 0: time from reset, as before session 5)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default=str(Path(__file__).parent / "results"))
@@ -315,8 +329,11 @@ def main(argv=None) -> dict:
     rows = []
     for device in a.device:
         for n in a.num_envs:
-            token = bench_automaton if a.env == "automaton" else bench_token_env
-            runs = [lambda m=m: token(bank, n, a.seconds, a.seed, device, m) for m in a.automaton]
+            if a.env == "automaton":
+                runs = [lambda m=m: bench_automaton(bank, n, a.seconds, a.seed, device, m) for m in a.automaton]
+            else:
+                runs = [lambda m=m: bench_token_env(bank, n, a.seconds, a.seed, device, m, a.warmup_steps)
+                        for m in a.automaton]
             runs = (runs if a.env != "batch" else []) + \
                 ([lambda: bench_batch_env(bank, n, a.seconds, a.seed, device)] if a.env in ("batch", "both") else [])
             best = [None] * len(runs)
@@ -338,7 +355,10 @@ def main(argv=None) -> dict:
     lines = [f"# Environment throughput\n\nMachine: {result['machine']}; load average at the end: "
              f"{', '.join(f'{x:.2f}' for x in result['load_average'])}; best of {a.repeat} run(s) of "
              f"{a.seconds:g} s per row; torch threads: {torch.get_num_threads()}; copy={COPY}; "
-             f"fuel {bank.config.fuel} VM steps per test run.\n",
+             f"fuel {bank.config.fuel} VM steps per test run; token env timed after "
+             f"{'max_len' if a.warmup_steps is None else a.warmup_steps} untimed steps, over at least "
+             f"2 * (max_len + 1) steps (a random policy's episodes end together at the length limit: scoring "
+             f"comes in bursts).\n",
              "aten ops per step: env + the scorer's token builder, then the calls that are kernels of their own "
              "on a GPU (the native automaton's mask/step: 1 each; the scorer: 6 CuPy launches per call; on CUDA "
              "the token builder is one native kernel, token_slots, where CuPy is). "
