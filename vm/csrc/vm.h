@@ -165,32 +165,19 @@ VG_HD inline int32_t load_args(uint32_t header, const int32_t* in, int32_t in_le
   return TRAP_OK;
 }
 
-#ifndef VG_SWITCH_FUSE
-#define VG_SWITCH_FUSE 0
+// x op y of a binary opcode (arithmetic, min/max, comparison) into *r, or its trap: Python's
+// semantics within int32 (floor division and modulo; overflow traps), for the superinstructions
+// of both scalar interpreters. The plain handlers below spell the same rules out (the GPU's plain
+// kernel keeps its register count so), and lanes.h vectorizes them.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define VG_ALWAYS_INLINE __forceinline__
+#elif defined(__GNUC__)
+#define VG_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define VG_ALWAYS_INLINE inline
 #endif
-#if VG_SWITCH_FUSE
-// Superinstructions of the switch interpreter (CUDA's), found by peeking at the words after the
-// one just fetched, so they need no translation pass and no memory: an operand push with what
-// follows it (LOAD_VAR/LOAD_CONST [LOAD_VAR/LOAD_CONST] binary-op [STORE_VAR [JUMP] | conditional
-// jump]; LOAD + STORE_VAR; LOAD + JUMP_IF_*) and the for-range loop head ([JUMP to it;] FOR_RANGE;
-// JUMP; STORE_VAR) run as one dispatch. Like fuse.h's, a sequence runs whole only when the fuel
-// and stack checks of all its steps pass (else the plain instruction runs: it traps exactly where
-// the sequence would), and gives the same values, traps and step counts as its single steps.
-// Enabled by -DVG_SWITCH_FUSE=1 (vramgym.vm.cuda.SWITCH_FUSE on the GPU).
-static_assert(OP_BINARY_MOD == OP_BINARY_ADD + 4 && OP_COMPARE_NE == OP_MIN + 7 &&
-                  OP_JUMP_IF_TRUE_OR_POP == OP_JUMP_IF_FALSE + 3, "opcode ranges");
-
-// Opcode sets as 64-bit masks (validated code has opcodes below NUM_OPCODES <= 64).
-static_assert(NUM_OPCODES <= 64, "opcode masks");
-constexpr uint64_t op_bit(int32_t op) { return (uint64_t)1 << op; }
-constexpr uint64_t ops_range(int32_t lo, int32_t hi) { return lo > hi ? 0 : op_bit(lo) | ops_range(lo + 1, hi); }
-constexpr uint64_t OPS_PUSH = op_bit(OP_LOAD_VAR) | op_bit(OP_LOAD_CONST);
-constexpr uint64_t OPS_BINARY = ops_range(OP_BINARY_ADD, OP_BINARY_MOD) | ops_range(OP_MIN, OP_COMPARE_NE);
-constexpr uint64_t OPS_TAIL = op_bit(OP_STORE_VAR) | ops_range(OP_JUMP_IF_FALSE, OP_JUMP_IF_TRUE_OR_POP);
-VG_HD inline bool op_in(uint64_t set, int32_t op) { return (set >> (op & 63)) & 1; }
-
-// x op y of a fusable binary op into *r, or the op's trap (Python's floor division and modulo).
-VG_HD inline int32_t eval_binop(int32_t op, int32_t x, int32_t y, int32_t* r) {
+// Always inlined: its ~100 call sites each fold the switch on a constant op to a few instructions.
+VG_HD VG_ALWAYS_INLINE int32_t eval_binop(int32_t op, int32_t x, int32_t y, int32_t* r) {
   int64_t v;
   switch (op) {
     case OP_BINARY_ADD: v = (int64_t)x + y; break;
@@ -224,6 +211,31 @@ VG_HD inline int32_t eval_binop(int32_t op, int32_t x, int32_t y, int32_t* r) {
   *r = (int32_t)v;
   return TRAP_OK;
 }
+
+#ifndef VG_SWITCH_FUSE
+#define VG_SWITCH_FUSE 0
+#endif
+#if VG_SWITCH_FUSE
+// Superinstructions of the switch interpreter (CUDA's), found by peeking at the words after the
+// one just fetched, so they need no translation pass and no memory: an operand push with what
+// follows it (LOAD_VAR/LOAD_CONST [LOAD_VAR/LOAD_CONST] binary-op [STORE_VAR [JUMP] | conditional
+// jump]; LOAD + STORE_VAR; LOAD + JUMP_IF_*) and the for-range loop head ([JUMP to it;] FOR_RANGE;
+// JUMP; STORE_VAR) run as one dispatch. Like fuse.h's, a sequence runs whole only when the fuel
+// and stack checks of all its steps pass (else the plain instruction runs: it traps exactly where
+// the sequence would), and gives the same values, traps and step counts as its single steps.
+// Enabled by -DVG_SWITCH_FUSE=1 (vramgym.vm.cuda.SWITCH_FUSE on the GPU).
+static_assert(OP_BINARY_MOD == OP_BINARY_ADD + 4 && OP_COMPARE_NE == OP_MIN + 7 &&
+                  OP_JUMP_IF_TRUE_OR_POP == OP_JUMP_IF_FALSE + 3, "opcode ranges");
+
+// Opcode sets as 64-bit masks (validated code has opcodes below NUM_OPCODES <= 64).
+static_assert(NUM_OPCODES <= 64, "opcode masks");
+constexpr uint64_t op_bit(int32_t op) { return (uint64_t)1 << op; }
+constexpr uint64_t ops_range(int32_t lo, int32_t hi) { return lo > hi ? 0 : op_bit(lo) | ops_range(lo + 1, hi); }
+constexpr uint64_t OPS_PUSH = op_bit(OP_LOAD_VAR) | op_bit(OP_LOAD_CONST);
+constexpr uint64_t OPS_BINARY = ops_range(OP_BINARY_ADD, OP_BINARY_MOD) | ops_range(OP_MIN, OP_COMPARE_NE);
+constexpr uint64_t OPS_TAIL = op_bit(OP_STORE_VAR) | ops_range(OP_JUMP_IF_FALSE, OP_JUMP_IF_TRUE_OR_POP);
+VG_HD inline bool op_in(uint64_t set, int32_t op) { return (set >> (op & 63)) & 1; }
+
 
 // Called by the handlers of LOAD_VAR and LOAD_CONST (fused_push) and of FOR_RANGE and JUMP
 // (fused_loop_head) right after the fetch of their word w (pc and steps already past it): runs
@@ -407,27 +419,6 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
   int32_t y = f->rk == SRC_CONST ? f->b : st[f->rk == SRC_VAR ? base + f->b : sp - 1];
     // The binary op is the sequence's (pushes + 1)th step: a trap there counts the steps before.
 #define VG_FX_TRAP(t) do { steps += f->pushes; VG_TRAP(t); } while (0)
-#define VG_FX_ARITH(EXPR) int64_t r64 = (EXPR); if (r64 < VG_INT32_MIN || r64 > VG_INT32_MAX) VG_FX_TRAP(TRAP_OVERFLOW); r = (int32_t)r64;
-#define VG_FX_OP_BINARY_ADD VG_FX_ARITH((int64_t)x + y)
-#define VG_FX_OP_BINARY_SUB VG_FX_ARITH((int64_t)x - y)
-#define VG_FX_OP_BINARY_MUL VG_FX_ARITH((int64_t)x * y)
-#define VG_FX_OP_BINARY_DIV                                           \
-  if (y == 0) VG_FX_TRAP(TRAP_ZERO_DIVISION);                         \
-  if (x == VG_INT32_MIN && y == -1) VG_FX_TRAP(TRAP_OVERFLOW);        \
-  r = x / y;                                                          \
-  if ((x % y != 0) && ((x < 0) != (y < 0))) r--;
-#define VG_FX_OP_BINARY_MOD                                           \
-  if (y == 0) VG_FX_TRAP(TRAP_ZERO_DIVISION);                         \
-  r = y == -1 ? 0 : x % y;                                            \
-  if (r != 0 && ((r < 0) != (y < 0))) r += y;
-#define VG_FX_OP_MIN r = y < x ? y : x;
-#define VG_FX_OP_MAX r = y > x ? y : x;
-#define VG_FX_OP_COMPARE_LT r = x < y;
-#define VG_FX_OP_COMPARE_LE r = x <= y;
-#define VG_FX_OP_COMPARE_GT r = x > y;
-#define VG_FX_OP_COMPARE_GE r = x >= y;
-#define VG_FX_OP_COMPARE_EQ r = x == y;
-#define VG_FX_OP_COMPARE_NE r = x != y;
 #define VG_FX_TAIL_PUSH st[fx_s0] = r; sp = fx_s0 + 1; pc += f->n - 1;
 #define VG_FX_TAIL_STORE st[base + f->t] = r; sp = fx_s0; pc += f->n - 1;
 #define VG_FX_TAIL_STORE_JUMP st[base + f->t] = r; sp = fx_s0; pc = f->t2;
@@ -440,7 +431,8 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
     VG_FX_ENTER();                   \
     VG_FX_OPERANDS();                \
     int32_t r;                       \
-    VG_FX_OP_##NAME                  \
+    int32_t t_ = eval_binop(OP_##NAME, x, y, &r); \
+    if (t_ != TRAP_OK) VG_FX_TRAP(t_);            \
     steps += f->n - 1;               \
     VG_FX_TAIL_##T                   \
     VG_NEXT();                       \
@@ -489,7 +481,6 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
 #undef VG_FX_ENTER
 #undef VG_FX_OPERANDS
 #undef VG_FX_TRAP
-#undef VG_FX_ARITH
 #undef VG_FX_HANDLER
 #undef VG_FX_HANDLERS
 
