@@ -236,7 +236,6 @@ constexpr uint64_t OPS_BINARY = ops_range(OP_BINARY_ADD, OP_BINARY_MOD) | ops_ra
 constexpr uint64_t OPS_TAIL = op_bit(OP_STORE_VAR) | ops_range(OP_JUMP_IF_FALSE, OP_JUMP_IF_TRUE_OR_POP);
 VG_HD inline bool op_in(uint64_t set, int32_t op) { return (set >> (op & 63)) & 1; }
 
-
 // Called by the handlers of LOAD_VAR and LOAD_CONST (fused_push) and of FOR_RANGE and JUMP
 // (fused_loop_head) right after the fetch of their word w (pc and steps already past it): runs
 // the sequence that starts there and returns true (status set when it trapped), or false: run w
@@ -245,72 +244,70 @@ VG_HD inline bool fused_push(const uint32_t* code, int32_t len, uint32_t w, int3
                              int32_t* st, int32_t& pc, int32_t& sp, int32_t base, int32_t obase, int32_t& steps,
                              int32_t& status) {
   const int32_t op0 = w & 0xFF, arg = (int32_t)(w >> 8);
-  {
-    // Only where the two words after the next one exist (near the end of the code: plain steps),
-    // and not when the push's own room check fails (plain traps there).
-    if (pc + 2 >= len || sp + 1 > stack_size) return false;
-    const uint32_t w1 = code[pc], w2 = code[pc + 1], w3 = code[pc + 2];  // independent loads
-    const int32_t op1 = w1 & 0xFF, a1 = (int32_t)(w1 >> 8);
-    if (op1 == OP_STORE_VAR || op1 == OP_JUMP_IF_FALSE || op1 == OP_JUMP_IF_TRUE) {
-      if (steps >= fuel) return false;  // 2 steps: fuel - steps >= 1 (no overflow near INT32_MAX)
-      const int32_t x = op0 == OP_LOAD_VAR ? st[base + arg] : ((int32_t)w) >> 8;
-      steps++;
-      if (op1 == OP_STORE_VAR) st[base + a1] = x, pc++;
-      else pc = (x != 0) == (op1 == OP_JUMP_IF_TRUE) ? a1 : pc + 1;
-      return true;
-    }
-    // A binary op with both operands pushed here (k = 2), or the left one already on the stack
-    // (k = 1); its result goes to slot s0. The shape comes from the opcodes alone, before any
-    // operand is read; wt is the word after the binary op.
-    const bool two = op_in(OPS_PUSH, op1) && op_in(OPS_BINARY, w2 & 0xFF);
-    if (!two && !op_in(OPS_BINARY, op1)) return false;
+  // Only where the two words after the next one exist (near the end of the code: plain steps),
+  // and not when the push's own room check fails (plain traps there).
+  if (pc + 2 >= len || sp + 1 > stack_size) return false;
+  const uint32_t w1 = code[pc], w2 = code[pc + 1], w3 = code[pc + 2];  // independent loads
+  const int32_t op1 = w1 & 0xFF, a1 = (int32_t)(w1 >> 8);
+  if (op1 == OP_STORE_VAR || op1 == OP_JUMP_IF_FALSE || op1 == OP_JUMP_IF_TRUE) {
+    if (steps >= fuel) return false;  // 2 steps: fuel - steps >= 1 (no overflow near INT32_MAX)
     const int32_t x = op0 == OP_LOAD_VAR ? st[base + arg] : ((int32_t)w) >> 8;
-    int32_t k, l, r, s0, opb;
-    uint32_t wt;
-    if (two) {
-      if (sp + 2 > stack_size) return false;
-      k = 2, l = x, r = op1 == OP_LOAD_VAR ? st[base + a1] : ((int32_t)w1) >> 8, s0 = sp, opb = w2 & 0xFF, wt = w3;
-    } else {
-      if (sp - 1 < obase) return false;
-      k = 1, l = st[sp - 1], r = x, s0 = sp - 1, opb = op1, wt = w2;
-    }
-    // The tail: STORE_VAR [JUMP], or a conditional jump.
-    int32_t n = k + 1, ot = wt & 0xFF, t = (int32_t)(wt >> 8), t2 = -1;
-    if (op_in(OPS_TAIL, ot)) {
-      n++;
-      if (ot == OP_STORE_VAR && pc + k + 1 < len) {
-        const uint32_t wj = code[pc + k + 1];
-        if ((wj & 0xFF) == OP_JUMP) t2 = (int32_t)(wj >> 8), n++;
-      }
-    } else {
-      ot = -1;
-    }
-    if (n - 1 > fuel - steps) return false;  // fuel >= steps here: no overflow
-    int32_t v;
-    const int32_t trap = eval_binop(opb, l, r, &v);
-    if (trap != TRAP_OK) {  // at the binary op, the sequence's (k + 1)th step
-      steps += k;
-      status = trap;
-      return true;
-    }
-    const int32_t next = pc - 1 + n;
-    steps += n - 1;
-    switch (ot) {
-      case OP_STORE_VAR: st[base + t] = v, sp = s0, pc = t2 >= 0 ? t2 : next; break;
-      case OP_JUMP_IF_FALSE: sp = s0, pc = v == 0 ? t : next; break;
-      case OP_JUMP_IF_TRUE: sp = s0, pc = v != 0 ? t : next; break;
-      case OP_JUMP_IF_FALSE_OR_POP:
-        if (v == 0) st[s0] = v, sp = s0 + 1, pc = t;
-        else sp = s0, pc = next;
-        break;
-      case OP_JUMP_IF_TRUE_OR_POP:
-        if (v != 0) st[s0] = v, sp = s0 + 1, pc = t;
-        else sp = s0, pc = next;
-        break;
-      default: st[s0] = v, sp = s0 + 1, pc = next; break;  // the result stays on the stack
-    }
+    steps++;
+    if (op1 == OP_STORE_VAR) st[base + a1] = x, pc++;
+    else pc = (x != 0) == (op1 == OP_JUMP_IF_TRUE) ? a1 : pc + 1;
     return true;
   }
+  // A binary op with both operands pushed here (k = 2), or the left one already on the stack
+  // (k = 1); its result goes to slot s0. The shape comes from the opcodes alone, before any
+  // operand is read; wt is the word after the binary op.
+  const bool two = op_in(OPS_PUSH, op1) && op_in(OPS_BINARY, w2 & 0xFF);
+  if (!two && !op_in(OPS_BINARY, op1)) return false;
+  const int32_t x = op0 == OP_LOAD_VAR ? st[base + arg] : ((int32_t)w) >> 8;
+  int32_t k, l, r, s0, opb;
+  uint32_t wt;
+  if (two) {
+    if (sp + 2 > stack_size) return false;
+    k = 2, l = x, r = op1 == OP_LOAD_VAR ? st[base + a1] : ((int32_t)w1) >> 8, s0 = sp, opb = w2 & 0xFF, wt = w3;
+  } else {
+    if (sp - 1 < obase) return false;
+    k = 1, l = st[sp - 1], r = x, s0 = sp - 1, opb = op1, wt = w2;
+  }
+  // The tail: STORE_VAR [JUMP], or a conditional jump.
+  int32_t n = k + 1, ot = wt & 0xFF, t = (int32_t)(wt >> 8), t2 = -1;
+  if (op_in(OPS_TAIL, ot)) {
+    n++;
+    if (ot == OP_STORE_VAR && pc + k + 1 < len) {
+      const uint32_t wj = code[pc + k + 1];
+      if ((wj & 0xFF) == OP_JUMP) t2 = (int32_t)(wj >> 8), n++;
+    }
+  } else {
+    ot = -1;
+  }
+  if (n - 1 > fuel - steps) return false;  // fuel >= steps here: no overflow
+  int32_t v;
+  const int32_t trap = eval_binop(opb, l, r, &v);
+  if (trap != TRAP_OK) {  // at the binary op, the sequence's (k + 1)th step
+    steps += k;
+    status = trap;
+    return true;
+  }
+  const int32_t next = pc - 1 + n;
+  steps += n - 1;
+  switch (ot) {
+    case OP_STORE_VAR: st[base + t] = v, sp = s0, pc = t2 >= 0 ? t2 : next; break;
+    case OP_JUMP_IF_FALSE: sp = s0, pc = v == 0 ? t : next; break;
+    case OP_JUMP_IF_TRUE: sp = s0, pc = v != 0 ? t : next; break;
+    case OP_JUMP_IF_FALSE_OR_POP:
+      if (v == 0) st[s0] = v, sp = s0 + 1, pc = t;
+      else sp = s0, pc = next;
+      break;
+    case OP_JUMP_IF_TRUE_OR_POP:
+      if (v != 0) st[s0] = v, sp = s0 + 1, pc = t;
+      else sp = s0, pc = next;
+      break;
+    default: st[s0] = v, sp = s0 + 1, pc = next; break;  // the result stays on the stack
+  }
+  return true;
 }
 
 // The loop head: [JUMP h;] FOR_RANGE a; JUMP e; STORE_VAR x at h. Both ways take 2 steps (3 with
