@@ -8,17 +8,15 @@ tests in test_cuda_backend.py and test_evaluate_tasks.py do, on a GPU).
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import types
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+import native_build
 
 from test_evaluate_tasks import make_bank, make_images, make_programs
 from vramgym.vm import VMConfig, cuda, opcodes as oc
@@ -37,24 +35,8 @@ SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**
 def _library(switch_fuse: bool = False) -> Path:
     """Build (or reuse) the emulator; the key covers its source, every header and the flags.
     switch_fuse: the VM with its peephole superinstructions (cuda.SWITCH_FUSE)."""
-    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("g++")
-    if not cxx:
-        pytest.skip("g++ is not installed")
-    flags = [*FLAGS, f"-DVG_SWITCH_FUSE={int(switch_fuse)}"]
-    h = hashlib.sha256(" ".join([cxx, *flags]).encode())
-    for p in [EMU] + sorted(f for d in INCLUDES for f in list(d.glob("*.h")) + list(d.glob("*.cu"))):
-        h.update(p.name.encode() + p.read_bytes())
-    out = Path(tempfile.gettempdir()) / "vramgym-cuda-emu" / h.hexdigest()[:16] / "cuda_emu.so"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(f".{os.getpid()}.tmp")
-        cmd = [cxx, *flags, *(f"-I{d}" for d in INCLUDES), str(EMU), "-o", str(tmp)]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode and "barrier" in r.stderr:
-            pytest.skip("the C++ compiler lacks C++20 <barrier>")
-        assert r.returncode == 0, r.stderr[-4000:]
-        os.replace(tmp, out)
-    return out
+    return native_build.build("vramgym-cuda-emu", "cuda_emu.so", EMU, [*FLAGS, f"-DVG_SWITCH_FUSE={int(switch_fuse)}"],
+                              INCLUDES, sorted(f for d in INCLUDES for f in list(d.glob("*.h")) + list(d.glob("*.cu"))))
 
 
 class _EmuDevice:

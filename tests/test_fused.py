@@ -7,16 +7,14 @@ every cut point of small programs on purpose.
 The same tests cover the switch interpreter that CUDA compiles (vm.h without threaded dispatch),
 plain and with its peephole superinstructions (VG_SWITCH_FUSE): host builds of the core with those
 flags run as two more modes (scalar runs, mode 3)."""
-import hashlib
 import os
-import shutil
-import subprocess
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+import native_build
 
 from vramgym.compiler import compile_source
 from vramgym.compiler.random_programs import generate_program, random_args
@@ -46,25 +44,12 @@ SWITCH_BUILDS = {"switch": ["-DVG_NO_THREADED_DISPATCH"],
 
 @lru_cache(maxsize=None)
 def switch_library(name: str):
-    """The core built with SWITCH_BUILDS[name] (cached by source hash), or None without g++."""
-    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("g++")
-    if not cxx:
-        return None
-    flags = ["-std=c++17", "-O1", "-pthread", "-shared", "-fPIC", *SWITCH_BUILDS[name]]
-    srcs = sorted((ROOT / "vm" / "csrc").glob("*.h")) + sorted((ROOT / "compiler" / "csrc").glob("*.h"))
-    h = hashlib.sha256(" ".join([cxx, *flags]).encode())
-    for f in [ROOT / "vm" / "csrc" / "cpu_backend.cpp", *srcs]:
-        h.update(f.name.encode() + f.read_bytes())
-    out = Path(tempfile.gettempdir()) / "vramgym-switch-core" / h.hexdigest()[:16] / "core.so"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(f".{os.getpid()}.tmp")
-        cmd = [cxx, *flags, f"-I{ROOT / 'vm' / 'csrc'}", f"-I{ROOT / 'compiler' / 'csrc'}",
-               str(ROOT / "vm" / "csrc" / "cpu_backend.cpp"), "-o", str(tmp)]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr[-4000:]
-        os.replace(tmp, out)
-    return cpu.load_library(out)
+    """The core built with SWITCH_BUILDS[name] (cached by source hash)."""
+    inc = [ROOT / "vm" / "csrc", ROOT / "compiler" / "csrc"]
+    return cpu.load_library(native_build.build(
+        "vramgym-switch-core", "core.so", ROOT / "vm" / "csrc" / "cpu_backend.cpp",
+        ["-std=c++17", "-O1", "-pthread", "-shared", "-fPIC", *SWITCH_BUILDS[name]], inc,
+        sorted(f for d in inc for f in d.glob("*.h"))))
 
 
 def run_mode(batch, inputs, config, mode, monkeypatch, so=None):
@@ -77,9 +62,7 @@ def run_mode(batch, inputs, config, mode, monkeypatch, so=None):
 def assert_modes_agree(batch, inputs, config, what, monkeypatch):
     res = {name: run_mode(batch, inputs, config, mode, monkeypatch) for name, mode in MODES.items()}
     for name in SWITCH_BUILDS:  # CUDA's interpreter, run one by one on the host
-        so = switch_library(name)
-        if so is not None:
-            res[name] = run_mode(batch, inputs, config, 3, monkeypatch, so)
+        res[name] = run_mode(batch, inputs, config, 3, monkeypatch, switch_library(name))
     ref = res["plain scalar"]
     for name in [n for n in res if n != "plain scalar"]:
         for field in ("status", "value", "steps", "out_list"):

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+
+import native_build
 
 from vramgym.envs import grammar as G
 from vramgym.envs import grammar_native as N
@@ -441,22 +441,8 @@ def test_nvcc_compiles_kernels(tmp_path):
 
 
 def _emu_library() -> Path:
-    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("g++")
-    if not cxx:
-        pytest.skip("g++ is not installed")
-    h = hashlib.sha256(" ".join([cxx, *EMU_FLAGS]).encode())
-    for p in [EMU] + sorted(CSRC.glob("*.h")) + sorted(CSRC.glob("*.cu")):
-        h.update(p.name.encode() + p.read_bytes())
-    out = Path(tempfile.gettempdir()) / "vramgym-grammar-emu" / h.hexdigest()[:16] / "grammar_emu.so"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(f".{os.getpid()}.tmp")
-        r = subprocess.run([cxx, *EMU_FLAGS, f"-I{CSRC}", str(EMU), "-o", str(tmp)], capture_output=True, text=True)
-        if r.returncode and "barrier" in r.stderr:
-            pytest.skip("the C++ compiler lacks C++20 <barrier>")
-        assert r.returncode == 0, r.stderr[-4000:]
-        os.replace(tmp, out)
-    return out
+    return native_build.build("vramgym-grammar-emu", "grammar_emu.so", EMU, EMU_FLAGS, [CSRC],
+                              sorted(CSRC.glob("*.h")) + sorted(CSRC.glob("*.cu")))
 
 
 class _EmuKernels(dict):

@@ -9,16 +9,14 @@ VRAMGYM_SEED replays a run; VRAMGYM_NATIVE_FUZZ_SECONDS (default 25) bounds it.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import secrets
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
-import pytest
+
+import native_build
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "tests" / "native" / "fuzz_core.cpp"
@@ -29,13 +27,6 @@ FLAGS = ["-std=c++17", "-O1", "-g", "-fsanitize=address,undefined", "-fno-saniti
 ENV = {**os.environ, "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1:abort_on_error=0",
        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
 SANITIZER_REPORT = re.compile(r"ERROR: AddressSanitizer|runtime error:|ERROR: UndefinedBehaviorSanitizer")
-
-
-def _compiler() -> str:
-    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("g++")
-    if not cxx:
-        pytest.skip("g++ is not installed: cannot build the sanitizer fuzz harness")
-    return cxx
 
 
 def _sanitizers_work(cxx: str, tmp: Path) -> str | None:
@@ -51,29 +42,16 @@ def _sanitizers_work(cxx: str, tmp: Path) -> str | None:
     return None
 
 
-def _binary(cxx: str) -> Path:
-    """Build (or reuse) the harness; the key covers the harness, every header and the flags."""
-    h = hashlib.sha256(" ".join([cxx, *FLAGS]).encode())
-    h.update(subprocess.run([cxx, "--version"], capture_output=True).stdout)
-    for p in [HARNESS] + sorted(f for d in INCLUDES for f in d.glob("*.h")):
-        h.update(p.name.encode() + p.read_bytes())
-    out = Path(tempfile.gettempdir()) / "vramgym-native-fuzz" / h.hexdigest()[:16] / "fuzz_core"
-    if out.exists():
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    reason = _sanitizers_work(cxx, out.parent)
-    if reason:
-        pytest.skip(reason)
-    tmp = out.with_suffix(f".{os.getpid()}.tmp")
-    cmd = [cxx, *FLAGS, *(f"-I{d}" for d in INCLUDES), str(HARNESS), "-o", str(tmp)]
-    build = subprocess.run(cmd, capture_output=True, text=True)
-    assert build.returncode == 0, f"building the harness failed:\n{' '.join(cmd)}\n{build.stderr[-4000:]}"
-    os.replace(tmp, out)  # atomic: a concurrent run sees the whole binary or none
-    return out
+def _binary() -> Path:
+    """Build (or reuse) the harness; the key covers the harness, every header, the flags and the
+    compiler's version. Skips where sanitized binaries cannot be built or run."""
+    return native_build.build("vramgym-native-fuzz", "fuzz_core", HARNESS, FLAGS, INCLUDES,
+                              sorted(f for d in INCLUDES for f in d.glob("*.h")), with_version=True,
+                              probe=_sanitizers_work)
 
 
 def test_native_fuzz_under_sanitizers():
-    binary = _binary(_compiler())
+    binary = _binary()
     seed = int(os.environ.get("VRAMGYM_SEED") or secrets.randbits(32))
     seconds = float(os.environ.get("VRAMGYM_NATIVE_FUZZ_SECONDS") or 25)
     cmd = [str(binary), "1000000", str(seed), str(seconds)]

@@ -12,15 +12,11 @@ the same status, value, steps and list contents for any bytecode that vg::valida
   run_from takes the steps already executed (the lockstep interpreter's handover), so a small
   driver built here starts runs there instead of executing 2^31 steps."""
 import ctypes
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
-import pytest
+
+import native_build
 
 from test_fused import SEED, _ModeLib, switch_library
 from vramgym.vm import Program, ProgramBatch, VMConfig, cpu, encode_tuples, opcodes as oc, run_batch
@@ -35,10 +31,7 @@ CONSTS = [-2**23, 2**23 - 1, -1, 0, 1, 2, 3, -3, 7]
 
 
 def _libs():
-    plain, fused = switch_library("switch"), switch_library("switch fused")
-    if plain is None or fused is None:
-        pytest.skip("no g++")
-    return plain, fused
+    return switch_library("switch"), switch_library("switch fused")
 
 
 def _run(so, batch, inputs, cfg):
@@ -252,22 +245,9 @@ DRIVER_FLAGS = {"switch": ["-DVG_NO_THREADED_DISPATCH"],
 
 
 def _driver(kind: str):
-    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("g++")
-    if not cxx:
-        pytest.skip("no g++")
-    flags = ["-std=c++17", "-O1", "-shared", "-fPIC", *DRIVER_FLAGS[kind]]
-    h = hashlib.sha256((" ".join([cxx, *flags]) + DRIVER).encode())
-    for f in sorted((ROOT / "vm" / "csrc").glob("*.h")):
-        h.update(f.name.encode() + f.read_bytes())
-    out = Path(tempfile.gettempdir()) / "vramgym-switch-driver" / h.hexdigest()[:16] / "driver.so"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        src = out.with_suffix(f".{os.getpid()}.cpp")
-        src.write_text(DRIVER)
-        tmp = out.with_suffix(f".{os.getpid()}.tmp")
-        r = subprocess.run([cxx, *flags, f"-I{ROOT / 'vm' / 'csrc'}", str(src), "-o", str(tmp)], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr[-4000:]
-        os.replace(tmp, out)
+    out = native_build.build("vramgym-switch-driver", "driver.so", DRIVER,
+                             ["-std=c++17", "-O1", "-shared", "-fPIC", *DRIVER_FLAGS[kind]], [ROOT / "vm" / "csrc"],
+                             sorted((ROOT / "vm" / "csrc").glob("*.h")))
     so = ctypes.CDLL(str(out))
     P = ctypes.POINTER
     so.drive.argtypes = [P(ctypes.c_uint32), ctypes.c_int32, P(ctypes.c_int32), ctypes.c_int32, ctypes.c_int32,

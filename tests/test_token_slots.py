@@ -9,7 +9,6 @@ seeds every run (printed on failure; VRAMGYM_SEED replays one)."""
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import shutil
 import subprocess
@@ -19,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+
+import native_build
 
 from vramgym.envs import grammar_native as N
 from vramgym.envs import vocab as V
@@ -167,29 +168,10 @@ def test_threads_do_not_change_results(bank, monkeypatch):
 
 
 # ---- the CUDA kernel: on the host, nvcc, NVRTC ---------------------------------------------------
-def _cxx() -> str:
-    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("g++")
-    if not cxx:
-        pytest.skip("g++ is not installed")
-    return cxx
-
-
 def _cached_build(name: str, source: str, flags: list[str]) -> Path:
     """Build (or reuse) `source` with g++; the key covers it, the flags and envs/csrc."""
-    cxx = _cxx()
-    h = hashlib.sha256(" ".join([cxx, *flags]).encode() + source.encode())
-    for p in sorted(CSRC.glob("*.h")) + sorted(CSRC.glob("*.cu")):
-        h.update(p.name.encode() + p.read_bytes())
-    out = Path(tempfile.gettempdir()) / "vramgym-token-slots" / h.hexdigest()[:16] / name
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        src = out.parent / f"{name}.{os.getpid()}.cpp"
-        src.write_text(source)
-        tmp = out.with_suffix(f".{os.getpid()}.tmp")
-        r = subprocess.run([cxx, *flags, f"-I{CSRC}", str(src), "-o", str(tmp)], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr[-4000:]
-        os.replace(tmp, out)
-    return out
+    return native_build.build("vramgym-token-slots", name, source, flags, [CSRC],
+                              sorted(CSRC.glob("*.h")) + sorted(CSRC.glob("*.cu")))
 
 
 # grammar_kernels.cu on the host, its threads run one after another (gm_token_slots_kernel shares
@@ -318,7 +300,7 @@ int main(int argc, char** argv) {
 
 def test_bad_inputs_under_sanitizers(bank):
     from test_native_fuzz import ENV, FLAGS, SANITIZER_REPORT, _sanitizers_work
-    cxx = _cxx()
+    cxx = native_build.compiler()
     reason = _sanitizers_work(cxx, Path(tempfile.mkdtemp()))
     if reason:
         pytest.skip(reason)
