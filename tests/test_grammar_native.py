@@ -427,7 +427,8 @@ EMU_FLAGS = ["-std=c++20", "-O1", "-pthread", "-shared", "-fPIC"]
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_nvcc_compiles_kernels(tmp_path):
     """The exact text NVRTC gets (includes inlined) compiles with nvcc for sm_90, with a static
-    stack (no recursion) and every kernel present."""
+    stack (no recursion) and every kernel present; the token-slot kernel (envs/token_slots.h)
+    without a stack frame or spills."""
     from vramgym.envs import grammar_cuda
     src = tmp_path / "grammar_kernels.cu"
     src.write_text(grammar_cuda.kernel_source())
@@ -438,6 +439,8 @@ def test_nvcc_compiles_kernels(tmp_path):
     for name in grammar_cuda.KERNELS:
         assert f"Compiling entry function '{name}'" in log, name
     assert "bytes stack frame" in log and "recursive" not in log.lower()
+    part = log.split("Compiling entry function 'gm_token_slots_kernel'")[1].split("Compiling entry function")[0]
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in part, part
 
 
 def _emu_library() -> Path:
