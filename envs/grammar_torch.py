@@ -27,7 +27,8 @@ min_tokens_to_finish share) and a step about 860, so on a GPU a call is launch-b
 of thousands of rows. There is no data-dependent control flow: torch.compile(fullgraph=True)
 traces mask and step as one graph each (tests/test_grammar_torch.py), so they can be compiled
 (inductor on a 2-core CPU: ~100 s to compile each, then mask 1.2x and step 1.8x faster at 4,096
-rows, outputs equal) or captured in a CUDA graph (not tried: no GPU yet). On a CPU, eager, it
+rows, outputs equal) or captured in a CUDA graph (the envs' cuda_graph=True captures it with the
+rest of a step). On a CPU, eager, it
 runs at about numpy's speed with one intra-op thread; with more threads on a loaded machine each
 small kernel waits for its threads (measured: 15x slower on 2 shared cores), so set
 torch.set_num_threads(1) there.
@@ -151,61 +152,3 @@ class TorchAutomaton(BatchedAutomaton):
     def min_tokens_to_finish(self, state: torch.Tensor, gid: torch.Tensor) -> torch.Tensor:
         """(n,) int64: tokens (END included) of the canonical completion of each row."""
         return super().min_tokens_to_finish(state, gid)
-
-
-class GraphedAutomaton:
-    """A TorchAutomaton on a CUDA device whose mask and step replay CUDA graphs captured for one
-    batch size: one graph launch per call instead of ~460 (mask) and ~860 (step) kernel launches,
-    which is what an eager call on a GPU is bound by. `prepare(n)` captures both (the env's
-    reset calls it, so that no capture, which synchronizes, happens inside a step); batches of
-    another size run eagerly. Inputs are copied into the graphs' static buffers and outputs
-    cloned out of them: device-to-device copies, no host sync."""
-
-    def __init__(self, inner: TorchAutomaton):
-        if inner.device.type != "cuda":
-            raise ValueError("CUDA graphs need a CUDA device")
-        self.inner, self.device, self.n = inner, inner.device, None
-
-    def initial(self, gid):
-        return self.inner.initial(gid)
-
-    def min_tokens_to_finish(self, state, gid):
-        return self.inner.min_tokens_to_finish(state, gid)
-
-    def prepare(self, n: int) -> None:
-        if self.n == n:
-            return
-        dev = self.device
-        self._gid = torch.zeros(n, dtype=torch.int64, device=dev)
-        self._state = self.inner.initial(self._gid).clone()
-        self._actions = torch.zeros(n, dtype=torch.int64, device=dev)
-        side = torch.cuda.Stream(dev)
-        side.wait_stream(torch.cuda.current_stream(dev))
-        with torch.cuda.stream(side):  # warm-up off the capture (lazy inits, allocator), as torch asks
-            for _ in range(2):
-                self.inner.mask(self._state, self._gid)
-                self.inner.step(self._state, self._actions, self._gid)
-        torch.cuda.current_stream(dev).wait_stream(side)
-        self._g_mask, self._g_step = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self._g_mask):
-            self._mask = self.inner.mask(self._state, self._gid)
-        with torch.cuda.graph(self._g_step):
-            self._new, self._invalid = self.inner.step(self._state, self._actions, self._gid)
-        self.n = n
-
-    def mask(self, state: torch.Tensor, gid: torch.Tensor) -> torch.Tensor:
-        if state.shape[0] != self.n:
-            return self.inner.mask(state, gid)
-        self._state.copy_(state)
-        self._gid.copy_(gid)
-        self._g_mask.replay()
-        return self._mask.clone()
-
-    def step(self, state: torch.Tensor, actions: torch.Tensor, gid: torch.Tensor):
-        if state.shape[0] != self.n:
-            return self.inner.step(state, actions, gid)
-        self._state.copy_(state)
-        self._actions.copy_(actions)
-        self._gid.copy_(gid)
-        self._g_step.replay()
-        return self._new.clone().to(state.dtype), self._invalid.clone()

@@ -17,9 +17,8 @@ over rows on the CPU, one CUDA thread per row on a GPU), "numpy" the array code 
 (per-row reference below 8 rows; CPU only), "torch" the same array code over torch on any device
 (envs/grammar_torch.py). All give identical masks and states (tested). "auto" (the default) takes
 the native one where it runs (CPU: the library is built; CUDA: cupy is installed), else numpy on
-the CPU and torch elsewhere. `cuda_graph=True` asks for the torch automaton replayed from CUDA
-graphs ("auto" then picks torch on CUDA); the native one needs no graphs (one kernel launch per
-call), so with automaton="native" the flag changes nothing.
+the CPU and torch elsewhere. `cuda_graph=True` (CUDA only) replays each vector-env step, whatever
+the automaton, scoring included, from one CUDA graph captured at reset (envs/step_graph.py).
 
 Bad actions: an action out of range or not allowed by the mask ends the episode with the
 reward's compile penalty and `info["invalid_action"] = True`; the state is otherwise unchanged.
@@ -90,7 +89,7 @@ class SynthesisCore:
     """The pure part shared by the single and vector envs: a bank, a length budget, a reward."""
 
     def __init__(self, bank: TaskBank, max_len: int = 48, reward: SynthesisReward | None = None,
-                 automaton: str = "auto", batch: bool = False, cuda_graph: bool = False):
+                 automaton: str = "auto", batch: bool = False):
         if automaton not in ("auto", "native", "numpy", "torch"):
             raise ValueError(f"automaton must be 'auto', 'native', 'numpy' or 'torch', got {automaton!r}")
         self.bank, self.max_len, self.batch = bank, max_len, batch
@@ -98,7 +97,6 @@ class SynthesisCore:
         self.grammars = [Grammar(sig, max_len=max_len) for sig in bank.signatures]
         self.n_tasks = len(bank)
         self._automaton_kind = automaton
-        self.cuda_graph = cuda_graph
         self._automata: dict = {}
         self._dev_tables: dict = {}
 
@@ -113,7 +111,7 @@ class SynthesisCore:
                     warnings.warn("the native mask automaton is out of date (reinstall vramgym): using numpy's")
             elif device.type == "cuda":
                 from . import grammar_cuda
-                kind = "native" if grammar_cuda.available() and not self.cuda_graph else "torch"
+                kind = "native" if grammar_cuda.available() else "torch"
             else:
                 kind = "torch"
         if kind == "numpy" and device.type != "cpu":
@@ -132,18 +130,15 @@ class SynthesisCore:
             elif kind == "numpy":
                 self._automata[key] = _NumpyAutomaton(self.grammars)
             else:
-                from .grammar_torch import GraphedAutomaton, TorchAutomaton
-                a = TorchAutomaton(self.grammars, device)
-                self._automata[key] = GraphedAutomaton(a) if self.cuda_graph and device.type == "cuda" else a
+                from .grammar_torch import TorchAutomaton
+                self._automata[key] = TorchAutomaton(self.grammars, device)
         return self._automata[key]
 
     def prepare(self, state: SynthesisState) -> None:
-        """Before the first step (the shell's reset): capture the automaton's CUDA graphs and put
-        the scorer's constants on a GPU (made lazily in the first step, their copies would sync)."""
+        """Before the first step (the shell's reset): put the scorer's constants on a GPU (made
+        lazily in the first step, their copies would sync)."""
         dev = state.grammar.device
-        a = self.automaton(dev)
-        if hasattr(a, "prepare"):
-            a.prepare(len(state.task))
+        self.automaton(dev)
         if dev.type == "cuda":
             self.bank.tensors(dev)
             self.bank.slot_tables(dev, self.max_len)
@@ -362,23 +357,20 @@ class SynthesisVectorEnv(TensorVectorEnv):
     """N synthesis envs in one batched state: one mask and one score call per step for all of
     them, autoreset NEXT_STEP (envs/vector.py). `device=None`: numpy out; a device: torch
     tensors there, state and scoring included. `automaton`: "auto", "native", "numpy" or
-    "torch" (see the module docstring). `cuda_graph=True` (CUDA only) replays the torch mask
-    automaton from CUDA graphs captured at reset (envs/grammar_torch.py GraphedAutomaton), and
-    "auto" then picks it; with automaton="native" (one kernel per call) it changes nothing.
+    "torch" (see the module docstring). `cuda_graph=True` (CUDA only) replays the whole step
+    (automaton, scoring, autoreset, observation) from one CUDA graph captured at reset: one
+    launch instead of ~140 (envs/vector.py, envs/step_graph.py).
     `copy=False`: observations share memory with the env's state and buffers, overwritten by the
     next step or reset (envs/vector.py), fewer ops and no fresh allocation per step."""
 
     def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
                  max_len: int = 48, reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16,
                  seed: int = 0, backend: str = "cpu", device=None, render_mode: str | None = None,
-                 automaton: str = "auto", cuda_graph: bool = False, max_episode_steps: int | None = None,
+                 automaton: str = "auto", cuda_graph: bool | str = False, max_episode_steps: int | None = None,
                  copy: bool = True, fuel: int | None = None):
-        if cuda_graph and torch.device("cpu" if device is None else device).type != "cuda":
-            raise ValueError("cuda_graph=True needs a CUDA device (device='cuda')")
-        core = SynthesisCore(bank_for(bank, tasks, n_tests, seed, backend, fuel), max_len, reward, automaton, batch,
-                             cuda_graph)
+        core = SynthesisCore(bank_for(bank, tasks, n_tests, seed, backend, fuel), max_len, reward, automaton, batch)
         super().__init__(core, num_envs, core.observation_space(), core.action_space(), seed, device, render_mode,
-                         copy)
+                         copy, cuda_graph)
 
 
 def make_batch_env(**kw) -> SynthesisEnv:

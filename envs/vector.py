@@ -31,6 +31,12 @@ str`; `n_tasks`.
 Launches: on a GPU every torch op of a step is a kernel launch (a few us each, eager), so a step
 is written as few full-width ops (no per-field resets, no Python loop, no data-dependent shape);
 experiments/bench_envs.py counts them (`count_ops`) and tests/test_envs_ops.py bounds them.
+`cuda_graph=True` goes further: each reset captures the whole step (the core's step, autoreset,
+task hashing and observation) into one CUDA graph (envs/step_graph.py), and a step copies the
+actions in, replays it and copies the outputs out. Graphs are kept per action shape and per
+pinned/sampled tasks; a step with actions of another shape (a batch env's bodies of another
+length) runs eagerly, with the same result. Every buffer a step writes is therefore written in
+place, in both modes.
 """
 from __future__ import annotations
 
@@ -82,7 +88,7 @@ class TensorVectorEnv(gym.vector.VectorEnv):
     metadata = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, core, num_envs: int, single_observation_space, single_action_space, seed: int = 0,
-                 device=None, render_mode: str | None = None, copy: bool = True):
+                 device=None, render_mode: str | None = None, copy: bool = True, cuda_graph: bool | str = False):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.core, self.num_envs = core, num_envs
@@ -90,6 +96,14 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         self.device = torch.device("cpu" if device is None else device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise RuntimeError(f"device {device!r}: torch sees no CUDA device here")
+        # cuda_graph: True (CUDA devices), False, or "emulate" (any device: step_graph.StepGraph's
+        # eager stand-in for a graph, which tests use to check the static-buffer plumbing)
+        if cuda_graph not in (False, True, "emulate"):
+            raise ValueError(f"cuda_graph must be True, False or 'emulate', got {cuda_graph!r}")
+        if cuda_graph is True and self.device.type != "cuda":
+            raise ValueError(f"cuda_graph=True needs a CUDA device (device='cuda'), got {self.device}")
+        self.cuda_graph = cuda_graph
+        self._graphs: dict = {}
         self.single_observation_space = single_observation_space
         self.single_action_space = single_action_space
         self.observation_space = gym.vector.utils.batch_space(single_observation_space, num_envs)
@@ -98,18 +112,22 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         self.copy = bool(copy)
         self.state = core.empty(num_envs, self.device)
         self._env = torch.arange(num_envs, device=self.device)
+        # the shell's buffers, written in place only (a captured step keeps their addresses)
         self._episode = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
         self._needs_reset = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
-        self._pinned: torch.Tensor | None = None
+        self._pinned = False                     # whether reset pinned tasks (then _pin holds them)
+        self._pin = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
         self._seed = int(seed)
-        self._keys: tuple[int, torch.Tensor] | None = None
+        self._key_seed: int | None = None        # the seed _keys was hashed from
+        self._keys = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
 
     def _tasks(self) -> torch.Tensor:
-        if self._pinned is not None:
-            return self._pinned
-        if self._keys is None or self._keys[0] != self._seed:   # the per-env half of the hash, once per seed
-            self._keys = (self._seed, hash_keys(self._seed, self._env))
-        return hash_tasks_keyed(self._keys[1], self._episode, self.core.n_tasks)
+        if self._pinned:
+            return self._pin
+        if self._key_seed != self._seed:   # the per-env half of the hash, once per seed
+            self._keys.copy_(hash_keys(self._seed, self._env))
+            self._key_seed = self._seed
+        return hash_tasks_keyed(self._keys, self._episode, self.core.n_tasks)
 
     def _observe(self):
         return self._out(self.core.observe(self.state, copy=self.copy))
@@ -123,20 +141,54 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         if seed is not None:
             self._seed = int(seed)
         self._episode.zero_()
-        self._pinned = None
+        pinned = None
         if options and "task" in options:
             tasks = to_device(options["task"], self.device, torch.int64).reshape(-1)
             if tasks.numel() not in (1, self.num_envs):
                 raise ValueError(f"options['task'] must be one task id or {self.num_envs}, got {tasks.numel()}")
-            tasks = tasks.expand(self.num_envs).clone()
+            tasks = tasks.expand(self.num_envs)
             if bool(((tasks < 0) | (tasks >= self.core.n_tasks)).any()):  # a reset may sync; a step never does
                 raise ValueError(f"task ids must be in 0..{self.core.n_tasks - 1}")
-            self._pinned = tasks
+            pinned = tasks
+        self._pinned = pinned is not None
+        if self._pinned:
+            self._pin.copy_(pinned)
         self.core.reset_rows(self.state, torch.ones_like(self._needs_reset), self._tasks())
         self._needs_reset.zero_()
         if hasattr(self.core, "prepare"):
-            self.core.prepare(self.state)  # e.g. capture CUDA graphs: a reset may sync, a step never does
+            self.core.prepare(self.state)  # e.g. device constants: a reset may sync, a step never does
+        if self.cuda_graph:
+            self._graph((self.num_envs,) + self.single_action_space.shape)
         return self._observe(), {}
+
+    def _buffers(self) -> dict:
+        """Every tensor a step reads or writes in place: the core's state and the shell's own."""
+        d = {f"state.{k}": v for k, v in vars(self.state).items() if isinstance(v, torch.Tensor)}
+        d.update(episode=self._episode, needs_reset=self._needs_reset, keys=self._keys, pin=self._pin)
+        return d
+
+    def _advance(self, a: torch.Tensor, copy: bool):
+        """One step with its autoreset, in place: (obs, reward, terminated, truncated, invalid)."""
+        restart = self._needs_reset
+        self._episode += restart
+        if hasattr(self.core, "step_reset"):   # the step and the autoreset in one pass over each field
+            reward, term, trunc, invalid = self.core.step_reset(self.state, a, restart, self._tasks())
+        else:
+            reward, term, trunc, invalid = self.core.step(self.state, a, ~restart)
+            self.core.reset_rows(self.state, restart, self._tasks())
+        torch.bitwise_or(term, trunc, out=self._needs_reset)   # restart is read no more
+        return self.core.observe(self.state, copy=copy), reward, term, trunc, invalid
+
+    def _graph(self, shape: tuple):
+        """The captured step for actions of `shape` under the current pinning (made at reset: a
+        capture synchronizes, which a step must not)."""
+        from .step_graph import StepGraph
+        key = (shape, self._pinned)
+        if key not in self._graphs:
+            a = torch.zeros(shape, dtype=torch.int64, device=self.device)
+            self._graphs[key] = StepGraph(lambda: self._advance(a, copy=False), a, self._buffers,
+                                          emulate=self.cuda_graph == "emulate")
+        return self._graphs[key]
 
     def step(self, actions):
         a = to_device(actions, self.device, torch.int64)
@@ -145,15 +197,16 @@ class TensorVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"actions of shape {tuple(a.shape)} for {self.num_envs} envs of action shape "
                              f"{self.single_action_space.shape}")
         a = a.reshape((self.num_envs,) + per_env)
-        restart = self._needs_reset
-        self._episode += restart
-        if hasattr(self.core, "step_reset"):   # the step and the autoreset in one pass over each field
-            reward, term, trunc, invalid = self.core.step_reset(self.state, a, restart, self._tasks())
-        else:
-            reward, term, trunc, invalid = self.core.step(self.state, a, ~restart)
-            self.core.reset_rows(self.state, restart, self._tasks())
-        self._needs_reset = term | trunc
-        return (self._observe(), self._out(reward), self._out(term), self._out(trunc),
+        g = self._graphs.get((tuple(a.shape), self._pinned)) if self.cuda_graph else None
+        if g is None:
+            obs, reward, term, trunc, invalid = self._advance(a, self.copy)
+        else:   # the graph's outputs are overwritten by the next replay: copies out (observations if copy)
+            g.actions.copy_(a)
+            obs, reward, term, trunc, invalid = g.replay()
+            if self.copy:
+                obs = {k: v.clone() for k, v in obs.items()}
+            reward, term, trunc, invalid = reward.clone(), term.clone(), trunc.clone(), invalid.clone()
+        return (self._out(obs), self._out(reward), self._out(term), self._out(trunc),
                 {"invalid_action": self._out(invalid)})
 
     def render(self):

@@ -13,7 +13,7 @@ launch of a few us (eager), so their number bounds a step's time at small batche
 Devices: `numpy` is the default vector env (state on the CPU, numpy out), `cpu` / `cuda` the
 torch-out env with its state there (`cuda` uses the torch mask automaton and the GPU scorer, and
 the random policy runs on the device too, so nothing crosses to the host in the timed loop),
-`cuda-graph` the same with the torch automaton replayed from CUDA graphs. `--automaton` picks the mask
+`cuda-graph` the same with the whole step replayed from one CUDA graph (`cuda_graph=True`). `--automaton` picks the mask
 automaton of the token env (auto, native, numpy, torch; several: side by side); SynthesisBatch-v0
 does not step the automaton, so it runs once per device.
 Synthesis-v0 counts token steps (one action per env per step); SynthesisBatch-v0 counts

@@ -24,6 +24,8 @@ def variants():
     yield "token, native automaton", SynthesisVectorEnv(automaton="native", **kw())
     yield "token, torch automaton", SynthesisVectorEnv(automaton="torch", **kw())
     yield "token, cuda_graph", SynthesisVectorEnv(cuda_graph=True, **kw())
+    yield "token, cuda_graph, torch automaton", SynthesisVectorEnv(cuda_graph=True, automaton="torch", **kw())
+    yield "batch, cuda_graph", SynthesisVectorEnv(batch=True, cuda_graph=True, **kw())
     yield "token, copy=False", SynthesisVectorEnv(copy=False, **kw())
     yield "batch", SynthesisVectorEnv(batch=True, **kw())
     yield "neural compile", NeuralCompileVectorEnv(num_envs=256, bank=TaskBank.from_names(TASKS, n_tests=8), max_words=32,

@@ -178,11 +178,60 @@ def device(device_id: int | None = None) -> _Device:
         return _devices[key]
 
 
+_capture = threading.local()   # graph_capture()'s state in this thread: the budget it froze
+
+
 def _budget() -> int:
-    """Bytes a call may allocate: a fraction of what the driver and CuPy's pool have free."""
+    """Bytes a call may allocate: a fraction of what the driver and CuPy's pool have free (while
+    a graph is captured, the value of the call before: the capture records no query)."""
     import cupy as cp
+    frozen = getattr(_capture, "budget", None)
+    if frozen is not None:
+        return frozen
     free, _ = cp.cuda.runtime.memGetInfo()
-    return int((free + cp.get_default_memory_pool().free_bytes()) * MEMORY_FRACTION)
+    _capture.last = int((free + cp.get_default_memory_pool().free_bytes()) * MEMORY_FRACTION)
+    return _capture.last
+
+
+class _TorchBlock:
+    """Owner of one block of torch's caching allocator behind a CuPy array: freed with it."""
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
+
+    def __del__(self):
+        try:
+            import torch
+            torch.cuda.caching_allocator_delete(self.ptr)
+        except Exception:   # interpreter shutdown: torch is gone, and so is the memory
+            pass
+
+
+@contextmanager
+def graph_capture():
+    """For capturing calls of this module into a torch CUDA graph (`torch.cuda.graph`, as the
+    envs' `cuda_graph=True` does): inside it, this thread's CuPy allocations (chunk buffers,
+    scratch, outputs) come from torch's caching allocator on torch's current stream, so that
+    during a capture they land in the graph's private memory pool, which torch keeps for as long
+    as the graph lives (blocks from CuPy's own pool would go back to it when the arrays die, and
+    the next eager call could reuse memory the graph still writes); and the memory budget that
+    sizes chunks and grids is frozen at the last value measured outside (run the calls once
+    eagerly first, as torch asks of any capture)."""
+    import cupy as cp
+    import torch
+
+    def alloc(nbytes: int):
+        dev = cp.cuda.Device().id
+        ptr = torch.cuda.caching_allocator_alloc(max(int(nbytes), 1), dev, torch.cuda.current_stream(dev))
+        mem = cp.cuda.UnownedMemory(ptr, nbytes, _TorchBlock(ptr), dev)
+        return cp.cuda.MemoryPointer(mem, 0)
+
+    _capture.budget = getattr(_capture, "last", None)
+    try:
+        with cp.cuda.using_allocator(alloc):
+            yield
+    finally:
+        _capture.budget = None
 
 
 def _chunk_size(n: int, item_bytes: int) -> int:

@@ -1,0 +1,195 @@
+"""The vector envs' whole-step CUDA graph (cuda_graph=True, envs/step_graph.py).
+
+Without a GPU, cuda_graph="emulate" replays the captured step by calling it again and copying its
+results into the first call's outputs: the shell's static-buffer plumbing (static actions,
+outputs copied out, the snapshot the warm-up is undone from, graphs per action shape and
+pinning, buffers written in place) is checked here against the eager env, step for step. The
+GPU tests compare the real graph with the eager GPU env and the CPU env, and check that a step
+does not synchronize."""
+import numpy as np
+import pytest
+import torch
+
+from vramgym.envs import vocab as V
+from vramgym.envs.bank import TaskBank
+from vramgym.envs.step_graph import StepGraph
+from vramgym.envs.synthesis import SynthesisVectorEnv
+
+SEED = int(np.random.SeedSequence().entropy % (1 << 30))  # fresh every run; printed on failure
+BANK = TaskBank.from_names(["gcd", "sum_list", "reverse_list", "is_prime", "count_evens"], n_tests=8)
+HAS_CUDA = torch.cuda.is_available()
+
+
+def as_np(x):
+    return x.cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
+def drive(envs, rng, steps, batch=False, widths=(20,)):
+    """Step every env with the same actions (drawn from the first env's masks; a few out of
+    range or masked) and assert equal outputs. Returns the outputs of the last step."""
+    obs = envs[0]._last_obs
+    for t in range(steps):
+        n = envs[0].num_envs
+        if batch:
+            a = rng.integers(-1, V.VOCAB_SIZE + 1, (n, widths[t % len(widths)]))
+        else:
+            m = as_np(obs["action_mask"]).astype(bool)
+            a = (rng.random(m.shape) + m).argmax(axis=1)
+            u = rng.random(n)
+            a = np.where(u < 0.03, rng.integers(-2, V.VOCAB_SIZE + 2, n), a)
+        outs = [e.step(torch.as_tensor(a).to(e.device)) for e in envs]
+        for o in outs[1:]:
+            for k in outs[0][0]:
+                np.testing.assert_array_equal(as_np(outs[0][0][k]), as_np(o[0][k]),
+                                              err_msg=f"obs {k} at step {t} (seed {SEED})")
+            for i, name in ((1, "reward"), (2, "terminated"), (3, "truncated")):
+                np.testing.assert_array_equal(as_np(outs[0][i]), as_np(o[i]), err_msg=f"{name} at step {t} (seed {SEED})")
+            np.testing.assert_array_equal(as_np(outs[0][4]["invalid_action"]), as_np(o[4]["invalid_action"]))
+        obs = outs[0][0]
+    envs[0]._last_obs = obs
+    return outs
+
+
+def reset_all(envs, **kw):
+    obs = [e.reset(**kw)[0] for e in envs]
+    for o in obs[1:]:
+        for k in obs[0]:
+            np.testing.assert_array_equal(as_np(obs[0][k]), as_np(o[k]), err_msg=f"reset obs {k}")
+    envs[0]._last_obs = obs[0]
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_emulated_graph_equals_eager_token_env(copy):
+    rng = np.random.default_rng(SEED)
+    kw = dict(num_envs=48, bank=BANK, max_len=20, device="cpu", copy=copy)
+    envs = [SynthesisVectorEnv(**kw), SynthesisVectorEnv(cuda_graph="emulate", **kw)]
+    reset_all(envs, seed=SEED)
+    drive(envs, rng, 70)
+    reset_all(envs, seed=SEED + 1)                 # a new seed: the hash keys change in place
+    drive(envs, rng, 50)
+    pin = rng.integers(0, len(BANK), 48)
+    reset_all(envs, seed=SEED, options={"task": pin})   # pinned tasks: a graph of their own
+    drive(envs, rng, 50)
+    assert all(bool((e.state.task.cpu() == torch.as_tensor(pin)).all()) for e in envs)
+    reset_all(envs, seed=SEED + 2)                 # back to sampled tasks: the first graph again
+    drive(envs, rng, 30)
+    assert len(envs[1]._graphs) == 2
+
+
+def test_emulated_graph_equals_eager_batch_env_and_other_widths_run_eagerly():
+    rng = np.random.default_rng(SEED)
+    kw = dict(num_envs=32, bank=BANK, max_len=16, device="cpu", batch=True)
+    envs = [SynthesisVectorEnv(**kw), SynthesisVectorEnv(cuda_graph="emulate", **kw)]
+    reset_all(envs, seed=SEED)
+    drive(envs, rng, 12, batch=True, widths=(16, 9, 16, 23))   # 9 and 23: no graph, eager steps
+    assert list(envs[1]._graphs) == [((32, 16), False)]
+
+
+def test_graph_outputs_are_fresh_tensors_each_step():
+    """The graph's outputs are overwritten by the next replay: what a step returned must not
+    change when the env steps again (observations with copy=True; reward and flags always)."""
+    rng = np.random.default_rng(SEED)
+    for copy in (True, False):
+        env = SynthesisVectorEnv(num_envs=16, bank=BANK, max_len=12, device="cpu", copy=copy, cuda_graph="emulate")
+        obs, _ = env.reset(seed=SEED)
+        first = env.step(torch.as_tensor((rng.random((16, V.VOCAB_SIZE)) + as_np(obs["action_mask"])).argmax(1)))
+        kept = [x.clone() for x in first[1:4]] + [first[0]["tokens"].clone()]
+        for _ in range(13):   # past the length limit: every env ends and restarts
+            obs = env.step(torch.as_tensor((rng.random((16, V.VOCAB_SIZE)) + as_np(obs["action_mask"])).argmax(1)))[0]
+        for x, y in zip(first[1:4], kept[:3]):
+            assert torch.equal(x, y)
+        if copy:
+            assert torch.equal(first[0]["tokens"], kept[3])
+        else:   # copy=False: the observation is the env's own buffer, as in the eager env
+            assert first[0]["tokens"].data_ptr() == env.state.tokens.data_ptr()
+
+
+def test_emulated_graph_catches_a_rebound_buffer():
+    """A step that rebinds a state field instead of writing it in place would leave a real graph
+    writing the old tensor: the emulation raises."""
+    env = SynthesisVectorEnv(num_envs=8, bank=BANK, max_len=12, device="cpu", cuda_graph="emulate")
+    env.reset(seed=SEED)
+    step_reset = env.core.step_reset
+
+    def rebinding(state, actions, restart, tasks):
+        out = step_reset(state, actions, restart, tasks)
+        state.length = state.length.clone()
+        return out
+
+    env.core.step_reset = rebinding
+    with pytest.raises(AssertionError, match="state.length"):
+        env.step(torch.zeros(8, dtype=torch.int64))
+
+
+def test_capture_undoes_the_warm_up():
+    """Capturing runs the step (warm-up, or the emulated capture) on the env's own buffers; the
+    snapshot puts them back, so a graph env's reset observation is the eager env's."""
+    env = SynthesisVectorEnv(num_envs=8, bank=BANK, max_len=12, device="cpu")
+    genv = SynthesisVectorEnv(num_envs=8, bank=BANK, max_len=12, device="cpu", cuda_graph="emulate")
+    env.reset(seed=SEED)
+    genv.reset(seed=SEED)
+    for k, v in env._buffers().items():
+        if k in genv._buffers():
+            assert torch.equal(v, genv._buffers()[k]), k
+
+
+def test_step_graph_checks():
+    a = torch.zeros(4, dtype=torch.int64)
+    buf = {"x": torch.zeros(4, dtype=torch.int64)}
+
+    def body():
+        buf["x"] += a
+        return (buf["x"] * 2,)
+
+    g = StepGraph(body, a, lambda: dict(buf), emulate=True)
+    assert int(buf["x"].sum()) == 0              # the capture's call was undone
+    a.fill_(3)
+    out = g.replay()
+    assert out[0].tolist() == [6] * 4 and buf["x"].tolist() == [3] * 4
+    assert g.replay()[0] is out[0] and out[0].tolist() == [12] * 4   # static outputs
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="a GPU is present")
+def test_cuda_graph_needs_a_cuda_device():
+    with pytest.raises(ValueError, match="cuda_graph"):
+        SynthesisVectorEnv(num_envs=2, bank=BANK, device="cpu", cuda_graph=True)
+    with pytest.raises(ValueError, match="cuda_graph"):
+        SynthesisVectorEnv(num_envs=2, bank=BANK, device="cpu", cuda_graph="yes")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
+@pytest.mark.parametrize("automaton,batch", [("auto", False), ("torch", False), ("auto", True)])
+def test_gpu_graph_equals_eager_gpu_and_cpu(automaton, batch):
+    rng = np.random.default_rng(SEED)
+    n = 512
+    kw = dict(num_envs=n, bank=BANK, max_len=20, batch=batch)
+    envs = [SynthesisVectorEnv(device="cpu", **kw), SynthesisVectorEnv(device="cuda", automaton=automaton, **kw),
+            SynthesisVectorEnv(device="cuda", automaton=automaton, cuda_graph=True, **kw)]
+    reset_all(envs, seed=SEED)
+    drive(envs, rng, 60, batch=batch, widths=(20, 11))
+    pin = rng.integers(0, len(BANK), n)
+    reset_all(envs, seed=SEED + 1, options={"task": pin})
+    drive(envs, rng, 40, batch=batch)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
+@pytest.mark.parametrize("batch", [False, True])
+def test_gpu_graph_step_does_not_sync(batch):
+    n = 1024
+    env = SynthesisVectorEnv(num_envs=n, bank=BANK, max_len=24, device="cuda", batch=batch, cuda_graph=True)
+    obs, _ = env.reset(seed=0)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(40):
+            if batch:
+                a = torch.randint(0, V.VOCAB_SIZE, (n, 24), device="cuda", generator=gen)
+            else:
+                a = torch.multinomial(obs["action_mask"].float(), 1, generator=gen)[:, 0]
+            obs, r, term, trunc, info = env.step(a)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+    assert torch.isfinite(r).all()
