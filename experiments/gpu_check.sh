@@ -19,6 +19,9 @@
 #   bench_envs experiments/bench_envs.py on the GPU at 1k, 16k and 64k envs
 #   fuse      the VM with and without its peephole superinstructions (cuda.SWITCH_FUSE), side by
 #             side: bench_gpu.py's switch-fuse rows alone (gcd and loop-heavy candidates)
+#   graph     the token env at 65,536 envs with its step replayed from one CUDA graph
+#             (cuda_graph=True) beside the eager step, then graphed with SWITCH_FUSE, and with a
+#             fuel of 2,000 and copy=False (how much of a step the slowest scored run is)
 # Every call first installs vramgym (the device machine has no network: torch, cupy, numpy,
 # pytest, hypothesis and cloudpickle are in its image; gymnasium and farama-notifications travel
 # as wheels in .whl/, made on the development machine as /work/.library/device/README.md shows,
@@ -75,6 +78,7 @@ stage_envs() {
   local files=(tests/test_grammar_torch.py tests/test_envs_device.py)
   [ -f tests/test_grammar_native.py ] && files+=(tests/test_grammar_native.py)
   [ -f tests/test_token_slots.py ] && files+=(tests/test_token_slots.py)
+  [ -f tests/test_step_graph.py ] && files+=(tests/test_step_graph.py)
   step gpu_envs python -m pytest -q -rs "${files[@]}"
 }
 
@@ -119,6 +123,16 @@ stage_fuse() {
     --out "$WORK/fuse"
 }
 
+stage_graph() {
+  local common=(--env token --num-envs 65536 --seconds 4)
+  step graph python experiments/bench_envs.py --device cuda cuda-graph --repeat 2 "${common[@]}" \
+    --name bench_envs_graph --out "$WORK"
+  VRAMGYM_SWITCH_FUSE=1 step graph_fused python experiments/bench_envs.py --device cuda-graph "${common[@]}" \
+    --name bench_envs_graph_fused --out "$WORK"
+  step graph_fuel2000 python experiments/bench_envs.py --device cuda-graph --fuel 2000 --no-copy "${common[@]}" \
+    --name bench_envs_graph_fuel2000 --out "$WORK"
+}
+
 stage_bench_envs() {
   # BENCH_ENVS_DEVICES: a list; BENCH_ENVS_ARGS: more options, e.g. "--fuel 2000" (how much of a GPU
   # step the slowest scored run is)
@@ -130,7 +144,7 @@ stage_bench_envs() {
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(tests envs syncs memcheck bench bench_envs profile profile_env)
 for s in "${stages[@]}"; do
-  case $s in tests|envs|syncs|memcheck|bench|bench_envs|profile|profile_env|fuse) ;; *) echo "unknown stage: $s" >&2; exit 2 ;; esac
+  case $s in tests|envs|syncs|memcheck|bench|bench_envs|profile|profile_env|fuse|graph) ;; *) echo "unknown stage: $s" >&2; exit 2 ;; esac
 done
 touch "$WORK/summary.txt"
 trap finish EXIT
