@@ -190,8 +190,9 @@ class NeuralCompileVectorEnv(TensorVectorEnv):
     def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
                  max_words: int = 256, reward: NeuralCompileReward | None = None, n_tests: int = 16, seed: int = 0,
                  backend: str = "cpu", device=None, render_mode: str | None = None,
-                 max_episode_steps: int | None = None, copy: bool = True, fuel: int | None = None):
+                 max_episode_steps: int | None = None, copy: bool = True, fuel: int | None = None,
+                 cuda_graph: bool | str = False):
         bank = bank_for(bank, tasks, n_tests, seed, backend, fuel)
         core = NeuralCompileCore(bank, max_words, reward=reward)
         super().__init__(core, num_envs, core.observation_space(), spaces.Discrete(NUM_ACTIONS), seed, device,
-                         render_mode, copy)
+                         render_mode, copy, cuda_graph)

@@ -30,6 +30,8 @@ def variants():
     yield "batch", SynthesisVectorEnv(batch=True, **kw())
     yield "neural compile", NeuralCompileVectorEnv(num_envs=256, bank=TaskBank.from_names(TASKS, n_tests=8), max_words=32,
                                                    device="cuda")
+    yield "neural compile, cuda_graph", NeuralCompileVectorEnv(num_envs=256, bank=TaskBank.from_names(TASKS, n_tests=8),
+                                                               max_words=32, device="cuda", cuda_graph=True)
 
 
 def actions(env, obs, gen):

@@ -12,6 +12,7 @@ import torch
 
 from vramgym.envs import vocab as V
 from vramgym.envs.bank import TaskBank
+from vramgym.envs.neural_compile import NUM_ACTIONS, NeuralCompileVectorEnv
 from vramgym.envs.step_graph import StepGraph
 from vramgym.envs.synthesis import SynthesisVectorEnv
 
@@ -83,6 +84,28 @@ def test_emulated_graph_equals_eager_batch_env_and_other_widths_run_eagerly():
     reset_all(envs, seed=SEED)
     drive(envs, rng, 12, batch=True, widths=(16, 9, 16, 23))   # 9 and 23: no graph, eager steps
     assert list(envs[1]._graphs) == [((32, 16), False)]
+
+
+def neural_compile_drive(envs, rng, steps):
+    for t in range(steps):
+        a = torch.as_tensor(rng.integers(-1, NUM_ACTIONS + 1, envs[0].num_envs))
+        outs = [e.step(a.to(e.device)) for e in envs]
+        for o in outs[1:]:
+            for k in outs[0][0]:
+                np.testing.assert_array_equal(as_np(outs[0][0][k]), as_np(o[0][k]), err_msg=f"obs {k} at step {t}")
+            for i in (1, 2, 3):
+                np.testing.assert_array_equal(as_np(outs[0][i]), as_np(o[i]), err_msg=f"output {i} at step {t}")
+    return sum(int(as_np(o).sum()) for o in outs[0][2:4])
+
+
+def test_emulated_graph_equals_eager_neural_compile_env():
+    rng = np.random.default_rng(SEED)
+    kw = dict(num_envs=24, bank=BANK, max_words=32, device="cpu")
+    envs = [NeuralCompileVectorEnv(**kw), NeuralCompileVectorEnv(cuda_graph="emulate", **kw)]
+    for e in envs:
+        e.reset(seed=SEED)
+    ended = sum(neural_compile_drive(envs, rng, 1) for _ in range(200))
+    assert ended > 0   # episodes ended (and autoreset) inside the compared steps
 
 
 def test_graph_outputs_are_fresh_tensors_each_step():
@@ -171,6 +194,18 @@ def test_gpu_graph_equals_eager_gpu_and_cpu(automaton, batch):
     pin = rng.integers(0, len(BANK), n)
     reset_all(envs, seed=SEED + 1, options={"task": pin})
     drive(envs, rng, 40, batch=batch)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
+def test_gpu_graph_neural_compile_equals_eager_gpu_and_cpu():
+    rng = np.random.default_rng(SEED)
+    kw = dict(num_envs=256, bank=BANK, max_words=32)
+    envs = [NeuralCompileVectorEnv(device="cpu", **kw), NeuralCompileVectorEnv(device="cuda", **kw),
+            NeuralCompileVectorEnv(device="cuda", cuda_graph=True, **kw)]
+    for e in envs:
+        e.reset(seed=SEED)
+    assert neural_compile_drive(envs, rng, 150) > 0   # episodes ended (and autoreset) on the way
 
 
 @pytest.mark.gpu
