@@ -39,9 +39,14 @@ class StepGraph:
     emulate=True replays by calling `body` again and copying its results into the outputs of
     the first call, on any device: the same static-buffer data flow without CUDA, for tests.
     It also checks after every replay that `buffers()` still returns the tensors it returned at
-    capture (a real graph would go on writing the old ones)."""
+    capture (a real graph would go on writing the old ones).
 
-    def __init__(self, body: Callable, actions: torch.Tensor, buffers: Callable[[], dict], emulate: bool = False):
+    pool: another StepGraph of the same env whose memory pool this one shares (graphs of one env
+    never run at once, and each keeps its outputs referenced, so the second capture reuses only
+    the first's temporaries: one copy of the scorer's scratch per env, not one per graph)."""
+
+    def __init__(self, body: Callable, actions: torch.Tensor, buffers: Callable[[], dict], emulate: bool = False,
+                 pool: "StepGraph | None" = None):
         self.body, self.actions, self.buffers, self.emulate = body, actions, buffers, emulate
         dev = actions.device
         saved = {k: t.clone() for k, t in buffers().items()}
@@ -55,8 +60,9 @@ class StepGraph:
                 for _ in range(2):
                     body()
             self.graph = torch.cuda.CUDAGraph()
+            shared = None if pool is None else pool.graph.pool()
             try:
-                with vm_cuda.graph_capture(), torch.cuda.graph(self.graph, stream=side,
+                with vm_cuda.graph_capture(), torch.cuda.graph(self.graph, pool=shared, stream=side,
                                                                capture_error_mode="thread_local"):
                     self.outputs = body()
             except RuntimeError as e:

@@ -186,8 +186,9 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         key = (shape, self._pinned)
         if key not in self._graphs:
             a = torch.zeros(shape, dtype=torch.int64, device=self.device)
-            self._graphs[key] = StepGraph(lambda: self._advance(a, copy=False), a, self._buffers,
-                                          emulate=self.cuda_graph == "emulate")
+            emulate = self.cuda_graph == "emulate"
+            pool = None if emulate or not self._graphs else next(iter(self._graphs.values()))
+            self._graphs[key] = StepGraph(lambda: self._advance(a, copy=False), a, self._buffers, emulate, pool)
         return self._graphs[key]
 
     def step(self, actions):
