@@ -161,11 +161,11 @@ def test_torch_automaton_env_equals_numpy_automaton_env():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
-@pytest.mark.parametrize("batch,graph", [(False, False), (False, True), (True, False)])
-def test_gpu_env_equals_cpu_env(batch, graph):
+@pytest.mark.parametrize("batch", [False, True])
+def test_gpu_env_equals_cpu_env(batch):   # cuda_graph=True: tests/test_step_graph.py
     n = 512
     cpu = SynthesisVectorEnv(num_envs=n, bank=BANK, max_len=24, device="cpu", batch=batch)
-    gpu = SynthesisVectorEnv(num_envs=n, bank=BANK, max_len=24, device="cuda", batch=batch, cuda_graph=graph)
+    gpu = SynthesisVectorEnv(num_envs=n, bank=BANK, max_len=24, device="cuda", batch=batch)
     if not batch:
         assert_same(rollout(cpu, SEED, 100), rollout(gpu, SEED, 100))
         return
@@ -181,11 +181,10 @@ def test_gpu_env_equals_cpu_env(batch, graph):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
-@pytest.mark.parametrize("graph", [False, True])
-def test_gpu_env_step_does_not_sync(graph):
+def test_gpu_env_step_does_not_sync():   # cuda_graph=True: tests/test_step_graph.py
     """torch's sync debug mode raises on any synchronizing CUDA call inside step."""
     n = 1024
-    env = SynthesisVectorEnv(num_envs=n, bank=BANK, max_len=24, device="cuda", cuda_graph=graph)
+    env = SynthesisVectorEnv(num_envs=n, bank=BANK, max_len=24, device="cuda")
     obs, _ = env.reset(seed=0)
     gen = torch.Generator(device="cuda").manual_seed(0)
     torch.cuda.set_sync_debug_mode("error")
@@ -248,5 +247,3 @@ def test_make_vec_takes_a_device(env_id):
 def test_cuda_device_without_a_gpu_is_a_clear_error():
     with pytest.raises(RuntimeError, match="no CUDA device"):
         SynthesisVectorEnv(num_envs=2, bank=BANK, device="cuda")
-    with pytest.raises(ValueError, match="cuda_graph"):
-        SynthesisVectorEnv(num_envs=2, bank=BANK, device="cpu", cuda_graph=True)

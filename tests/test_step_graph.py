@@ -25,30 +25,38 @@ def as_np(x):
     return x.cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
 
 
-def drive(envs, rng, steps, batch=False, widths=(20,)):
-    """Step every env with the same actions (drawn from the first env's masks; a few out of
-    range or masked) and assert equal outputs. Returns the outputs of the last step."""
-    obs = envs[0]._last_obs
+def step_all(envs, a, t):
+    """Step every env with actions `a` and assert equal outputs; returns the first env's."""
+    outs = [e.step(torch.as_tensor(a).to(e.device)) for e in envs]
+    for o in outs[1:]:
+        for k in outs[0][0]:
+            np.testing.assert_array_equal(as_np(outs[0][0][k]), as_np(o[0][k]),
+                                          err_msg=f"obs {k} at step {t} (seed {SEED})")
+        for i, name in ((1, "reward"), (2, "terminated"), (3, "truncated")):
+            np.testing.assert_array_equal(as_np(outs[0][i]), as_np(o[i]), err_msg=f"{name} at step {t} (seed {SEED})")
+        np.testing.assert_array_equal(as_np(outs[0][4]["invalid_action"]), as_np(o[4]["invalid_action"]))
+    return outs[0]
+
+
+def drive(envs, obs, rng, steps, batch=False, widths=(20,)):
+    """Step every env with the same actions (drawn from the first env's masks, a few out of
+    range or masked; whole bodies of the given widths in turn with batch=True), comparing
+    outputs. Returns the last observation and how many episodes ended."""
+    ended = 0
     for t in range(steps):
         n = envs[0].num_envs
         if batch:
             a = rng.integers(-1, V.VOCAB_SIZE + 1, (n, widths[t % len(widths)]))
-        else:
+        elif "action_mask" in obs:
             m = as_np(obs["action_mask"]).astype(bool)
             a = (rng.random(m.shape) + m).argmax(axis=1)
             u = rng.random(n)
             a = np.where(u < 0.03, rng.integers(-2, V.VOCAB_SIZE + 2, n), a)
-        outs = [e.step(torch.as_tensor(a).to(e.device)) for e in envs]
-        for o in outs[1:]:
-            for k in outs[0][0]:
-                np.testing.assert_array_equal(as_np(outs[0][0][k]), as_np(o[0][k]),
-                                              err_msg=f"obs {k} at step {t} (seed {SEED})")
-            for i, name in ((1, "reward"), (2, "terminated"), (3, "truncated")):
-                np.testing.assert_array_equal(as_np(outs[0][i]), as_np(o[i]), err_msg=f"{name} at step {t} (seed {SEED})")
-            np.testing.assert_array_equal(as_np(outs[0][4]["invalid_action"]), as_np(o[4]["invalid_action"]))
-        obs = outs[0][0]
-    envs[0]._last_obs = obs
-    return outs
+        else:   # NeuralCompile-v0: any byte, a few out of range
+            a = rng.integers(-1, NUM_ACTIONS + 1, n)
+        obs, _, term, trunc, _ = step_all(envs, a, t)
+        ended += int(as_np(term).sum() + as_np(trunc).sum())
+    return obs, ended
 
 
 def reset_all(envs, **kw):
@@ -56,7 +64,7 @@ def reset_all(envs, **kw):
     for o in obs[1:]:
         for k in obs[0]:
             np.testing.assert_array_equal(as_np(obs[0][k]), as_np(o[k]), err_msg=f"reset obs {k}")
-    envs[0]._last_obs = obs[0]
+    return obs[0]
 
 
 @pytest.mark.parametrize("copy", [True, False])
@@ -64,16 +72,12 @@ def test_emulated_graph_equals_eager_token_env(copy):
     rng = np.random.default_rng(SEED)
     kw = dict(num_envs=48, bank=BANK, max_len=20, device="cpu", copy=copy)
     envs = [SynthesisVectorEnv(**kw), SynthesisVectorEnv(cuda_graph="emulate", **kw)]
-    reset_all(envs, seed=SEED)
-    drive(envs, rng, 70)
-    reset_all(envs, seed=SEED + 1)                 # a new seed: the hash keys change in place
-    drive(envs, rng, 50)
+    drive(envs, reset_all(envs, seed=SEED), rng, 70)
+    drive(envs, reset_all(envs, seed=SEED + 1), rng, 50)    # a new seed: the hash keys change in place
     pin = rng.integers(0, len(BANK), 48)
-    reset_all(envs, seed=SEED, options={"task": pin})   # pinned tasks: a graph of their own
-    drive(envs, rng, 50)
+    drive(envs, reset_all(envs, seed=SEED, options={"task": pin}), rng, 50)   # pinned: a graph of its own
     assert all(bool((e.state.task.cpu() == torch.as_tensor(pin)).all()) for e in envs)
-    reset_all(envs, seed=SEED + 2)                 # back to sampled tasks: the first graph again
-    drive(envs, rng, 30)
+    drive(envs, reset_all(envs, seed=SEED + 2), rng, 30)    # back to sampled tasks: the first graph again
     assert len(envs[1]._graphs) == 2
 
 
@@ -81,30 +85,15 @@ def test_emulated_graph_equals_eager_batch_env_and_other_widths_run_eagerly():
     rng = np.random.default_rng(SEED)
     kw = dict(num_envs=32, bank=BANK, max_len=16, device="cpu", batch=True)
     envs = [SynthesisVectorEnv(**kw), SynthesisVectorEnv(cuda_graph="emulate", **kw)]
-    reset_all(envs, seed=SEED)
-    drive(envs, rng, 12, batch=True, widths=(16, 9, 16, 23))   # 9 and 23: no graph, eager steps
+    drive(envs, reset_all(envs, seed=SEED), rng, 12, batch=True, widths=(16, 9, 16, 23))   # 9, 23: eager steps
     assert list(envs[1]._graphs) == [((32, 16), False)]
-
-
-def neural_compile_drive(envs, rng, steps):
-    for t in range(steps):
-        a = torch.as_tensor(rng.integers(-1, NUM_ACTIONS + 1, envs[0].num_envs))
-        outs = [e.step(a.to(e.device)) for e in envs]
-        for o in outs[1:]:
-            for k in outs[0][0]:
-                np.testing.assert_array_equal(as_np(outs[0][0][k]), as_np(o[0][k]), err_msg=f"obs {k} at step {t}")
-            for i in (1, 2, 3):
-                np.testing.assert_array_equal(as_np(outs[0][i]), as_np(o[i]), err_msg=f"output {i} at step {t}")
-    return sum(int(as_np(o).sum()) for o in outs[0][2:4])
 
 
 def test_emulated_graph_equals_eager_neural_compile_env():
     rng = np.random.default_rng(SEED)
     kw = dict(num_envs=24, bank=BANK, max_words=32, device="cpu")
     envs = [NeuralCompileVectorEnv(**kw), NeuralCompileVectorEnv(cuda_graph="emulate", **kw)]
-    for e in envs:
-        e.reset(seed=SEED)
-    ended = sum(neural_compile_drive(envs, rng, 1) for _ in range(200))
+    _, ended = drive(envs, reset_all(envs, seed=SEED), rng, 200)
     assert ended > 0   # episodes ended (and autoreset) inside the compared steps
 
 
@@ -189,11 +178,9 @@ def test_gpu_graph_equals_eager_gpu_and_cpu(automaton, batch):
     kw = dict(num_envs=n, bank=BANK, max_len=20, batch=batch)
     envs = [SynthesisVectorEnv(device="cpu", **kw), SynthesisVectorEnv(device="cuda", automaton=automaton, **kw),
             SynthesisVectorEnv(device="cuda", automaton=automaton, cuda_graph=True, **kw)]
-    reset_all(envs, seed=SEED)
-    drive(envs, rng, 60, batch=batch, widths=(20, 11))
+    drive(envs, reset_all(envs, seed=SEED), rng, 60, batch=batch, widths=(20, 11))
     pin = rng.integers(0, len(BANK), n)
-    reset_all(envs, seed=SEED + 1, options={"task": pin})
-    drive(envs, rng, 40, batch=batch)
+    drive(envs, reset_all(envs, seed=SEED + 1, options={"task": pin}), rng, 40, batch=batch)
 
 
 @pytest.mark.gpu
@@ -203,9 +190,8 @@ def test_gpu_graph_neural_compile_equals_eager_gpu_and_cpu():
     kw = dict(num_envs=256, bank=BANK, max_words=32)
     envs = [NeuralCompileVectorEnv(device="cpu", **kw), NeuralCompileVectorEnv(device="cuda", **kw),
             NeuralCompileVectorEnv(device="cuda", cuda_graph=True, **kw)]
-    for e in envs:
-        e.reset(seed=SEED)
-    assert neural_compile_drive(envs, rng, 150) > 0   # episodes ended (and autoreset) on the way
+    _, ended = drive(envs, reset_all(envs, seed=SEED), rng, 150)
+    assert ended > 0   # episodes ended (and autoreset) on the way
 
 
 @pytest.mark.gpu
