@@ -82,6 +82,12 @@ OPS: tuple[Op, ...] = (
     Op(45, "LIST_POP", "none", 1, 1, "(xs -- xs.pop())  traps index_error on an empty list"),
 )
 OP_BY_NAME = {op.name: op for op in OPS}
+# The instructions that write state besides the operand stack (a local, a list, the frames).
+# Every other one only pops and pushes. The VM's cycle check (vm/csrc/vm.h) starts over at each
+# of these (at STORE_VAR only when the value changes): a loop that runs none of them and comes
+# back with an empty operand stack never ends.
+WRITES = ("STORE_VAR", "FOR_RANGE", "FOR_LIST", "CALL", "RETURN", "BUILD_LIST", "LIST_REPEAT", "LIST_CONCAT",
+          "LIST_EXTEND", "STORE_INDEX", "APPEND", "LIST_POP")
 OP_BY_CODE = {op.code: op for op in OPS}
 NUM_OPCODES = max(OP_BY_CODE) + 1
 
@@ -257,6 +263,9 @@ def render_header() -> str:
     ]
     out += [f"  OP_{op.name} = {op.code},  // {op.doc.splitlines()[0][:90]}" for op in OPS]
     out += [f"  NUM_OPCODES = {NUM_OPCODES}", "};", ""]
+    writes = sum(1 << OP_BY_NAME[n].code for n in WRITES)
+    out += ["// Bit k set: opcode k writes a local, a list or a frame (opcodes.WRITES).",
+            f"constexpr unsigned long long OPS_WRITES = 0x{writes:X}ull;", ""]
     names = " ".join(f"X({OP_BY_CODE[c].name if c in OP_BY_CODE else 'INVALID'})" for c in range(NUM_OPCODES))
     out += ["// Every opcode by code (INVALID for unused codes), for dispatch tables.",
             f"#define VG_OPCODE_LIST(X) {names}", "", "enum Trap {"]

@@ -24,6 +24,8 @@ struct LaneGroup {
   uint32_t mask;  // lanes in this group
   int32_t pc, sp, base, obase, depth;
   int32_t pending;  // steps executed by every lane of the group since the last flush
+  int32_t cyc;      // vm.h's cycle check: the pc after the backward JUMP that every lane took last
+                    // with nothing written since, or -1 (forks copy it; merges keep it if equal)
   Frame* frames;    // [max_depth], this group's call frames
 };
 
@@ -202,6 +204,19 @@ inline int32_t index_lanes(const LaneState& S, uint32_t mask, const int32_t* L, 
   return any;
 }
 
+// Whether column d already holds v (or the constant c) in every lane of the group (mk: -1 there):
+// a store of those values writes nothing (vm.h's cycle check).
+inline bool holds(const int32_t* d, const int32_t* v, const int32_t* mk) {
+  int32_t diff = 0;
+  for (int32_t l = 0; l < LANES; l++) diff |= (d[l] ^ v[l]) & mk[l];
+  return diff == 0;
+}
+inline bool holds(const int32_t* d, int32_t c, const int32_t* mk) {
+  int32_t diff = 0;
+  for (int32_t l = 0; l < LANES; l++) diff |= (d[l] ^ c) & mk[l];
+  return diff == 0;
+}
+
 inline bool same_state(const LaneGroup& a, const LaneGroup& b) {
   if (a.pc != b.pc || a.depth != b.depth || a.sp != b.sp || a.base != b.base || a.obase != b.obase) return false;
   for (int32_t d = 0; d < a.depth; d++) {
@@ -277,6 +292,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
     g.obase = entry_nl;
     g.depth = 0;
     g.pending = 0;
+    g.cyc = -1;
     g.frames = S.free_frames[--S.nfree];
   }
 
@@ -293,6 +309,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
       for (uint32_t m = h.mask; m; m &= m - 1) S.steps[ctz(m)] += h.pending;
       g.pending = 0;
       g.mask |= h.mask;
+      g.cyc = g.cyc == h.cyc ? g.cyc : -1;  // each lane's own check still holds
       S.free_frames[S.nfree++] = h.frames;
       S.groups[j] = S.groups[--S.ngroups];
       if (gi == S.ngroups) gi = j;  // the chosen group was the last one and moved into slot j
@@ -307,6 +324,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
     int32_t mk[LANES];
     int32_t max_steps = 0;
     bool dead = false;
+    int32_t cyc = G.cyc;
 
 #define LN_RECOMPUTE()                                                                \
   do {                                                                              \
@@ -344,6 +362,25 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
     }                                                                               \
   } while (0)
 #define LN_TRAP_ALL(t) LN_TRAP_LANES(mask, t)
+    // vm.h's cycle check at a JUMP to `target` whose word is at id - 1: every lane of the group
+    // is in a cycle and ends out of fuel, as the long way.
+#define LN_CYCLE_CHECK(target, id)                                                    \
+  do {                                                                              \
+    if (CYCLE_CHECK && (target) < (id) && sp == obase) {                            \
+      if (cyc == (id)) {                                                            \
+        for (uint32_t m_ = mask; m_; m_ &= m_ - 1) {                                \
+          int32_t l_ = ctz(m_);                                                     \
+          out[l_].status = TRAP_OUT_OF_FUEL;                                        \
+          out[l_].value = 0;                                                        \
+          out[l_].steps = fuel;                                                     \
+        }                                                                           \
+        mask = 0;                                                                   \
+        dead = true;                                                                \
+        goto leave;                                                                 \
+      }                                                                             \
+      cyc = (id);                                                                   \
+    }                                                                               \
+  } while (0)
 #define COL(s) (st + (int64_t)(s) * LANES)
 #define LN_NEED(k) if (sp < obase + (k)) LN_TRAP_ALL(TRAP_BAD_BYTECODE)
 #define LN_ROOM(k) if (sp + (k) > stack_size) LN_TRAP_ALL(TRAP_RECURSION)
@@ -370,6 +407,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
       h_.obase = obase;                                                             \
       h_.depth = depth;                                                             \
       h_.pending = pending;                                                         \
+      h_.cyc = cyc;                                                                 \
       h_.frames = S.free_frames[--S.nfree];                                         \
       for (int32_t d_ = 0; d_ < depth; d_++) h_.frames[d_] = S.groups[gi].frames[d_]; \
       int32_t npc_ = t_first_ ? (pc_t) : (pc_f);                                    \
@@ -535,8 +573,10 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
                 }
                 case TAIL_STORE: case TAIL_STORE_JUMP: {
                   int32_t* d = COL(base + fp->t);
+                  if (cyc >= 0 && !holds(d, res, mk)) cyc = -1;
                   for (int32_t l = 0; l < LANES; l++) BLEND(d[l], res[l]);
                   sp = s0;
+                  if (fp->tail == TAIL_STORE_JUMP) LN_CYCLE_CHECK(fp->t2, cnext);
                   pc = fp->tail == TAIL_STORE ? cnext : fp->t2;
                   break;
                 }
@@ -561,8 +601,10 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
               int32_t* d = COL(base + f.t);
               if (f.lk == SRC_VAR) {
                 const int32_t* s = COL(base + f.a);
+                if (cyc >= 0 && !holds(d, s, mk)) cyc = -1;
                 for (int32_t l = 0; l < LANES; l++) BLEND(d[l], s[l]);
               } else {
+                if (cyc >= 0 && !holds(d, f.a, mk)) cyc = -1;
                 for (int32_t l = 0; l < LANES; l++) BLEND(d[l], f.a);
               }
               pending += n;
@@ -580,15 +622,18 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
               // operand stack lies above every local, so no slot is both).
               const int32_t *x = COL(sp - 2), *y = COL(sp - 1);
               int32_t* da = COL(base + f.a);
-              for (int32_t l = 0; l < LANES; l++) BLEND(da[l], x[l]);
               int32_t* db = COL(base + f.b);
+              if (cyc >= 0 && !(holds(da, x, mk) && holds(db, y, mk))) cyc = -1;  // both before either store
+              for (int32_t l = 0; l < LANES; l++) BLEND(da[l], x[l]);
               for (int32_t l = 0; l < LANES; l++) BLEND(db[l], y[l]);
               sp -= 2;
               pending += n;
+              if (f.tail == TAIL_STORE_JUMP) LN_CYCLE_CHECK(f.t2, next);
               pc = f.tail == TAIL_STORE_JUMP ? f.t2 : next;
               break;
             }
             case FX_FOR_LIST: {
+              cyc = -1;
               // Lane by lane (each lane's lists are its own), in one pass: the checks of FOR_LIST,
               // then the element into the loop variable (after the index: it may be a loop slot).
               int32_t *ref = COL(base + f.a), *idx = COL(base + f.a + 1), *x = COL(base + f.t);
@@ -616,6 +661,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
               break;
             }
             default: {  // FX_FOR_RANGE
+              cyc = -1;
               int32_t *ctr = COL(base + f.a), *stop = COL(base + f.a + 1), *step = COL(base + f.a + 2);
               int32_t *x = COL(base + f.t), go[LANES];
               int32_t anyz = 0;
@@ -656,6 +702,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
       w = code[pc++];
       arg = (int32_t)(w >> 8);
       pending++;
+      if (op_in(OPS_WRITES & ~op_bit(OP_STORE_VAR), (int32_t)(w & 0xFF))) cyc = -1;  // STORE_VAR: below
       switch (w & 0xFF) {
         case OP_LOAD_CONST: {
           LN_ROOM(1);
@@ -683,6 +730,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
           LN_NEED(1);
           int32_t* d = COL(base + arg);
           const int32_t* s = COL(sp - 1);
+          if (cyc >= 0 && !holds(d, s, mk)) cyc = -1;
           for (int32_t l = 0; l < LANES; l++) BLEND(d[l], s[l]);
           sp--;
           break;
@@ -834,7 +882,10 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
         LN_BINARY(OP_COMPARE_EQ, x == y)
         LN_BINARY(OP_COMPARE_NE, x != y)
 #undef LN_BINARY
-        case OP_JUMP: pc = arg; break;
+        case OP_JUMP:
+          LN_CYCLE_CHECK(arg, pc);
+          pc = arg;
+          break;
         case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE: case OP_JUMP_IF_FALSE_OR_POP: case OP_JUMP_IF_TRUE_OR_POP: {
           LN_NEED(1);
           int32_t op = w & 0xFF;
@@ -1072,6 +1123,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
         LaneGroup& h = S.groups[j];
         for (int32_t l = 0; l < LANES; l++) S.steps[l] += h.pending & -(int32_t)((h.mask >> l) & 1u);
         mask |= h.mask;
+        cyc = cyc == h.cyc ? cyc : -1;
         S.free_frames[S.nfree++] = h.frames;
         int32_t last = --S.ngroups;
         if (j != last) {
@@ -1097,11 +1149,13 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
       g.obase = obase;
       g.depth = depth;
       g.pending = pending;
+      g.cyc = cyc;
     }
 #undef LN_RECOMPUTE
 #undef LN_FLUSH
 #undef LN_TRAP_LANES
 #undef LN_TRAP_ALL
+#undef LN_CYCLE_CHECK
 #undef COL
 #undef LN_NEED
 #undef LN_ROOM

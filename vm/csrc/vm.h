@@ -212,6 +212,26 @@ VG_HD VG_ALWAYS_INLINE int32_t eval_binop(int32_t op, int32_t x, int32_t y, int3
   return TRAP_OK;
 }
 
+// Opcode sets as 64-bit masks (validated code has opcodes below NUM_OPCODES <= 64).
+static_assert(NUM_OPCODES <= 64, "opcode masks");
+constexpr uint64_t op_bit(int32_t op) { return (uint64_t)1 << op; }
+constexpr uint64_t ops_range(int32_t lo, int32_t hi) { return lo > hi ? 0 : op_bit(lo) | ops_range(lo + 1, hi); }
+VG_HD inline bool op_in(uint64_t set, int32_t op) { return (set >> (op & 63)) & 1; }
+
+// Cycle check. A run that takes the same backward JUMP twice with an empty operand stack, and
+// ran no instruction of OPS_WRITES in between (opcodes.WRITES: nothing written to a local, a list
+// or a frame; a STORE_VAR of the value that the local holds writes nothing), is back in the state
+// it was in: it would go round until its fuel ran out, so it stops there at once with the result
+// that the long way gives (out_of_fuel, steps = fuel). A random policy writes many such loops
+// (`while 3: pass`, `while 7: v = 9`), each a whole fuel budget per test without the check. Every
+// interpreter starts its check over where it writes (fused sequences included);
+// -DVG_NO_CYCLE_CHECK turns it off (the tests compare both builds).
+#ifdef VG_NO_CYCLE_CHECK
+constexpr bool CYCLE_CHECK = false;
+#else
+constexpr bool CYCLE_CHECK = true;
+#endif
+
 #ifndef VG_SWITCH_FUSE
 #define VG_SWITCH_FUSE 0
 #endif
@@ -226,15 +246,9 @@ VG_HD VG_ALWAYS_INLINE int32_t eval_binop(int32_t op, int32_t x, int32_t y, int3
 // Enabled by -DVG_SWITCH_FUSE=1 (vramgym.vm.cuda.SWITCH_FUSE on the GPU).
 static_assert(OP_BINARY_MOD == OP_BINARY_ADD + 4 && OP_COMPARE_NE == OP_MIN + 7 &&
                   OP_JUMP_IF_TRUE_OR_POP == OP_JUMP_IF_FALSE + 3, "opcode ranges");
-
-// Opcode sets as 64-bit masks (validated code has opcodes below NUM_OPCODES <= 64).
-static_assert(NUM_OPCODES <= 64, "opcode masks");
-constexpr uint64_t op_bit(int32_t op) { return (uint64_t)1 << op; }
-constexpr uint64_t ops_range(int32_t lo, int32_t hi) { return lo > hi ? 0 : op_bit(lo) | ops_range(lo + 1, hi); }
 constexpr uint64_t OPS_PUSH = op_bit(OP_LOAD_VAR) | op_bit(OP_LOAD_CONST);
 constexpr uint64_t OPS_BINARY = ops_range(OP_BINARY_ADD, OP_BINARY_MOD) | ops_range(OP_MIN, OP_COMPARE_NE);
 constexpr uint64_t OPS_TAIL = op_bit(OP_STORE_VAR) | ops_range(OP_JUMP_IF_FALSE, OP_JUMP_IF_TRUE_OR_POP);
-VG_HD inline bool op_in(uint64_t set, int32_t op) { return (set >> (op & 63)) & 1; }
 
 // Called by the handlers of LOAD_VAR and LOAD_CONST (fused_push) and of FOR_RANGE and JUMP
 // (fused_loop_head) right after the fetch of their word w (pc and steps already past it): runs
@@ -242,7 +256,7 @@ VG_HD inline bool op_in(uint64_t set, int32_t op) { return (set >> (op & 63)) & 
 // plainly. Other opcodes pay nothing.
 VG_HD inline bool fused_push(const uint32_t* code, int32_t len, uint32_t w, int32_t fuel, int32_t stack_size,
                              int32_t* st, int32_t& pc, int32_t& sp, int32_t base, int32_t obase, int32_t& steps,
-                             int32_t& status) {
+                             int32_t& status, int32_t& cyc) {
   const int32_t op0 = w & 0xFF, arg = (int32_t)(w >> 8);
   // Only where the two words after the next one exist (near the end of the code: plain steps),
   // and not when the push's own room check fails (plain traps there).
@@ -253,7 +267,7 @@ VG_HD inline bool fused_push(const uint32_t* code, int32_t len, uint32_t w, int3
     if (steps >= fuel) return false;  // 2 steps: fuel - steps >= 1 (no overflow near INT32_MAX)
     const int32_t x = op0 == OP_LOAD_VAR ? st[base + arg] : ((int32_t)w) >> 8;
     steps++;
-    if (op1 == OP_STORE_VAR) st[base + a1] = x, pc++;
+    if (op1 == OP_STORE_VAR) cyc = st[base + a1] == x ? cyc : -1, st[base + a1] = x, pc++;
     else pc = (x != 0) == (op1 == OP_JUMP_IF_TRUE) ? a1 : pc + 1;
     return true;
   }
@@ -294,7 +308,17 @@ VG_HD inline bool fused_push(const uint32_t* code, int32_t len, uint32_t w, int3
   const int32_t next = pc - 1 + n;
   steps += n - 1;
   switch (ot) {
-    case OP_STORE_VAR: st[base + t] = v, sp = s0, pc = t2 >= 0 ? t2 : next; break;
+    case OP_STORE_VAR:
+      cyc = st[base + t] == v ? cyc : -1, st[base + t] = v, sp = s0, pc = t2 >= 0 ? t2 : next;
+      if (CYCLE_CHECK && t2 >= 0 && t2 < next && sp == obase) {  // vm.h's cycle check at the JUMP
+        if (cyc == next) {
+          steps = fuel;
+          status = TRAP_OUT_OF_FUEL;
+          return true;
+        }
+        cyc = next;
+      }
+      break;
     case OP_JUMP_IF_FALSE: sp = s0, pc = v == 0 ? t : next; break;
     case OP_JUMP_IF_TRUE: sp = s0, pc = v != 0 ? t : next; break;
     case OP_JUMP_IF_FALSE_OR_POP:
@@ -314,13 +338,14 @@ VG_HD inline bool fused_push(const uint32_t* code, int32_t len, uint32_t w, int3
 // the JUMP to it): go on (the counter into x) or leave through JUMP e. w: the FOR_RANGE or JUMP.
 VG_HD inline bool fused_loop_head(const uint32_t* code, int32_t len, uint32_t w, int32_t fuel, int32_t stack_size,
                                   int32_t* st, int32_t& pc, int32_t& sp, int32_t base, int32_t /*obase*/,
-                                  int32_t& steps, int32_t& status) {
+                                  int32_t& steps, int32_t& status, int32_t& cyc) {
   const int32_t extra = (w & 0xFF) == OP_JUMP ? 1 : 0;
   const int32_t h = extra ? (int32_t)(w >> 8) : pc - 1;
   if (h + 2 >= len || (code[h] & 0xFF) != OP_FOR_RANGE || (code[h + 1] & 0xFF) != OP_JUMP ||
       (code[h + 2] & 0xFF) != OP_STORE_VAR || 1 + extra > fuel - steps || sp + 1 > stack_size)
     return false;
   int32_t* s = st + base + (int32_t)(code[h] >> 8);  // counter, stop, step
+  cyc = -1;  // writes the counter (cycle check)
   steps += extra;
   if (s[2] == 0) {
     status = TRAP_VALUE_ERROR;
@@ -357,8 +382,22 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
   ListHdr* lists = ws.lists;
   uint32_t w;
   int32_t arg;
+  int32_t cyc = -1;  // the pc after the last backward JUMP taken with an empty operand stack, if
+                     // nothing was written since (cycle check above); else -1
 
 #define VG_TRAP(t) do { status = (t); goto done; } while (0)
+#define VG_WRITES() cyc = -1
+#define VG_STORE(slot, v) cyc = st[slot] == (v) ? cyc : -1, st[slot] = (v)  // the value it held: no write
+// At a JUMP to `target` whose word is at id - 1 (plain or fused): a backward one taken a second
+// time with nothing written between is a cycle.
+#define VG_CYCLE_CHECK(target, id)                        \
+  if (CYCLE_CHECK && (target) < (id) && sp == obase) {    \
+    if (cyc == (id)) {                                    \
+      steps = fuel;                                       \
+      VG_TRAP(TRAP_OUT_OF_FUEL);                          \
+    }                                                     \
+    cyc = (id);                                           \
+  }
 #define VG_NEED(k) if (sp < obase + (k)) VG_TRAP(TRAP_BAD_BYTECODE)
 #define VG_ROOM(k) if (sp + (k) > stack_size) VG_TRAP(TRAP_RECURSION)
 #define VG_REF(r) if ((uint32_t)(r) >= (uint32_t)ws.nlists) VG_TRAP(TRAP_BAD_BYTECODE)
@@ -417,8 +456,8 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
     // The binary op is the sequence's (pushes + 1)th step: a trap there counts the steps before.
 #define VG_FX_TRAP(t) do { steps += f->pushes; VG_TRAP(t); } while (0)
 #define VG_FX_TAIL_PUSH st[fx_s0] = r; sp = fx_s0 + 1; pc += f->n - 1;
-#define VG_FX_TAIL_STORE st[base + f->t] = r; sp = fx_s0; pc += f->n - 1;
-#define VG_FX_TAIL_STORE_JUMP st[base + f->t] = r; sp = fx_s0; pc = f->t2;
+#define VG_FX_TAIL_STORE VG_STORE(base + f->t, r); sp = fx_s0; pc += f->n - 1;
+#define VG_FX_TAIL_STORE_JUMP VG_STORE(base + f->t, r); sp = fx_s0; VG_CYCLE_CHECK(f->t2, pc - 1 + f->n); pc = f->t2;
 #define VG_FX_TAIL_JIF sp = fx_s0; pc = r == 0 ? f->t : pc + f->n - 1;
 #define VG_FX_TAIL_JIT sp = fx_s0; pc = r != 0 ? f->t : pc + f->n - 1;
 #define VG_FX_TAIL_JIF_OR_POP st[fx_s0] = r; if (r == 0) sp = fx_s0 + 1, pc = f->t; else sp = fx_s0, pc += f->n - 1;
@@ -444,7 +483,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
     VG_FX_HANDLERS(STORE_JUMP)
   FX_MOV:
     VG_FX_ENTER();
-    st[base + f->t] = f->lk == SRC_CONST ? f->a : st[base + f->a];
+    VG_STORE(base + f->t, f->lk == SRC_CONST ? f->a : st[base + f->a]);
     steps++;
     pc++;
     VG_NEXT();
@@ -460,6 +499,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
     VG_NEXT();
   FX_FOR_RANGE: {
     VG_FX_ENTER();
+    VG_WRITES();
     int32_t* s = st + base + f->a;  // counter, stop, step
     steps += f->n - 2;  // FOR_RANGE is the last step but one
     if (s[2] == 0) VG_TRAP(TRAP_VALUE_ERROR);
@@ -487,7 +527,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
 #define VG_NEXT() continue
 #if VG_SWITCH_FUSE
 #define VG_TRY_FUSED(f)                                                                     \
-  if (f(code, len, w, fuel, stack_size, st, pc, sp, base, obase, steps, status)) {          \
+  if (f(code, len, w, fuel, stack_size, st, pc, sp, base, obase, steps, status, cyc)) {     \
     if (status != TRAP_OK) goto done;                                                       \
     VG_NEXT();                                                                              \
   }
@@ -501,7 +541,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
       VG_OP(LOAD_CONST) VG_TRY_FUSED(fused_push); VG_ROOM(1); st[sp++] = ((int32_t)w) >> 8; VG_NEXT();
       VG_OP(CONST_EXT) VG_NEED(1); st[sp - 1] = (int32_t)(((uint32_t)st[sp - 1] << 8) | (uint32_t)arg); VG_NEXT();
       VG_OP(LOAD_VAR) VG_TRY_FUSED(fused_push); VG_ROOM(1); st[sp++] = st[base + arg]; VG_NEXT();
-      VG_OP(STORE_VAR) VG_NEED(1); st[base + arg] = st[--sp]; VG_NEXT();
+      VG_OP(STORE_VAR) VG_NEED(1); sp--; VG_STORE(base + arg, st[sp]); VG_NEXT();
       VG_OP(POP) VG_NEED(1); sp--; VG_NEXT();
       VG_OP(DUP) VG_NEED(1); VG_ROOM(1); st[sp] = st[sp - 1]; sp++; VG_NEXT();
       VG_OP(DUP2) VG_NEED(2); VG_ROOM(2); st[sp] = st[sp - 2]; st[sp + 1] = st[sp - 1]; sp += 2; VG_NEXT();
@@ -564,13 +604,14 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
       VG_OP(COMPARE_GE) VG_NEED(2); st[sp - 2] = st[sp - 2] >= st[sp - 1]; sp--; VG_NEXT();
       VG_OP(COMPARE_EQ) VG_NEED(2); st[sp - 2] = st[sp - 2] == st[sp - 1]; sp--; VG_NEXT();
       VG_OP(COMPARE_NE) VG_NEED(2); st[sp - 2] = st[sp - 2] != st[sp - 1]; sp--; VG_NEXT();
-      VG_OP(JUMP) VG_TRY_FUSED(fused_loop_head); pc = arg; VG_NEXT();
+      VG_OP(JUMP) VG_TRY_FUSED(fused_loop_head); VG_CYCLE_CHECK(arg, pc); pc = arg; VG_NEXT();
       VG_OP(JUMP_IF_FALSE) VG_NEED(1); if (st[--sp] == 0) pc = arg; VG_NEXT();
       VG_OP(JUMP_IF_TRUE) VG_NEED(1); if (st[--sp] != 0) pc = arg; VG_NEXT();
       VG_OP(JUMP_IF_FALSE_OR_POP) VG_NEED(1); if (st[sp - 1] == 0) pc = arg; else sp--; VG_NEXT();
       VG_OP(JUMP_IF_TRUE_OR_POP) VG_NEED(1); if (st[sp - 1] != 0) pc = arg; else sp--; VG_NEXT();
       VG_OP(FOR_RANGE) {
         VG_TRY_FUSED(fused_loop_head);
+        VG_WRITES();
         int32_t* s = st + base + arg;  // counter, stop, step
         if (s[2] == 0) VG_TRAP(TRAP_VALUE_ERROR);
         if (s[2] > 0 ? s[0] < s[1] : s[0] > s[1]) {
@@ -583,6 +624,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
         VG_NEXT();
       }
       VG_OP(FOR_LIST) {
+        VG_WRITES();
         int32_t* s = st + base + arg;  // list, index
         VG_REF(s[0]);
         if (s[1] < 0) VG_TRAP(TRAP_BAD_BYTECODE);
@@ -596,6 +638,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
         VG_NEXT();
       }
       VG_OP(CALL) {
+        VG_WRITES();
         uint32_t h = code[arg];
         int32_t np = func_nparams(h), nl = func_nlocals(h);
         VG_NEED(np);
@@ -614,6 +657,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
         VG_NEXT();
       }
       VG_OP(RETURN) {
+        VG_WRITES();
         VG_NEED(1);
         int32_t v = st[sp - 1];
         if (depth == 0) {
@@ -629,6 +673,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
         VG_NEXT();
       }
       VG_OP(BUILD_LIST) {
+        VG_WRITES();
         VG_NEED(arg);
         if (arg == 0) VG_ROOM(1);
         int32_t r = new_list(ws, cfg, arg);
@@ -640,6 +685,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
         VG_NEXT();
       }
       VG_OP(LIST_REPEAT) {
+        VG_WRITES();
         VG_NEED(2);
         int32_t src = st[sp - 2], times = st[sp - 1];
         VG_REF(src);
@@ -657,6 +703,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
         VG_NEXT();
       }
       VG_OP(LIST_CONCAT) {
+        VG_WRITES();
         VG_NEED(2);
         int32_t ra = st[sp - 2], rb = st[sp - 1];
         VG_REF(ra);
@@ -672,6 +719,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
         VG_NEXT();
       }
       VG_OP(LIST_EXTEND) {
+        VG_WRITES();
         VG_NEED(2);
         int32_t ra = st[sp - 2], rb = st[sp - 1];
         VG_REF(ra);
@@ -698,6 +746,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
         VG_NEXT();
       }
       VG_OP(STORE_INDEX) {
+        VG_WRITES();
         VG_NEED(3);
         int32_t v = st[sp - 3], r = st[sp - 2], i = st[sp - 1];
         VG_REF(r);
@@ -709,6 +758,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
         VG_NEXT();
       }
       VG_OP(APPEND) {
+        VG_WRITES();
         VG_NEED(2);
         int32_t r = st[sp - 2], v = st[sp - 1];
         VG_REF(r);
@@ -719,6 +769,7 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
         VG_NEXT();
       }
       VG_OP(LIST_POP) {
+        VG_WRITES();
         VG_NEED(1);
         int32_t r = st[sp - 1];
         VG_REF(r);
@@ -737,6 +788,9 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
 #endif
 done:
 #undef VG_TRAP
+#undef VG_WRITES
+#undef VG_STORE
+#undef VG_CYCLE_CHECK
 #undef VG_NEED
 #undef VG_ROOM
 #undef VG_REF
