@@ -17,7 +17,8 @@ import numpy as np
 
 from . import opcodes as oc
 from .backends import get_backend
-from .values import KIND_BY_NAME, Encoded
+from .program import Program
+from .values import KIND_BY_NAME, Encoded, int_array
 
 
 @dataclass(frozen=True)
@@ -50,34 +51,81 @@ class VMConfig:
 @dataclass
 class ProgramBatch:
     """N programs: code words (W,) uint32 with offsets (N + 1,) int64, the entry function index
-    (N,) int32 and the entry's result kind (N,) int32 (opcodes.KIND_*)."""
+    (N,) int32, the entry's result kind (N,) int32 (opcodes.KIND_*), and optionally the entry's
+    parameter kinds (N, MAX_PARAMS + 1) int8 (KIND_*, -1 past the last; from_programs fills them
+    when every program's signatures are declared),
+    against which run_batch checks every input: a run whose input has other kinds traps
+    bad_input. Checked on construction (ValueError/TypeError), so the core never reads out of
+    bounds; code words may also be given as int32 views (negative values)."""
 
     code: np.ndarray
     offsets: np.ndarray
     entry: np.ndarray
     ret_kind: np.ndarray
+    params: np.ndarray | None = None
+
+    def __post_init__(self):
+        code = np.asarray(self.code)
+        if code.dtype != np.uint32:  # an int32 view of the words, or wider ints holding them
+            code = int_array(code, "code", -(2**31), 2**32 - 1, np.int64) & 0xFFFFFFFF
+        self.code = int_array(code, "code", 0, 2**32 - 1, np.uint32)
+        self.offsets = int_array(self.offsets, "offsets", 0, len(self.code), np.int64)
+        n = len(self.offsets) - 1
+        if n < 0 or self.offsets[0] != 0 or self.offsets[-1] != len(self.code) or np.any(np.diff(self.offsets) < 0):
+            raise ValueError("offsets must be non-decreasing from 0 to len(code)")
+        self.entry = int_array(self.entry, "entry", -(2**31), 2**31 - 1, np.int32)
+        kinds = (oc.KIND_INT, oc.KIND_BOOL, oc.KIND_LIST)
+        self.ret_kind = int_array(self.ret_kind, "ret_kind", min(kinds), max(kinds), np.int32)
+        if len(self.entry) != n or len(self.ret_kind) != n:
+            raise ValueError(f"entry and ret_kind need one value per program ({n}), got {len(self.entry)} and "
+                             f"{len(self.ret_kind)}")
+        if not np.isin(self.ret_kind, kinds).all():
+            raise ValueError(f"ret_kind values must be opcodes.KIND_* ({', '.join(map(str, kinds))})")
+        if self.params is not None:
+            p = np.asarray(self.params)
+            if p.shape != (n, oc.LIMITS["MAX_PARAMS"] + 1) or not np.issubdtype(p.dtype, np.integer):
+                raise ValueError(f"params must be an integer array of shape ({n}, {oc.LIMITS['MAX_PARAMS'] + 1})")
+            if not np.isin(p, (-1, *kinds)).all():
+                raise ValueError("params values must be opcodes.KIND_* or -1")
+            self.params = np.ascontiguousarray(p, dtype=np.int8)
 
     @classmethod
     def build(cls, code, offsets, entry=0, ret_kind="int") -> "ProgramBatch":
-        code = np.ascontiguousarray(code, dtype=np.uint32)
-        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        n = len(offsets) - 1
-        if n < 0 or offsets[0] != 0 or offsets[-1] != len(code) or np.any(np.diff(offsets) < 0):
-            raise ValueError("offsets must be non-decreasing from 0 to len(code)")
+        code = np.asarray(code)
+        offsets = np.asarray(offsets)
+        n = len(offsets) - 1 if offsets.ndim == 1 else -1
+        if n < 0:
+            raise ValueError("offsets must be a 1-D array of N + 1 values from 0 to len(code)")
         if isinstance(ret_kind, str):
+            if ret_kind not in KIND_BY_NAME:
+                raise ValueError(f"unknown ret_kind {ret_kind!r}; choose one of {', '.join(KIND_BY_NAME)}")
             ret_kind = KIND_BY_NAME[ret_kind]
-        entry = np.ascontiguousarray(np.broadcast_to(np.asarray(entry, dtype=np.int32), (n,)))
-        ret = np.ascontiguousarray(np.broadcast_to(np.asarray(ret_kind, dtype=np.int32), (n,)))
+        try:
+            entry = np.broadcast_to(np.asarray(entry), (n,))
+            ret = np.broadcast_to(np.asarray(ret_kind), (n,))
+        except ValueError:
+            raise ValueError(f"entry and ret_kind must be scalars or have one value per program ({n})") from None
         return cls(code, offsets, entry, ret)
 
     @classmethod
     def from_programs(cls, programs, entry: str) -> "ProgramBatch":
+        programs = list(programs)
+        for p in programs:
+            if not isinstance(p, Program):
+                raise TypeError(f"from_programs takes vramgym Programs, got {type(p).__name__}")
         fns = [p.function(entry) for p in programs]
         lengths = [len(p.code) for p in programs]
         offsets = np.zeros(len(programs) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         code = np.concatenate([p.code for p in programs]) if programs else np.zeros(0, np.uint32)
-        return cls.build(code, offsets, [f.index for f in fns], [KIND_BY_NAME[f.ret] for f in fns])
+        b = cls.build(code, offsets, [f.index for f in fns], [KIND_BY_NAME[f.ret] for f in fns])
+        if not all(p.typed for p in programs):
+            return b
+        params = np.full((len(fns), oc.LIMITS["MAX_PARAMS"] + 1), -1, dtype=np.int8)
+        for i, f in enumerate(fns):
+            params[i, :len(f.params)] = [KIND_BY_NAME[k] for k in f.params]
+        b.params = params
+        return b
 
     def __len__(self):
         return len(self.offsets) - 1
@@ -110,16 +158,84 @@ def run_batch(programs: ProgramBatch, inputs: Encoded, runs: tuple[np.ndarray, n
     elements copied out per run; `value` always holds the full length. `lockstep` (CPU): run
     consecutive runs of one program 32 at a time in lockstep (False: one by one; both give
     identical results)."""
-    config = config or VMConfig()
+    if not isinstance(programs, ProgramBatch):
+        raise TypeError(f"programs must be a ProgramBatch, got {type(programs).__name__}")
+    for name, e in (("inputs", inputs), ("expected", expected)):
+        if not isinstance(e, Encoded) and not (name == "expected" and e is None):
+            raise TypeError(f"{name} must be an Encoded batch (vramgym.vm.encode_tuples), got {type(e).__name__}")
+    config = VMConfig() if config is None else config
+    if not isinstance(config, VMConfig):
+        raise TypeError(f"config must be a VMConfig, got {type(config).__name__}")
+    nthreads = check_threads(nthreads)
     if runs is None:
         runs = cross_runs(len(programs), len(inputs))
-    run_prog = np.ascontiguousarray(runs[0], dtype=np.int32)
-    run_in = np.ascontiguousarray(runs[1], dtype=np.int32)
-    if run_prog.shape != run_in.shape or run_prog.ndim != 1:
+    if not isinstance(runs, (tuple, list)) or len(runs) != 2:
+        raise TypeError("runs must be a pair (run_prog, run_in) of index arrays")
+    run_prog = int_array(runs[0], "run_prog", -(2**31), 2**31 - 1, np.int32)
+    run_in = int_array(runs[1], "run_in", -(2**31), 2**31 - 1, np.int32)
+    if run_prog.shape != run_in.shape:
         raise ValueError("run_prog and run_in must be 1-D arrays of the same length")
     if expected is not None and len(expected) != len(inputs):
         raise ValueError("expected needs one value per input")
     if out_cap is None:
         out_cap = 256 if np.any(programs.ret_kind == oc.KIND_LIST) else 0
-    return get_backend(backend).run_batch(programs, inputs, run_prog, run_in, expected, config, out_cap, nthreads,
-                                          lockstep=lockstep)
+    if isinstance(out_cap, bool) or not isinstance(out_cap, (int, np.integer)) or not 0 <= out_cap <= MAX_OUT_CAP:
+        raise ValueError(f"out_cap must be an int in [0, {MAX_OUT_CAP}], got {out_cap!r}")
+    res = get_backend(backend).run_batch(programs, inputs, run_prog, run_in, expected, config, int(out_cap), nthreads,
+                                         lockstep=lockstep)
+    if programs.params is not None:
+        _trap_kind_mismatches(res, programs, inputs, run_prog, run_in)
+    return res
+
+
+# out_list holds (runs, out_cap) int32; more than a run's whole list memory is never needed.
+MAX_OUT_CAP = 1 << 28
+
+
+def check_threads(nthreads):
+    """None (VRAMGYM_THREADS, else one per core), 0 (one per core) or a thread count."""
+    if nthreads is None:
+        return None
+    if isinstance(nthreads, bool) or not isinstance(nthreads, (int, np.integer)) or not 0 <= nthreads <= 1024:
+        raise ValueError(f"nthreads must be None or an int in [0, 1024] (0: one per core), got {nthreads!r}")
+    return int(nthreads)
+
+
+def input_kinds(inputs: Encoded) -> np.ndarray:
+    """(len(inputs), MAX_PARAMS + 1) int8: the kind word of each encoded value, -1 past the last.
+    Vectorized over inputs, one step per parameter position. Malformed inputs get whatever
+    their words say (the VM traps them bad_input anyway)."""
+    width = oc.LIMITS["MAX_PARAMS"] + 1
+    n = len(inputs)
+    kinds = np.full((n, width), -1, dtype=np.int8)
+    words = inputs.words
+    if not len(words):
+        return kinds
+    pos, end = inputs.offsets[:-1].copy(), inputs.offsets[1:]
+    for k in range(width):
+        live = np.flatnonzero(pos + 1 < end)
+        if not len(live):
+            break
+        kind = words[pos[live]]
+        kinds[live, k] = np.where((kind >= 0) & (kind < 127), kind, 127)
+        size = np.where(kind == oc.KIND_LIST, 2 + np.maximum(words[pos[live] + 1], 0).astype(np.int64), 2)
+        pos[live] += size
+    return kinds
+
+
+def _trap_kind_mismatches(res: BatchResult, programs: ProgramBatch, inputs: Encoded, run_prog, run_in) -> None:
+    """Runs whose input's kinds differ from the entry's parameter kinds trap bad_input (the VM
+    sees only the argument count: an int given for a list would be taken as a list reference)."""
+    ok = (run_prog >= 0) & (run_prog < len(programs)) & (run_in >= 0) & (run_in < len(inputs))
+    r = np.flatnonzero(ok)
+    if not len(r):
+        return
+    bad = r[(input_kinds(inputs)[run_in[r]] != programs.params[run_prog[r]]).any(axis=1)]
+    if len(bad):
+        res.status[bad] = oc.TRAP_CODES["bad_input"]
+        res.value[bad] = 0
+        res.steps[bad] = 0
+        if res.passed is not None:
+            res.passed[bad] = False
+        if res.out_list is not None:
+            res.out_list[bad] = 0

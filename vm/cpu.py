@@ -53,25 +53,31 @@ def load_library(path) -> ctypes.CDLL:
     so = ctypes.CDLL(str(path))
     so.vg_compile.restype = ctypes.c_int32
     so.vg_compile.argtypes = [ctypes.c_char_p, ctypes.c_int64, _u32p, ctypes.c_int32, _i32p, _i32p, _i32p]
-    so.vg_compile_batch.restype = None
+    so.vg_compile_batch.restype = ctypes.c_int32
     so.vg_compile_batch.argtypes = [ctypes.c_char_p, _i64p, ctypes.c_int32, _u32p, ctypes.c_int32, _i32p, _i32p,
                                     ctypes.c_int32]
-    so.vg_compile_tokens_batch.restype = None
+    so.vg_compile_tokens_batch.restype = ctypes.c_int32
     so.vg_compile_tokens_batch.argtypes = [_i32p, _i64p, ctypes.c_int32, _u32p, ctypes.c_int32, _i32p, _i32p,
                                            ctypes.c_int32]
     so.vg_tokenize.restype = ctypes.c_int32
     so.vg_tokenize.argtypes = [ctypes.c_char_p, ctypes.c_int64, _i32p, ctypes.c_int32, _i32p]
     so.vg_validate.restype = ctypes.c_int32
     so.vg_validate.argtypes = [_u32p, ctypes.c_int32, ctypes.c_int32, _i32p]
-    so.vg_run_batch.restype = None
+    so.vg_run_batch.restype = ctypes.c_int32
     so.vg_run_batch.argtypes = [_u32p, _i64p, ctypes.c_int32, _i32p, _i32p, _i32p, _i64p, ctypes.c_int32, _i32p,
                                 _i32p, ctypes.c_int64, _i32p, _i64p, _i32p, _i32p, _i32p, _i32p, _u8p, _i32p,
                                 ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
     so.vg_func_meta.restype = ctypes.c_int32
     so.vg_abi_version.restype = ctypes.c_int32
-    if so.vg_func_meta() != 6 + oc.LIMITS["MAX_PARAMS"] or so.vg_abi_version() != 2:
+    if so.vg_func_meta() != 6 + oc.LIMITS["MAX_PARAMS"] or so.vg_abi_version() != 3:
         raise ImportError("the C++ core is out of date with vm/opcodes.py: reinstall vramgym")
     return so
+
+
+def _check(rc: int, what: str, hint: str = "use smaller batches or fewer threads") -> None:
+    """The C ABI's batch calls return -1 when the core ran out of memory."""
+    if rc != 0:
+        raise MemoryError(f"{what}: the C++ core ran out of memory; {hint}")
 
 
 def ptr(a: np.ndarray | None, t):
@@ -114,8 +120,8 @@ def compile_batch(src: bytes, offsets: np.ndarray, code_cap: int, nthreads: int)
     code = np.zeros((n, code_cap), dtype=np.uint32)
     lengths = np.zeros(n, dtype=np.int32)
     err = np.zeros((n, 4), dtype=np.int32)
-    lib().vg_compile_batch(src, ptr(offsets, _i64p), n, ptr(code, _u32p), code_cap, ptr(lengths, _i32p),
-                           ptr(err, _i32p), nthreads)
+    _check(lib().vg_compile_batch(src, ptr(offsets, _i64p), n, ptr(code, _u32p), code_cap, ptr(lengths, _i32p),
+                                  ptr(err, _i32p), nthreads), "compile_batch")
     return code, lengths, err
 
 
@@ -124,8 +130,8 @@ def compile_tokens_batch(tokens: np.ndarray, offsets: np.ndarray, code_cap: int,
     code = np.zeros((n, code_cap), dtype=np.uint32)
     lengths = np.zeros(n, dtype=np.int32)
     err = np.zeros((n, 4), dtype=np.int32)
-    lib().vg_compile_tokens_batch(ptr(tokens, _i32p), ptr(offsets, _i64p), n, ptr(code, _u32p), code_cap,
-                                  ptr(lengths, _i32p), ptr(err, _i32p), nthreads)
+    _check(lib().vg_compile_tokens_batch(ptr(tokens, _i32p), ptr(offsets, _i64p), n, ptr(code, _u32p), code_cap,
+                                         ptr(lengths, _i32p), ptr(err, _i32p), nthreads), "compile_tokens")
     return code, lengths, err
 
 
@@ -145,9 +151,10 @@ def run_batch(code, code_off, entry, ret_kind, in_words, in_off, run_prog, run_i
     steps = np.zeros(n_runs, dtype=np.int32)
     passed = np.zeros(n_runs, dtype=np.uint8) if exp_words is not None else None
     out_list = np.zeros((n_runs, out_cap), dtype=np.int32) if out_cap > 0 else None
-    lib().vg_run_batch(ptr(code, _u32p), ptr(code_off, _i64p), len(code_off) - 1, ptr(entry, _i32p),
+    _check(lib().vg_run_batch(ptr(code, _u32p), ptr(code_off, _i64p), len(code_off) - 1, ptr(entry, _i32p),
                        ptr(ret_kind, _i32p), ptr(in_words, _i32p), ptr(in_off, _i64p), len(in_off) - 1,
                        ptr(run_prog, _i32p), ptr(run_in, _i32p), n_runs, ptr(exp_words, _i32p), ptr(exp_off, _i64p),
                        ptr(config, _i32p), ptr(status, _i32p), ptr(value, _i32p), ptr(steps, _i32p),
-                       ptr(passed, _u8p), ptr(out_list, _i32p), out_cap, nthreads, 0 if lockstep else 1)
+                       ptr(passed, _u8p), ptr(out_list, _i32p), out_cap, nthreads, 0 if lockstep else 1),
+           "run_batch", "lower the VMConfig limits (heap_size, max_lists, stack_size, max_depth) or nthreads")
     return status, value, steps, passed, out_list

@@ -25,9 +25,15 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
     steps=True, a (result, executed_steps) pair. Raises KeyError for an unknown entry and
     TypeError/ValueError for arguments that do not fit the entry's signature."""
     single = isinstance(program_or_programs, Program)
+    if isinstance(program_or_programs, (str, bytes)):
+        raise TypeError("execute takes compiled programs: compile the source first (vramgym.compiler.compile_source)")
     programs = [program_or_programs] if single else list(program_or_programs)
+    for p in programs:
+        if not isinstance(p, Program):
+            raise TypeError(f"execute takes a Program or a sequence of Programs, got {type(p).__name__} in it")
     config = VMConfig(fuel, max_depth, heap_size, max_lists, stack_size)
-    args_list = [tuple(a) if isinstance(a, (tuple, list)) else (a,) for a in args_list]
+    args_list = [tuple(a.tolist()) if isinstance(a, np.ndarray) and a.ndim == 1 else
+                 tuple(a) if isinstance(a, (tuple, list)) else (a,) for a in args_list]  # ndarray rows: tuples
     if not programs:
         return []
     fns = [p.function(entry) for p in programs]

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import opcodes as oc
+from .values import int_array
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Program:
     code: np.ndarray  # (n,) uint32 instruction words
     functions: list[Function] = field(default_factory=list)
     source: str | None = None
+    typed: bool = True  # False: the functions' kinds are from_code's guess, not declared
 
     def function(self, name: str) -> Function:
         for f in self.functions:
@@ -46,13 +48,17 @@ class Program:
         """A program from raw instruction words (hand-made or from a model). Without
         `functions`, every FUNC word starts a function f0, f1, ... with int parameters and an
         int result. The words are validated when they run (invalid ones trap bad_bytecode)."""
-        code = np.ascontiguousarray(np.asarray(words, dtype=np.int64) & 0xFFFFFFFF, dtype=np.uint32)
+        words = np.asarray(words)
+        if words.dtype != np.uint32:  # int32 views of the words (negative values) are welcome
+            words = int_array(words, "words", -(2**31), 2**32 - 1, np.int64) & 0xFFFFFFFF
+        code = int_array(words, "words", 0, 2**32 - 1, np.uint32)
         if functions is None:
             functions = []
             for pc in np.flatnonzero((code & 0xFF) == oc.OP_BY_NAME["FUNC"].code):
                 w = int(code[pc])
                 i = len(functions)
                 functions.append(Function(f"f{i}", i, int(pc), ("int",) * ((w >> 8) & 0xFF), "int", (w >> 16) & 0xFF))
+            return cls(code, functions, typed=False)
         return cls(code, functions)
 
     def disassemble(self, function: str | None = None) -> str:

@@ -76,9 +76,9 @@ class Encoded:
     __slots__ = ("words", "offsets")
 
     def __init__(self, words: np.ndarray, offsets: np.ndarray):
-        self.words = np.ascontiguousarray(words, dtype=np.int32)
-        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        if self.offsets.ndim != 1 or len(self.offsets) < 1 or self.offsets[0] != 0 or self.offsets[-1] != len(self.words):
+        self.words = int_array(words, "words", INT32_MIN, INT32_MAX, np.int32)
+        self.offsets = int_array(offsets, "offsets", 0, len(self.words), np.int64)
+        if len(self.offsets) < 1 or self.offsets[0] != 0 or self.offsets[-1] != len(self.words):
             raise ValueError("offsets must start at 0 and end at len(words)")
         if np.any(np.diff(self.offsets) < 0):
             raise ValueError("offsets must be non-decreasing")
@@ -112,9 +112,24 @@ def _int_array(values: Sequence, where: str) -> np.ndarray:
     return arr
 
 
+def int_array(a, name: str, lo: int, hi: int, dtype) -> np.ndarray:
+    """`a` as a contiguous 1-D `dtype` array; TypeError unless it holds integers, ValueError
+    unless every one lies in [lo, hi] (no silent wrap-around in the cast)."""
+    a = np.asarray(a)
+    if a.size and (a.dtype == object or not np.issubdtype(a.dtype, np.integer)):
+        raise TypeError(f"{name} must be an integer array, got dtype {a.dtype}")
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
+    if a.size and (int(a.min()) < lo or int(a.max()) > hi):
+        raise ValueError(f"{name}: values must lie in [{lo}, {hi}]")
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
 def encode_tuples(tuples: Sequence[Sequence], kinds: Sequence[str], where: str = "argument") -> Encoded:
     """Encode argument tuples for a signature `kinds`, checking every value. Vectorized per
     parameter: no Python loop per element beyond the type scan."""
+    if isinstance(tuples, np.ndarray) and tuples.ndim == 2:  # one row per tuple
+        tuples = tuples.tolist()
     tuples = [t if isinstance(t, (tuple, list)) else (t,) for t in tuples]
     n, k = len(tuples), len(kinds)
     for t in tuples:

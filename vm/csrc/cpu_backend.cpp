@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <new>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -15,28 +17,47 @@ using namespace vg;
 
 namespace {
 
-template <class F>
-void parallel_for(int64_t n, int32_t nthreads, int64_t chunk, F body) {
+// Threads for n items taken `chunk` at a time: nthreads (<= 0: one per core), at most one per
+// chunk and at most MAX_THREADS (a huge request must not size per-thread scratch by it).
+constexpr int32_t MAX_THREADS = 1024;
+int32_t thread_count(int64_t n, int32_t nthreads, int64_t chunk) {
   if (nthreads <= 0) nthreads = (int32_t)std::max(1u, std::thread::hardware_concurrency());
-  int64_t max_threads = (n + chunk - 1) / chunk;
-  if (nthreads > max_threads) nthreads = (int32_t)std::max<int64_t>(1, max_threads);
+  int64_t max_threads = std::min<int64_t>(MAX_THREADS, (n + chunk - 1) / chunk);
+  return (int32_t)std::max<int64_t>(1, std::min<int64_t>(nthreads, max_threads));
+}
+
+// Runs body(tid, i) for i in [0, n) on thread_count(n, nthreads, chunk) threads. Returns false
+// when memory ran out (std::bad_alloc in any thread: the rest of the work is skipped), so that
+// no C++ exception crosses the C ABI or ends a thread (either would abort the process).
+template <class F>
+bool parallel_for(int64_t n, int32_t nthreads, int64_t chunk, F body) {
+  nthreads = thread_count(n, nthreads, chunk);
   std::atomic<int64_t> next(0);
+  std::atomic<bool> failed(false);
   auto worker = [&](int32_t tid) {
-    for (;;) {
-      int64_t lo = next.fetch_add(chunk);
-      if (lo >= n) break;
-      int64_t hi = std::min(n, lo + chunk);
-      for (int64_t i = lo; i < hi; i++) body(tid, i);
+    try {
+      for (;;) {
+        int64_t lo = next.fetch_add(chunk);
+        if (lo >= n || failed.load(std::memory_order_relaxed)) break;
+        int64_t hi = std::min(n, lo + chunk);
+        for (int64_t i = lo; i < hi; i++) body(tid, i);
+      }
+    } catch (const std::bad_alloc&) {
+      failed = true;
     }
   };
   if (nthreads == 1) {
     worker(0);
-    return;
+    return !failed;
   }
   std::vector<std::thread> pool;
-  for (int32_t t = 1; t < nthreads; t++) pool.emplace_back(worker, t);
+  try {
+    for (int32_t t = 1; t < nthreads; t++) pool.emplace_back(worker, t);
+  } catch (const std::system_error&) {  // no more threads here: the ones started share the work
+  }
   worker(0);
   for (auto& th : pool) th.join();
+  return !failed;
 }
 
 struct CompileScratch {
@@ -158,6 +179,9 @@ struct ScratchPool {
   }
 };
 
+// The largest lockstep scratch (ScratchPool::bytes) run_batch allocates per thread.
+constexpr size_t LANE_SCRATCH_MAX = 256u << 20;
+
 ScratchPool& scratch_pool() {
   static ScratchPool* p = new ScratchPool();  // never destroyed: threads may outlive static destructors
   return *p;
@@ -173,13 +197,20 @@ VMConfig make_config(const int32_t* c) {
   return cfg;
 }
 
+int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
+                  const int32_t* ret_kind, const int32_t* in_words, const int64_t* in_off, int32_t n_in,
+                  const int32_t* run_prog, const int32_t* run_in, int64_t n_runs, const int32_t* exp_words,
+                  const int64_t* exp_off, const int32_t* config, int32_t* status, int32_t* value,
+                  int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap, int32_t nthreads,
+                  int32_t mode);
+
 }  // namespace
 
 #define VG_EXPORT __attribute__((visibility("default")))
 
 extern "C" {
 
-VG_EXPORT int32_t vg_abi_version() { return 2; }
+VG_EXPORT int32_t vg_abi_version() { return 3; }
 VG_EXPORT int32_t vg_func_meta() { return FUNC_META; }
 
 // The lockstep interpreter's build (lanes.h): isa 1 the x86-64-v3 one where the CPU has it (the
@@ -220,11 +251,12 @@ VG_EXPORT int32_t vg_tokenize(const char* src, int64_t len, int32_t* toks, int32
 
 // Compile n sources packed in src with byte offsets src_off[n + 1]. Program i's code goes to
 // code[i * code_cap ...], its length to code_len[i] (-1 on error, with err[4 * i ...]).
-VG_EXPORT void vg_compile_batch(const char* src, const int64_t* src_off, int32_t n, uint32_t* code, int32_t code_cap,
-                      int32_t* code_len, int32_t* err, int32_t nthreads) {
-  int32_t nt = nthreads <= 0 ? (int32_t)std::max(1u, std::thread::hardware_concurrency()) : nthreads;
+// Returns 0, or -1 when memory ran out (the batch is then incomplete); likewise below.
+VG_EXPORT int32_t vg_compile_batch(const char* src, const int64_t* src_off, int32_t n, uint32_t* code,
+                                   int32_t code_cap, int32_t* code_len, int32_t* err, int32_t nthreads) {
+  int32_t nt = thread_count(n, nthreads, 64);
   std::vector<CompileScratch*> scratch(nt, nullptr);
-  parallel_for(n, nt, 64, [&](int32_t tid, int64_t i) {
+  bool ok = parallel_for(n, nt, 64, [&](int32_t tid, int64_t i) {
     if (!scratch[tid]) scratch[tid] = new CompileScratch();
     CompileScratch& s = *scratch[tid];
     CompileError e;
@@ -236,14 +268,15 @@ VG_EXPORT void vg_compile_batch(const char* src, const int64_t* src_off, int32_t
     err[4 * i + 3] = e.arg;
   });
   for (auto* p : scratch) delete p;
+  return ok ? 0 : -1;
 }
 
 // Compile n token arrays (kind, value, line, col int32 quadruples) with token offsets tok_off[n + 1].
-VG_EXPORT void vg_compile_tokens_batch(const int32_t* toks, const int64_t* tok_off, int32_t n, uint32_t* code,
-                             int32_t code_cap, int32_t* code_len, int32_t* err, int32_t nthreads) {
-  int32_t nt = nthreads <= 0 ? (int32_t)std::max(1u, std::thread::hardware_concurrency()) : nthreads;
+VG_EXPORT int32_t vg_compile_tokens_batch(const int32_t* toks, const int64_t* tok_off, int32_t n, uint32_t* code,
+                                          int32_t code_cap, int32_t* code_len, int32_t* err, int32_t nthreads) {
+  int32_t nt = thread_count(n, nthreads, 64);
   std::vector<Compiler*> scratch(nt, nullptr);
-  parallel_for(n, nt, 64, [&](int32_t tid, int64_t i) {
+  bool ok = parallel_for(n, nt, 64, [&](int32_t tid, int64_t i) {
     if (!scratch[tid]) scratch[tid] = new Compiler();
     Compiler& c = *scratch[tid];
     const Token* t = reinterpret_cast<const Token*>(toks) + tok_off[i];
@@ -254,6 +287,7 @@ VG_EXPORT void vg_compile_tokens_batch(const int32_t* toks, const int64_t* tok_o
     err[4 * i + 3] = c.err.arg;
   });
   for (auto* p : scratch) delete p;
+  return ok ? 0 : -1;
 }
 
 // -1 when valid, else the index of the first invalid word; *entry_pc for function `entry`.
@@ -271,8 +305,28 @@ VG_EXPORT int32_t vg_validate(const uint32_t* code, int32_t len, int32_t entry, 
 // at once), mode 1: every run through the scalar interpreter; both with superinstructions
 // (fuse.h) where they pay. Modes 2 and 3: the same without superinstructions (the tests'
 // references); modes 4 and 5: scalar and lockstep, always with them (for tests). All give
-// identical results.
-VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
+// identical results. Returns 0, or -1 when memory for the runs' scratch ran out (results are
+// then incomplete).
+VG_EXPORT int32_t vg_run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
+                  const int32_t* ret_kind, const int32_t* in_words, const int64_t* in_off, int32_t n_in,
+                  const int32_t* run_prog, const int32_t* run_in, int64_t n_runs, const int32_t* exp_words,
+                  const int64_t* exp_off, const int32_t* config, int32_t* status, int32_t* value,
+                  int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap, int32_t nthreads,
+                  int32_t mode) {
+  try {
+    return run_batch(code, code_off, n_prog, entry, ret_kind, in_words, in_off, n_in, run_prog, run_in, n_runs,
+                     exp_words, exp_off, config, status, value, steps, passed, out_list, out_cap, nthreads, mode);
+  } catch (const std::bad_alloc&) {
+    return -1;
+  }
+}
+
+}  // extern "C"
+
+namespace {
+
+// vg_run_batch's body: 0, or -1 when memory ran out (results then incomplete).
+int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
                   const int32_t* ret_kind, const int32_t* in_words, const int64_t* in_off, int32_t n_in,
                   const int32_t* run_prog, const int32_t* run_in, int64_t n_runs, const int32_t* exp_words,
                   const int64_t* exp_off, const int32_t* config, int32_t* status, int32_t* value,
@@ -280,29 +334,31 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
                   int32_t mode) {
   VMConfig cfg = make_config(config);
   std::vector<int32_t> entry_pc(n_prog);
-  parallel_for(n_prog, nthreads, 256, [&](int32_t, int64_t p) {
+  bool ok = parallel_for(n_prog, nthreads, 256, [&](int32_t, int64_t p) {
     int32_t pc = -1;
     int64_t len = code_off[p + 1] - code_off[p];
     int32_t bad = len > MAX_CODE ? 0 : validate(code + code_off[p], (int32_t)len, entry[p], &pc);
     entry_pc[p] = bad >= 0 ? -2 : pc;  // -2: invalid bytecode, -1: no such entry function
   });
-  // Tasks: up to LANES consecutive runs of the same program (one run each in scalar mode).
+  // Tasks: up to LANES consecutive runs of the same program (one run each in scalar mode, or
+  // when the limits make a lockstep scratch, 33 runs' memory, too large: same results).
+  const bool lanes_fit = ScratchPool::bytes(cfg) <= LANE_SCRATCH_MAX;
   std::vector<int64_t> task_start;
   for (int64_t r = 0; r < n_runs;) {
     task_start.push_back(r);
     int64_t e = r + 1;
-    if (mode == 0 || mode == 2 || mode == 5)
+    if ((mode == 0 || mode == 2 || mode == 5) && lanes_fit)
       while (e < n_runs && e - r < LANES && run_prog[e] == run_prog[r]) e++;
     r = e;
   }
   task_start.push_back(n_runs);
-  int32_t nt = nthreads <= 0 ? (int32_t)std::max(1u, std::thread::hardware_concurrency()) : nthreads;
+  const bool fused = mode == 0 || mode == 1 || mode == 4 || mode == 5;
+  int64_t ntasks = (int64_t)task_start.size() - 1;
+  int32_t nt = thread_count(ntasks, nthreads, 4);
   std::vector<RunScratch*> scratch(nt, nullptr);
   std::vector<LaneScratch*> lane_scratch(nt, nullptr);
   std::vector<Translation*> trans(nt, nullptr);
-  const bool fused = mode == 0 || mode == 1 || mode == 4 || mode == 5;
-  int64_t ntasks = (int64_t)task_start.size() - 1;
-  parallel_for(ntasks, nt, 4, [&](int32_t tid, int64_t t) {
+  ok = ok && parallel_for(ntasks, nt, 4, [&](int32_t tid, int64_t t) {
     int64_t r0 = task_start[t], r1 = task_start[t + 1];
     int32_t p = run_prog[r0];
     bool lockstep = r1 - r0 > 1 && (uint32_t)p < (uint32_t)n_prog && entry_pc[p] != -2;
@@ -374,6 +430,7 @@ VG_EXPORT void vg_run_batch(const uint32_t* code, const int64_t* code_off, int32
   for (auto* s : scratch) scratch_pool().give(scratch_pool().runs, cfg, s);
   for (auto* s : lane_scratch) scratch_pool().give(scratch_pool().lanes, cfg, s);
   for (auto* s : trans) delete s;
+  return ok ? 0 : -1;
 }
 
-}  // extern "C"
+}  // namespace

@@ -1,0 +1,182 @@
+"""Bad input to the VM's Python API and C ABI: a clear exception or a bad_input trap, never a
+crash, an out-of-bounds read or a silently wrong answer (found by an audit of the public API)."""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from vramgym.compiler import compile_source
+from vramgym.vm import Encoded, ProgramBatch, VMConfig, encode_tuples, execute, run_batch
+from vramgym.vm import cpu
+from vramgym.vm import opcodes as oc
+from vramgym.vm.program import Program
+
+BAD_INPUT = oc.TRAP_CODES["bad_input"]
+TWO_LISTS = "def f(xs: list[int], ys: list[int]) -> int:\n    return len(xs) * 100 + xs[0]\n"
+INC = "def g(a: int) -> int:\n    return a + 1\n"
+
+
+def _batch(src, entry):
+    return ProgramBatch.from_programs([compile_source(src)], entry)
+
+
+def _run_child(code: str, mem_bytes: int | None = None):
+    """Run `code` in a fresh interpreter (a crash must not take the test process with it)."""
+    pre = ""
+    if mem_bytes:  # on top of what the interpreter has mapped after its imports
+        pre = ("import resource, vramgym.vm, vramgym.compiler\n"
+               "vsz = resource.getpagesize() * int(open('/proc/self/statm').read().split()[0])\n"
+               f"resource.setrlimit(resource.RLIMIT_AS, (vsz + {mem_bytes}, vsz + {mem_bytes}))\n")
+    return subprocess.run([sys.executable, "-c", pre + textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=300)
+
+
+# --- argument kinds (the VM sees only the argument count) ------------------------------------
+
+def test_input_kinds_that_differ_from_the_signature_trap_bad_input():
+    batch = _batch(TWO_LISTS, "f")
+    inputs = Encoded.concat([encode_tuples([(0, [7, 8, 9])], ("int", "list")),        # int for a list
+                             encode_tuples([([5, 6], [1])], ("list", "list")),         # right kinds
+                             encode_tuples([([5, 6], True)], ("list", "bool"))])       # bool for a list
+    res = run_batch(batch, inputs)
+    assert res.status.tolist() == [BAD_INPUT, 0, BAD_INPUT]
+    assert res.value.tolist() == [0, 205, 0] and res.steps[[0, 2]].tolist() == [0, 0]
+    res = run_batch(_batch(INC, "g"), Encoded.concat([encode_tuples([([1, 2],)], ("list",)),    # list for an int
+                                                      encode_tuples([(4,)], ("int",))]))
+    assert res.status.tolist() == [BAD_INPUT, 0] and res.value.tolist() == [0, 5]
+
+
+def test_kind_check_clears_passed_and_list_rows():
+    batch = _batch("def f(xs: list[int]) -> list[int]:\n    return xs + xs\n", "f")
+    inputs = Encoded.concat([encode_tuples([(3,)], ("int",)), encode_tuples([([1, 2],)], ("list",))])
+    expected = Encoded.concat([encode_tuples([([],)], ("list",)), encode_tuples([([1, 2, 1, 2],)], ("list",))])
+    res = run_batch(batch, inputs, expected=expected, out_cap=4)
+    assert res.status.tolist() == [BAD_INPUT, 0]
+    assert res.passed.tolist() == [False, True] and res.out_list.tolist() == [[0] * 4, [1, 2, 1, 2]]
+
+
+def test_hand_made_code_has_no_declared_kinds_so_no_check():
+    """Program.from_code guesses int parameters: its runs are not checked against the guess."""
+    src = compile_source("def f(xs: list[int]) -> int:\n    return len(xs)\n")
+    batch = ProgramBatch.from_programs([Program.from_code(src.code)], "f0")
+    assert batch.params is None
+    res = run_batch(batch, encode_tuples([([4, 5, 6],)], ("list",)))
+    assert res.status.tolist() == [0] and res.value.tolist() == [3]
+
+
+# --- ProgramBatch built by hand --------------------------------------------------------------
+
+def test_program_batch_checks_offsets_entries_and_kinds():
+    p = compile_source(INC)
+    with pytest.raises(ValueError, match="offsets"):
+        ProgramBatch(p.code, np.arange(3, dtype=np.int64) * 65536, np.zeros(2, np.int32), np.zeros(2, np.int32))
+    with pytest.raises(ValueError, match="one value per program"):
+        ProgramBatch(np.concatenate([p.code, p.code]), np.array([0, len(p.code), 2 * len(p.code)]),
+                     np.zeros(1, np.int32), np.zeros(2, np.int32))
+    with pytest.raises(ValueError, match="ret_kind"):
+        ProgramBatch.build(p.code, [0, len(p.code)], 0, 9)
+    with pytest.raises(ValueError, match="unknown ret_kind"):
+        ProgramBatch.build(p.code, [0, len(p.code)], 0, "float")
+    with pytest.raises(TypeError, match="integer"):
+        ProgramBatch.build(p.code.astype(np.float64), [0, len(p.code)])
+    with pytest.raises(ValueError, match="code"):
+        ProgramBatch.build(p.code.astype(np.int64) + 2**32, [0, len(p.code)])
+
+
+def test_program_batch_converts_other_integer_dtypes_exactly():
+    """int32 offsets, int64 or int32-view code: the same program, not reinterpreted memory."""
+    p = compile_source(INC)
+    inputs = encode_tuples([(41,)], ("int",))
+    for code in (p.code, p.code.astype(np.int64), p.code.view(np.int32)):
+        for off in (np.array([0, len(p.code)], np.int64), np.array([0, len(p.code)], np.int32)):
+            b = ProgramBatch(code, off, np.zeros(1, np.int16), np.zeros(1, np.int64))
+            res = run_batch(b, inputs)
+            assert res.status.tolist() == [0] and res.value.tolist() == [42], (code.dtype, off.dtype)
+
+
+def test_program_from_code_rejects_words_it_would_mask():
+    p = compile_source(INC)
+    assert np.array_equal(Program.from_code(p.code.view(np.int32)).code, p.code)
+    with pytest.raises(ValueError):
+        Program.from_code(p.code.astype(np.int64) + 2**32)
+    with pytest.raises(TypeError):
+        Program.from_code(p.code.astype(np.float64) + 0.5)
+
+
+# --- run_batch's other arguments -------------------------------------------------------------
+
+def test_run_batch_rejects_indices_caps_and_threads_it_would_wrap():
+    b, inputs = _batch(INC, "g"), encode_tuples([(1,)], ("int",))
+    with pytest.raises(ValueError, match="run_prog"):
+        run_batch(b, inputs, (np.array([2**40]), np.array([0])))
+    with pytest.raises(TypeError, match="run_prog"):
+        run_batch(b, inputs, (np.array([0.7]), np.array([0])))
+    for cap in (-1, 2**31 + 2, True, 1.5):
+        with pytest.raises(ValueError, match="out_cap"):
+            run_batch(b, inputs, out_cap=cap)
+    for n in (-1, 2**31 - 1, 2**40, True):
+        with pytest.raises(ValueError, match="nthreads"):
+            run_batch(b, inputs, nthreads=n)
+    with pytest.raises(TypeError, match="VMConfig"):
+        run_batch(b, inputs, config={"fuel": 10})
+    with pytest.raises(TypeError, match="Encoded"):
+        run_batch(b, [(1,)])
+    with pytest.raises(ValueError, match="words"):
+        Encoded(np.array([oc.KIND_INT, 2**40]), np.array([0, 2]))
+    assert run_batch(b, inputs, nthreads=0).value.tolist() == [2]
+
+
+def test_execute_names_what_it_takes():
+    p = compile_source(INC)
+    with pytest.raises(TypeError, match="compile"):
+        execute("def g(a: int) -> int:\n    return a\n", "g", [(1,)])
+    with pytest.raises(TypeError, match="int"):
+        execute([p, 3], "g", [(1,)])
+    assert execute([p, p], "g", np.array([[1], [2]])) == [[2, 3], [2, 3]]
+
+
+def test_encode_tuples_takes_rows_of_a_2d_array():
+    enc = encode_tuples(np.array([[1, 2], [3, 4]]), ("int", "int"))
+    assert np.array_equal(enc.words, encode_tuples([(1, 2), (3, 4)], ("int", "int")).words)
+
+
+def test_core_caps_a_huge_thread_count_itself():
+    """The C ABI sized per-thread scratch by nthreads before capping it (std::bad_alloc, abort)."""
+    p = compile_source(INC)
+    inputs = encode_tuples([(1,), (2,)], ("int",))
+    b = ProgramBatch.from_programs([p], "g")
+    rp, ri = np.zeros(2, np.int32), np.arange(2, dtype=np.int32)
+    status, value, _, _, _ = cpu.run_batch(b.code, b.offsets, b.entry, b.ret_kind, inputs.words, inputs.offsets,
+                                           rp, ri, None, None, VMConfig().as_array(), 0, 2**31 - 1)
+    assert status.tolist() == [0, 0] and value.tolist() == [2, 3]
+    code, lengths, _ = cpu.compile_batch(INC.encode(), np.array([0, len(INC)], np.int64), 256, 2**31 - 1)
+    assert lengths[0] == len(p.code) and np.array_equal(code[0, :lengths[0]], p.code)
+
+
+# --- memory -----------------------------------------------------------------------------------
+
+def test_large_limits_run_one_by_one_with_the_same_results():
+    """Lockstep scratch is 33 runs' memory: past 256 MiB the runs go one by one instead."""
+    src = compile_source("def f(n: int) -> list[int]:\n    xs = [n] * n\n    xs.append(len(xs))\n    return xs\n")
+    args = [(k,) for k in range(0, 40, 3)]
+    big = execute(src, "f", args, heap_size=1 << 22, steps=True, nthreads=1)
+    small = execute(src, "f", args, steps=True, nthreads=1)
+    assert big == small and big[2] == ([6] * 6 + [6], big[2][1])
+
+
+def test_out_of_memory_in_the_core_is_a_memory_error_not_an_abort():
+    out = _run_child("""
+        from vramgym.compiler import compile_source
+        from vramgym.vm import execute
+        p = compile_source("def f(x: int) -> int:\\n    return x\\n")
+        try:
+            execute(p, "f", [(1,), (2,)], heap_size=1 << 28, stack_size=1 << 24, max_lists=1 << 24, nthreads=1)
+        except MemoryError as e:
+            print("MemoryError:", e)
+        else:
+            print("ran")
+    """, mem_bytes=600 << 20)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "MemoryError: run_batch" in out.stdout, out.stdout + out.stderr[-2000:]
