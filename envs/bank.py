@@ -13,6 +13,7 @@ Shapes (T tasks, M tests per task, E shown examples, W / W_OUT words per encoded
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,7 +25,7 @@ from vramgym.vm import VMConfig, encode_results, encode_tuples
 from vramgym.vm.values import KIND_BY_NAME, Encoded
 
 from . import vocab as V
-from .tasks import TASKS, Task
+from .tasks import TASKS, Task, get_task
 
 
 @dataclass
@@ -80,30 +81,86 @@ def _action_token_table() -> np.ndarray:
 _ACTION_TOKENS = _action_token_table()
 
 
-def bank_for(bank: "TaskBank | None", tasks, n_tests: int, seed: int, backend: str,
-             fuel: int | None = None) -> "TaskBank":
-    """The envs' bank: the one given, else the built-in tasks named (all by default) with n_tests
-    tests each. fuel: VM steps per test run (default 20,000), a budget every backend enforces
-    identically; lower it to bound a batch's slowest candidate (on a GPU a scoring launch lasts as
-    long as its longest run). A given bank brings its own (TaskBank(config=VMConfig(fuel=...)))."""
+def check_int(value, name: str, lo: int | None = None, hi: int | None = None) -> int:
+    """`value` as a Python int in [lo, hi], else a TypeError/ValueError that names it. Floats
+    (1.9, even 2.0), bools and strings are not ints: int() would truncate or parse them."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        want = f"in {lo}..{hi}" if lo is not None and hi is not None else f">= {lo}" if lo is not None else f"<= {hi}"
+        raise ValueError(f"{name} must be {want}, got {v}")
+    return v
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """A seed as a Python int: non-negative as numpy and Gymnasium require, and below 2**64,
+    the bits the vector envs' task hash reads (a larger seed would repeat a smaller one's tasks)."""
+    s = check_int(seed, name, 0)
+    if s >= 1 << 64:
+        raise ValueError(f"{name} must be below 2**64, got {s}")
+    return s
+
+
+BACKENDS = ("cpu", "cuda", "auto")
+
+
+def check_backend(backend, device_type: str | None = None) -> None:
+    """`backend=` of the envs and TaskBank chooses nothing (scoring runs where the candidates'
+    tensors live: the env's device), kept for compatibility: None, "auto", or the device type
+    the env scores on; any other value would be silently ignored, so it is an error."""
+    if backend is None:
+        return
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"backend must be 'cpu', 'cuda' or 'auto', got {backend!r}")
+    if device_type is not None and backend not in ("auto", device_type):
+        raise ValueError(f"backend={backend!r}, but this env scores on {device_type}: envs score where their "
+                         f"state lives (device= of the vector envs; single envs: cpu), so leave backend unset")
+
+
+def bank_for(bank: "TaskBank | None", tasks, n_tests: int, seed: int, backend: str | None,
+             fuel: int | None = None, device=None) -> "TaskBank":
+    """The envs' bank: the one given, else the built-in tasks named (all by default; a str is one
+    name) with n_tests tests each. fuel: VM steps per test run (default 20,000), a budget every
+    backend enforces identically; lower it to bound a batch's slowest candidate (on a GPU a
+    scoring launch lasts as long as its longest run). A given bank brings its own
+    (TaskBank(config=VMConfig(fuel=...))). device: where the env scores (None: the CPU), which
+    `backend`, if given, must agree with (check_backend)."""
+    import torch
+    check_backend(backend, torch.device("cpu" if device is None else device).type)
+    if seed is not None:   # (None: numpy's fresh entropy for the tests; a vector env also hashes tasks from it)
+        check_seed(seed)
     if bank is not None:
+        if not isinstance(bank, TaskBank):
+            raise TypeError(f"bank must be a TaskBank, got {type(bank).__name__}")
         if fuel is not None:
             raise ValueError("fuel applies to the envs' own bank; give a TaskBank(config=VMConfig(fuel=...)) instead")
+        if tasks is not None:
+            raise ValueError("tasks applies to the envs' own bank; give bank= or tasks=, not both")
         return bank
+    if tasks is not None and not isinstance(tasks, str) and len(tasks) == 0:
+        raise ValueError("tasks is empty: an env needs at least one task (tasks=None: every built-in task)")
     config = None if fuel is None else VMConfig(fuel=fuel)
     return TaskBank.from_names(tasks, n_tests=n_tests, seed=seed, backend=backend, config=config)
 
 
 class TaskBank:
     """Tasks with their tests, ready for batched scoring. Every task's signature must fit the
-    vocabulary (at most 4 parameters)."""
+    vocabulary (at most 4 parameters). n_examples of each task's n_tests tests are shown to the
+    agent, so n_tests >= n_examples. `backend` chooses nothing: scoring runs where the
+    candidates' tensors live (check_backend)."""
 
     def __init__(self, tasks: Sequence[Task], n_tests: int = 16, n_examples: int = 4, seed: int = 0,
-                 example_width: int = 64, config: VMConfig | None = None, backend: str = "cpu"):
+                 example_width: int = 64, config: VMConfig | None = None, backend: str | None = None):
         if not tasks:
             raise ValueError("a task bank needs at least one task")
-        if not 1 <= n_examples <= n_tests:
-            raise ValueError("need 1 <= n_examples <= n_tests")
+        n_examples = check_int(n_examples, "n_examples", 1)
+        # the envs fix n_examples at 4: name n_tests, the argument a user set, with its minimum
+        n_tests = check_int(n_tests, "n_tests", n_examples)
+        check_backend(backend)
         self.tasks = list(tasks)
         self.n_tests, self.n_examples = n_tests, n_examples
         self.config = config or VMConfig(fuel=20_000)
@@ -142,8 +199,10 @@ class TaskBank:
 
     @classmethod
     def from_names(cls, names: Sequence[str] | None = None, **kw) -> "TaskBank":
-        """A bank of built-in tasks (all of them by default)."""
-        return cls([TASKS[n] for n in (names or sorted(TASKS))], **kw)
+        """A bank of built-in tasks (all of them by default; a str is one name)."""
+        if isinstance(names, str):
+            names = [names]
+        return cls([get_task(n) for n in (sorted(TASKS) if names is None else names)], **kw)
 
     def __len__(self):
         return len(self.tasks)

@@ -4,6 +4,8 @@ test passes, plus an efficiency term against the traditional compiler's executed
 
 Actions are bytes: every instruction word is four consecutive actions, least significant byte
 first (so the opcode comes first, then the 24-bit argument); action 256 (END) ends the program.
+An action out of 0..256 (a non-integral float too: envs/vector.py as_actions) is invalid: it ends
+the episode with reward 0 and `info["invalid_action"]`.
 `bytecode_actions(code)` turns the traditional compiler's bytecode into that action sequence,
 which earns 11 (valid, all tests pass, same steps).
 
@@ -26,9 +28,9 @@ from gymnasium import spaces
 from vramgym.compiler import tokenize
 from vramgym.vm.evaluate import execute_tasks_cpu
 
-from .bank import TaskBank, bank_for
+from .bank import TaskBank, bank_for, check_int
 from .reward import NeuralCompileReward
-from .vector import CoreEnv, TensorVectorEnv
+from .vector import CoreEnv, TensorVectorEnv, check_max_episode_steps
 
 END = 256
 NUM_ACTIONS = 257
@@ -55,9 +57,13 @@ class NeuralCompileCore:
 
     def __init__(self, bank: TaskBank, max_words: int = 256, source_len: int = 256,
                  reward: NeuralCompileReward | None = None):
+        max_words = check_int(max_words, "max_words", 1)
+        reward = NeuralCompileReward() if reward is None else reward
+        if not callable(reward):   # here, not at the first scored step
+            raise TypeError(f"reward must be callable (like NeuralCompileReward), got {reward!r:.80}")
         self.bank, self.max_words, self.source_len = bank, max_words, source_len
         self.n_tasks = len(bank)
-        self.reward = reward or NeuralCompileReward()
+        self.reward = reward
         T = len(bank)
         self.sources = np.zeros((T, source_len, 4), dtype=np.int32)
         self.source_lengths = np.zeros(T, dtype=np.int64)
@@ -177,8 +183,8 @@ class NeuralCompileCore:
 
 class NeuralCompileEnv(CoreEnv):
     def __init__(self, bank: TaskBank | None = None, tasks: list[str] | None = None, max_words: int = 256,
-                 reward: NeuralCompileReward | None = None, n_tests: int = 16, seed: int = 0, backend: str = "cpu",
-                 render_mode: str | None = None, fuel: int | None = None):
+                 reward: NeuralCompileReward | None = None, n_tests: int = 16, seed: int = 0,
+                 backend: str | None = None, render_mode: str | None = None, fuel: int | None = None):
         bank = bank_for(bank, tasks, n_tests, seed, backend, fuel)
         self.core = NeuralCompileCore(bank, max_words, reward=reward)
         self.observation_space = self.core.observation_space()
@@ -189,10 +195,11 @@ class NeuralCompileEnv(CoreEnv):
 class NeuralCompileVectorEnv(TensorVectorEnv):
     def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
                  max_words: int = 256, reward: NeuralCompileReward | None = None, n_tests: int = 16, seed: int = 0,
-                 backend: str = "cpu", device=None, render_mode: str | None = None,
+                 backend: str | None = None, device=None, render_mode: str | None = None,
                  max_episode_steps: int | None = None, copy: bool = True, fuel: int | None = None,
                  cuda_graph: bool | str = False):
-        bank = bank_for(bank, tasks, n_tests, seed, backend, fuel)
+        check_max_episode_steps(max_episode_steps, "max_words")
+        bank = bank_for(bank, tasks, n_tests, seed, backend, fuel, device)
         core = NeuralCompileCore(bank, max_words, reward=reward)
         super().__init__(core, num_envs, core.observation_space(), spaces.Discrete(NUM_ACTIONS), seed, device,
                          render_mode, copy, cuda_graph)

@@ -22,6 +22,10 @@ the automaton, scoring included, from one CUDA graph captured at reset (envs/ste
 
 Bad actions: an action out of range or not allowed by the mask ends the episode with the
 reward's compile penalty and `info["invalid_action"] = True`; the state is otherwise unchanged.
+A float action counts as its integer only when it is one (4.0 is 4): 4.9, NaN and inf are out
+of range (envs/vector.py as_actions), never truncated. SynthesisBatch-v0 takes exactly one
+body per env ((N, L) arrays; (L,) in the single env) and never flags an action: a body ends at
+its first END or out-of-range token (floats as above), and is scored as written up to there.
 """
 from __future__ import annotations
 
@@ -33,10 +37,10 @@ import torch
 from gymnasium import spaces
 
 from . import vocab as V
-from .bank import TaskBank, bank_for
+from .bank import TaskBank, bank_for, check_int
 from .grammar import STATE_SIZE, BatchedAutomaton, Grammar
 from .reward import SynthesisReward
-from .vector import CoreEnv, TensorVectorEnv
+from .vector import CoreEnv, TensorVectorEnv, check_max_episode_steps
 
 INT32 = np.iinfo(np.int32)
 
@@ -92,8 +96,14 @@ class SynthesisCore:
                  automaton: str = "auto", batch: bool = False):
         if automaton not in ("auto", "native", "numpy", "torch"):
             raise ValueError(f"automaton must be 'auto', 'native', 'numpy' or 'torch', got {automaton!r}")
+        max_len = check_int(max_len, "max_len")   # (the grammar says how short it may be)
+        reward = SynthesisReward() if reward is None else reward
+        # checked here, not at the first scored step (or the first invalid action: compile_penalty)
+        if not callable(reward) or (not batch and not hasattr(reward, "compile_penalty")):
+            raise TypeError(f"reward must be callable on the scores{'' if batch else ' with a compile_penalty'} "
+                            f"(like SynthesisReward), got {reward!r:.80}")
         self.bank, self.max_len, self.batch = bank, max_len, batch
-        self.reward = reward or SynthesisReward()
+        self.reward = reward
         self.grammars = [Grammar(sig, max_len=max_len) for sig in bank.signatures]
         self.n_tasks = len(bank)
         self._automaton_kind = automaton
@@ -346,7 +356,7 @@ class SynthesisEnv(CoreEnv):
 
     def __init__(self, bank: TaskBank | None = None, tasks: list[str] | None = None, max_len: int = 48,
                  reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16, seed: int = 0,
-                 backend: str = "cpu", render_mode: str | None = None, fuel: int | None = None):
+                 backend: str | None = None, render_mode: str | None = None, fuel: int | None = None):
         self.core = SynthesisCore(bank_for(bank, tasks, n_tests, seed, backend, fuel), max_len, reward, batch=batch)
         self.observation_space = self.core.observation_space()
         self.action_space = self.core.action_space()
@@ -365,10 +375,12 @@ class SynthesisVectorEnv(TensorVectorEnv):
 
     def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
                  max_len: int = 48, reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16,
-                 seed: int = 0, backend: str = "cpu", device=None, render_mode: str | None = None,
+                 seed: int = 0, backend: str | None = None, device=None, render_mode: str | None = None,
                  automaton: str = "auto", cuda_graph: bool | str = False, max_episode_steps: int | None = None,
                  copy: bool = True, fuel: int | None = None):
-        core = SynthesisCore(bank_for(bank, tasks, n_tests, seed, backend, fuel), max_len, reward, automaton, batch)
+        check_max_episode_steps(max_episode_steps, "max_len")
+        core = SynthesisCore(bank_for(bank, tasks, n_tests, seed, backend, fuel, device), max_len, reward, automaton,
+                             batch)
         super().__init__(core, num_envs, core.observation_space(), core.action_space(), seed, device, render_mode,
                          copy, cuda_graph)
 

@@ -40,10 +40,14 @@ place, in both modes.
 """
 from __future__ import annotations
 
+import numbers
+
 import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
+
+from .bank import check_int, check_seed
 
 _M32 = 0xFFFFFFFF
 
@@ -64,8 +68,10 @@ def _mix32_int(x: int) -> int:
 
 
 def hash_keys(seed: int, env: torch.Tensor) -> torch.Tensor:
-    """The per-env part of hash_tasks, which a vector env computes once per seed."""
-    return _mix32(env & _M32 ^ _mix32_int((seed & _M32) ^ ((seed >> 32) & _M32)))
+    """The per-env part of hash_tasks, which a vector env computes once per seed. The seed's high
+    half is mixed before it meets the low half (a plain XOR made seed 2**32 + 1 repeat seed 0's
+    tasks); seeds below 2**32 hash as before (_mix32_int(0) == 0)."""
+    return _mix32(env & _M32 ^ _mix32_int((seed & _M32) ^ _mix32_int((seed >> 32) & _M32)))
 
 
 def hash_tasks_keyed(keys: torch.Tensor, episode: torch.Tensor, n_tasks: int) -> torch.Tensor:
@@ -84,13 +90,61 @@ def to_device(x, device: torch.device, dtype=None) -> torch.Tensor:
     return t.to(device=device, dtype=dtype) if dtype is not None else t.to(device)
 
 
+def as_actions(x, device: torch.device) -> torch.Tensor:
+    """A user's actions (numpy, list, scalar or tensor) as an int64 tensor on `device`. An action
+    that is no integer (a float like 4.9, NaN, inf) or past int64 becomes -1: out of range, so
+    the env handles it as any out-of-range action (invalid_action with the penalty; in a batch
+    env's body, the body's end) where a cast would truncate 4.9 to the valid action 4. Integer
+    actions take the plain cast (no extra op, no host sync); other dtypes raise TypeError."""
+    if isinstance(x, torch.Tensor):
+        t = x
+        if t.is_complex():
+            raise TypeError(f"actions must be ints, got a tensor of {t.dtype}")
+    else:
+        a = np.asarray(x)
+        if a.dtype == np.uint64:     # 2**63 and up fit no int64
+            big, a = a > np.iinfo(np.int64).max, a.astype(np.int64)
+            a[big] = -1
+        elif a.dtype == object:      # Python ints past int64 (2**70), or not numbers at all
+            if not all(isinstance(v, numbers.Integral) for v in a.flat):
+                raise TypeError(f"actions must be ints, got {x!r:.80}")
+            a = np.array([int(v) if -(1 << 63) <= v < 1 << 63 else -1 for v in a.flat], np.int64).reshape(a.shape)
+        if a.dtype.kind not in "biuf":
+            raise TypeError(f"actions must be ints, got an array of {a.dtype}")
+        t = torch.as_tensor(a)
+    if t.is_floating_point():   # NaN fails ==, inf fails <; 2**62 keeps the cast defined
+        t = torch.where((t == t.trunc()) & (t.abs() < 2.0**62), t, -1)
+    return t.to(device=device, dtype=torch.int64)
+
+
+def _is_int_dtype(t) -> bool:
+    if isinstance(t, torch.Tensor):
+        return not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)
+    return t.dtype.kind in "iu"
+
+
+def check_max_episode_steps(max_episode_steps, bound: str) -> None:
+    """The vector envs take `max_episode_steps` (gym.make_vec passes it on) but implement no
+    step limit: rather than ignore it, refuse it."""
+    if max_episode_steps is not None:
+        raise ValueError(f"max_episode_steps is not supported by the vector envs (they do not truncate by step "
+                         f"count): bound episodes with {bound}, or wrap single envs (gym.make) in a TimeLimit")
+
+
+def check_render_mode(render_mode) -> None:
+    if render_mode is not None and render_mode != "ansi":
+        raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+
+
 class TensorVectorEnv(gym.vector.VectorEnv):
     metadata = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, core, num_envs: int, single_observation_space, single_action_space, seed: int = 0,
                  device=None, render_mode: str | None = None, copy: bool = True, cuda_graph: bool | str = False):
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        num_envs = check_int(num_envs, "num_envs", 1)
+        check_render_mode(render_mode)
+        if not isinstance(copy, (bool, np.bool_)):   # bool("no") is True
+            raise TypeError(f"copy must be a bool, got {copy!r}")
         self.core, self.num_envs = core, num_envs
         self.as_numpy = device is None
         self.device = torch.device("cpu" if device is None else device)
@@ -98,7 +152,8 @@ class TensorVectorEnv(gym.vector.VectorEnv):
             raise RuntimeError(f"device {device!r}: torch sees no CUDA device here")
         # cuda_graph: True (CUDA devices), False, or "emulate" (any device: step_graph.StepGraph's
         # eager stand-in for a graph, which tests use to check the static-buffer plumbing)
-        if cuda_graph not in (False, True, "emulate"):
+        # (`is`: 1 == True would pass an `in` test, then fail as neither mode)
+        if not (cuda_graph is False or cuda_graph is True or (isinstance(cuda_graph, str) and cuda_graph == "emulate")):
             raise ValueError(f"cuda_graph must be True, False or 'emulate', got {cuda_graph!r}")
         if cuda_graph is True and self.device.type != "cuda":
             raise ValueError(f"cuda_graph=True needs a CUDA device (device='cuda'), got {self.device}")
@@ -117,7 +172,8 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         self._needs_reset = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
         self._pinned = False                     # whether reset pinned tasks (then _pin holds them)
         self._pin = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
-        self._seed = int(seed)
+        self._seed = check_seed(seed)
+        self._ready = False                      # reset has run: a step needs its state (a Python flag, no sync)
         self._key_seed: int | None = None        # the seed _keys was hashed from
         self._keys = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
 
@@ -137,19 +193,28 @@ class TensorVectorEnv(gym.vector.VectorEnv):
             return {k: self._out(v) for k, v in x.items()}
         return x.numpy() if self.as_numpy else x
 
+    def _task_ids(self, task) -> torch.Tensor:
+        """options["task"]: one int task id or (N,) of them (no floats: int() would truncate 1.9)."""
+        t = task if isinstance(task, torch.Tensor) else np.asarray(task)
+        if not _is_int_dtype(t):
+            raise TypeError(f"options['task'] must be int task ids, got {t.dtype}")
+        if t.ndim > 1 or (t.ndim == 1 and t.shape[0] not in (1, self.num_envs)):
+            raise ValueError(f"options['task'] must be one task id or {self.num_envs} (shape ({self.num_envs},)), "
+                             f"got shape {tuple(t.shape)}")
+        if not isinstance(t, torch.Tensor):
+            t = t.astype(np.int64)   # (torch takes no uint64; one past int64 wraps negative: out of range below)
+        tasks = to_device(t, self.device, torch.int64).reshape(-1).expand(self.num_envs)
+        if bool(((tasks < 0) | (tasks >= self.core.n_tasks)).any()):  # a reset may sync; a step never does
+            raise ValueError(f"task ids must be in 0..{self.core.n_tasks - 1}")
+        return tasks
+
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        # check everything before changing anything: a failed reset leaves the env as it was
+        seed = None if seed is None else check_seed(seed)
+        pinned = self._task_ids(options["task"]) if options and "task" in options else None
         if seed is not None:
-            self._seed = int(seed)
+            self._seed = seed
         self._episode.zero_()
-        pinned = None
-        if options and "task" in options:
-            tasks = to_device(options["task"], self.device, torch.int64).reshape(-1)
-            if tasks.numel() not in (1, self.num_envs):
-                raise ValueError(f"options['task'] must be one task id or {self.num_envs}, got {tasks.numel()}")
-            tasks = tasks.expand(self.num_envs)
-            if bool(((tasks < 0) | (tasks >= self.core.n_tasks)).any()):  # a reset may sync; a step never does
-                raise ValueError(f"task ids must be in 0..{self.core.n_tasks - 1}")
-            pinned = tasks
         self._pinned = pinned is not None
         if self._pinned:
             self._pin.copy_(pinned)
@@ -159,6 +224,7 @@ class TensorVectorEnv(gym.vector.VectorEnv):
             self.core.prepare(self.state)  # e.g. device constants: a reset may sync, a step never does
         if self.cuda_graph:
             self._graph((self.num_envs,) + self.single_action_space.shape)
+        self._ready = True
         return self._observe(), {}
 
     def _buffers(self) -> dict:
@@ -192,12 +258,17 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         return self._graphs[key]
 
     def step(self, actions):
-        a = to_device(actions, self.device, torch.int64)
-        per_env = (-1,) if self.single_action_space.shape else ()   # whole bodies may be longer or shorter
-        if a.numel() == 0 or a.numel() % self.num_envs or (not per_env and a.numel() != self.num_envs):
-            raise ValueError(f"actions of shape {tuple(a.shape)} for {self.num_envs} envs of action shape "
-                             f"{self.single_action_space.shape}")
-        a = a.reshape((self.num_envs,) + per_env)
+        if not self._ready:
+            raise RuntimeError("call reset() before step()")
+        a = as_actions(actions, self.device)
+        n = self.num_envs
+        if self.single_action_space.shape:   # one body per env: (N, L), L may be shorter or longer than max_len
+            if a.ndim != 2 or a.shape[0] != n or a.shape[1] == 0:
+                raise ValueError(f"actions must be {n} bodies, shape ({n}, L) with L >= 1, got shape {tuple(a.shape)}")
+        elif a.shape != (n,):
+            if a.shape != (n, 1):
+                raise ValueError(f"actions must have shape ({n},) (one action per env), got shape {tuple(a.shape)}")
+            a = a.reshape(n)
         g = self._graphs.get((tuple(a.shape), self._pinned)) if self.cuda_graph else None
         if g is None:
             obs, reward, term, trunc, invalid = self._advance(a, self.copy)
@@ -223,25 +294,33 @@ class CoreEnv(gym.Env):
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, render_mode: str | None = None):
+        check_render_mode(render_mode)
         self.render_mode = render_mode
         self.state = self.core.empty(1, torch.device("cpu"))
         self._live = torch.ones(1, dtype=torch.bool)
+        self._ready = False
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
+        # the vector envs' checks (TypeError/ValueError naming the argument), before anything changes
+        seed = None if seed is None else check_seed(seed)
+        task = None
         if options and "task" in options:
-            task = int(options["task"])
-            if not 0 <= task < self.core.n_tasks:
-                raise ValueError(f"task must be in 0..{self.core.n_tasks - 1}, got {task}")
-        else:
+            task = check_int(options["task"], "options['task']", 0, self.core.n_tasks - 1)
+        super().reset(seed=seed)
+        if task is None:
             task = int(self.np_random.integers(self.core.n_tasks))
         self.core.reset_rows(self.state, self._live, torch.tensor([task]))
+        self._ready = True
         return self._first(self.core.observe(self.state)), {}
 
     def step(self, action):
-        a = to_device(action, torch.device("cpu"), torch.int64)
+        if not self._ready:
+            raise RuntimeError("call reset() before step()")
+        a = as_actions(action, torch.device("cpu"))
         if not self.action_space.shape and a.numel() != 1:
             raise ValueError(f"one action expected, got shape {tuple(a.shape)}")
+        if self.action_space.shape and (a.ndim != 1 or a.shape[0] == 0):
+            raise ValueError(f"one body expected, shape (L,) with L >= 1, got shape {tuple(a.shape)}")
         a = a.reshape((1, -1) if self.action_space.shape else (1,))
         r, term, trunc, invalid = self.core.step(self.state, a, self._live)
         obs = self._first(self.core.observe(self.state))

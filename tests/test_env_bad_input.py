@@ -1,0 +1,337 @@
+"""Bad input to the environments: actions, constructor arguments, seeds and task ids get a
+TypeError/ValueError (RuntimeError for a step before reset) that names the argument, or a
+documented outcome (an invalid action); never a silent truncation or an ignored argument."""
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import vramgym.envs
+from vramgym.envs import vocab as V
+from vramgym.envs.bank import TaskBank
+from vramgym.envs.neural_compile import NeuralCompileVectorEnv
+from vramgym.envs.synthesis import SynthesisVectorEnv
+
+TASKS = ["gcd", "sum_list"]
+BANK = TaskBank.from_names(TASKS, n_tests=4)
+SYN, BATCH, NC = vramgym.envs.ENV_IDS
+TOKEN_IDS = [SYN, NC]   # one action per step, with invalid_action
+SUM_LIST = V.encode(r"v0 = 0 \n for v1 in <P0> : \n <INDENT> v0 += v1 \n <DEDENT> return v0 \n <END>")
+
+
+def make(env_id, **kw):
+    return gym.make(env_id, **{"bank": BANK, **kw})
+
+
+def make_vec(env_id, n=3, **kw):
+    return gym.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point", **{"bank": BANK, **kw})
+
+
+def penalty(env_id, env):
+    return 0.0 if env_id == NC else env.unwrapped.core.reward.compile_penalty
+
+
+def first_allowed(env_id, obs):
+    """A valid action of each env (the first one the mask allows; NeuralCompile: any byte)."""
+    if env_id == NC:
+        return np.full(np.shape(obs["task"]), 7)
+    return np.asarray(obs["action_mask"]).argmax(-1)
+
+
+# ---- W5: non-integer actions are invalid, never truncated ---------------------------------------
+
+@pytest.mark.parametrize("env_id", TOKEN_IDS)
+@pytest.mark.parametrize("bad", [0.9, 0.5, np.nan, np.inf, -np.inf])
+def test_single_env_non_integral_float_action_is_invalid(env_id, bad):
+    env = make(env_id)
+    obs, _ = env.reset(seed=0)
+    a = int(first_allowed(env_id, obs))
+    obs, r, term, trunc, info = env.step(a + bad)   # int(a + 0.9) == a would be a valid action
+    assert info["invalid_action"] and term and r == penalty(env_id, env)
+    assert obs["length"] == 0   # nothing was written
+    obs, _ = env.reset(seed=0)
+    obs, r, term, trunc, info = env.step(float(a))   # an integral float is that int
+    assert not info["invalid_action"] and obs["length"] == 1
+
+
+@pytest.mark.parametrize("env_id", TOKEN_IDS)
+def test_vector_env_non_integral_float_actions_are_invalid(env_id):
+    vec = make_vec(env_id, n=4)
+    obs, _ = vec.reset(seed=0)
+    a = first_allowed(env_id, obs).astype(np.float64)
+    a[1] += 0.9
+    a[2] = np.nan
+    a[3] = torch.finfo(torch.float32).max   # a float no int64 holds
+    obs, r, term, trunc, info = vec.step(a)
+    np.testing.assert_array_equal(info["invalid_action"], [False, True, True, True])
+    assert np.all(r[1:] == penalty(env_id, vec)) and term[1:].all()
+    np.testing.assert_array_equal(obs["length"], [1, 0, 0, 0])
+    # float32 tensors take the same path
+    obs, _ = vec.reset(seed=0)
+    t = torch.as_tensor(first_allowed(env_id, obs), dtype=torch.float32) + torch.tensor([0.0, 0.25, 0.0, 0.0])
+    assert vec.step(t)[4]["invalid_action"].tolist() == [False, True, False, False]
+
+
+@pytest.mark.parametrize("env_id", TOKEN_IDS)
+@pytest.mark.parametrize("huge", [2**63, 2**70, -(2**70), np.uint64(2**64 - 1)])
+def test_ints_past_int64_are_invalid_not_errors(env_id, huge):
+    env = make(env_id)
+    env.reset(seed=0)
+    obs, r, term, trunc, info = env.step(huge)
+    assert info["invalid_action"] and term and r == penalty(env_id, env)
+
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+@pytest.mark.parametrize("bad", ["3", None, 1 + 2j])
+def test_non_numeric_actions_raise_type_error(env_id, bad):
+    env, vec = make(env_id), make_vec(env_id, n=2)
+    env.reset(seed=0)
+    vec.reset(seed=0)
+    with pytest.raises(TypeError, match="actions must be ints"):
+        env.step(bad)
+    with pytest.raises(TypeError, match="actions must be ints"):
+        vec.step([bad, bad])
+
+
+def test_batch_env_float_token_ends_the_body_like_an_out_of_range_one():
+    vec = make_vec(BATCH, n=4)
+    vec.reset(seed=0, options={"task": TASKS.index("sum_list")})
+    good = np.full(20, V.END)
+    good[: len(SUM_LIST)] = SUM_LIST
+    cut = good.copy()
+    cut[3] = -1                                  # out of range: the body ends there
+    floats = np.stack([good, good, good, cut]).astype(np.float64)
+    floats[2, 3] += 0.5                          # not an int: the same as -1, not SUM_LIST[3]
+    _, r, _, _, info = vec.step(floats)
+    assert r[0] > 1.5 and r[1] == r[0]           # integral floats are their ints
+    assert r[2] == r[3] < r[0]
+    assert not info["invalid_action"].any()      # documented: the batch env never flags an action
+
+
+# ---- W5: task ids and seeds must be ints ----------------------------------------------------------
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_single_env_task_id_must_be_an_int(env_id):
+    env = make(env_id)
+    for bad in (1.9, 1.0, "1", None, [1]):
+        with pytest.raises(TypeError, match=r"options\['task'\] must be an int"):
+            env.reset(options={"task": bad})
+    with pytest.raises(ValueError, match=r"options\['task'\] must be in 0\.\.1, got 2"):
+        env.reset(options={"task": 2})
+    assert env.reset(options={"task": np.int64(1)})[0]["task"] == 1
+
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_vector_env_task_ids_must_be_ints_of_one_or_n(env_id):
+    vec = make_vec(env_id, n=2)
+    for bad in (1.9, [0.0, 1.0], "x"):
+        with pytest.raises(TypeError, match=r"options\['task'\] must be int task ids"):
+            vec.reset(options={"task": bad})
+    for bad in ([[0, 1], [1, 0]], [0, 1, 1]):   # not flattened, not cut
+        with pytest.raises(ValueError, match=r"options\['task'\] must be one task id or 2 \(shape \(2,\)\)"):
+            vec.reset(options={"task": bad})
+    assert vec.reset(options={"task": [1, 0]})[0]["task"].tolist() == [1, 0]
+    assert vec.reset(options={"task": torch.tensor(1)})[0]["task"].tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+@pytest.mark.parametrize("vector", [False, True])
+def test_seeds_are_non_negative_ints_below_2_64(env_id, vector):
+    env = make_vec(env_id, n=2) if vector else make(env_id)
+    with pytest.raises(TypeError, match="seed must be an int"):
+        env.reset(seed=1.5)
+    with pytest.raises(ValueError, match="seed must be >= 0, got -1"):
+        env.reset(seed=-1)
+    with pytest.raises(ValueError, match=r"seed must be below 2\*\*64"):
+        env.reset(seed=2**80)   # would repeat seed 2**80 % 2**64's tasks
+    env.reset(seed=np.int64(5))
+    env.reset(seed=2**64 - 1)
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        gym.make(env_id, tasks=["gcd"], n_tests=4, seed=-1)
+
+
+def test_failed_reset_changes_nothing():
+    vec = make_vec(SYN, n=2)
+    obs, _ = vec.reset(seed=3)
+    with pytest.raises(ValueError):
+        vec.reset(seed=9, options={"task": 7})
+    assert vec._seed == 3
+    np.testing.assert_array_equal(vec.reset()[0]["task"], obs["task"])
+
+
+# ---- W6: one body per env, one action per env -----------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(6, 20), (3,), (3, 20, 2), (3, 0), (1, 20)])
+def test_batch_vector_env_takes_exactly_n_bodies(shape):
+    vec = make_vec(BATCH, n=3)
+    vec.reset(seed=0)
+    with pytest.raises(ValueError, match=r"actions must be 3 bodies, shape \(3, L\) with L >= 1, got shape"):
+        vec.step(np.full(shape, V.END))
+    vec.step(np.full((3, 60), V.END))   # longer or shorter than max_len is fine (documented)
+    vec.step(np.full((3, 5), V.END))
+
+
+@pytest.mark.parametrize("shape", [(0,), (), (2, 20), (1, 20)])
+def test_single_batch_env_takes_one_body(shape):
+    env = make(BATCH)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"one body expected, shape \(L,\) with L >= 1, got shape"):
+        env.step(np.full(shape, V.END))
+
+
+@pytest.mark.parametrize("env_id", TOKEN_IDS)
+@pytest.mark.parametrize("shape", [(2, 2), (3,), (5,), (0,), (), (4, 2)])
+def test_token_vector_env_takes_one_action_per_env(env_id, shape):
+    vec = make_vec(env_id, n=4)
+    vec.reset(seed=0)
+    with pytest.raises(ValueError, match=r"actions must have shape \(4,\) \(one action per env\)"):
+        vec.step(np.zeros(shape, np.int64))
+
+
+@pytest.mark.parametrize("env_id", TOKEN_IDS)
+def test_token_vector_env_takes_n_by_1_actions_as_n(env_id):
+    a, b = make_vec(env_id, n=4), make_vec(env_id, n=4)
+    obs, _ = a.reset(seed=0)
+    b.reset(seed=0)
+    acts = first_allowed(env_id, obs)
+    acts[0] = -1
+    oa, ra, ta, _, ia = a.step(acts)
+    ob, rb, tb, _, ib = b.step(acts[:, None])
+    np.testing.assert_array_equal(ra, rb)
+    np.testing.assert_array_equal(ia["invalid_action"], ib["invalid_action"])
+    np.testing.assert_array_equal(oa["length"], ob["length"])
+
+
+# ---- W7: no accepted-and-ignored constructor arguments --------------------------------------------
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_vector_envs_reject_max_episode_steps(env_id):
+    with pytest.raises(ValueError, match="max_episode_steps is not supported by the vector envs"):
+        make_vec(env_id, max_episode_steps=2)
+
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_backend_must_be_known_and_match_where_the_env_scores(env_id):
+    with pytest.raises(ValueError, match="backend must be 'cpu', 'cuda' or 'auto', got 'tpu'"):
+        make(env_id, backend="tpu")
+    with pytest.raises(ValueError, match="backend must be 'cpu', 'cuda' or 'auto', got 'tpu'"):
+        make_vec(env_id, backend="tpu")
+    with pytest.raises(ValueError, match="backend='cuda', but this env scores on cpu"):
+        make(env_id, backend="cuda")
+    with pytest.raises(ValueError, match="backend='cuda', but this env scores on cpu"):
+        make_vec(env_id, backend="cuda", device="cpu")
+    make(env_id, backend="cpu")   # kept for compatibility where it agrees
+    make_vec(env_id, backend="auto")
+
+
+def test_task_bank_rejects_unknown_backend():
+    with pytest.raises(ValueError, match="backend must be"):
+        TaskBank.from_names(["gcd"], n_tests=4, backend="tpu")
+
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_empty_tasks_is_an_error_not_every_task(env_id):
+    with pytest.raises(ValueError, match="tasks is empty: an env needs at least one task"):
+        gym.make(env_id, tasks=[], n_tests=4)
+    with pytest.raises(ValueError, match="at least one task"):
+        TaskBank.from_names([], n_tests=4)
+
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+@pytest.mark.parametrize("vector", [False, True])
+def test_render_mode_must_be_none_or_ansi(env_id, vector):
+    with pytest.raises(ValueError, match="render_mode must be None or 'ansi', got 'human'"):
+        make_vec(env_id, render_mode="human") if vector else make(env_id, render_mode="human")
+
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_copy_must_be_a_bool(env_id):
+    with pytest.raises(TypeError, match="copy must be a bool, got 'no'"):
+        make_vec(env_id, copy="no")
+
+
+# ---- W8: step before reset -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_step_before_reset_raises(env_id):
+    vec = make_vec(env_id, n=2)
+    a = np.full((2, 8), V.END) if env_id == BATCH else np.zeros(2, np.int64)
+    with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
+        vec.step(a)
+    env = make(env_id).unwrapped   # gym.make's OrderEnforcing wrapper raises on its own
+    with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
+        env.step(a[0])
+    vec.reset(seed=0)
+    vec.step(a)
+
+
+# ---- U4: constructor errors that name the argument -------------------------------------------------
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_n_tests_error_names_n_tests_and_its_minimum(env_id):
+    with pytest.raises(ValueError, match="n_tests must be >= 4, got 3"):
+        gym.make(env_id, tasks=["gcd"], n_tests=3)
+    with pytest.raises(TypeError, match="n_tests must be an int"):
+        gym.make(env_id, tasks=["gcd"], n_tests=4.5)
+
+
+def test_tasks_as_one_name():
+    env = gym.make(SYN, tasks="gcd", n_tests=4)
+    assert [t.name for t in env.unwrapped.core.bank.tasks] == ["gcd"]
+
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_bank_must_be_a_task_bank_and_excludes_tasks(env_id):
+    with pytest.raises(TypeError, match="bank must be a TaskBank, got list"):
+        gym.make(env_id, bank=[])
+    with pytest.raises(ValueError, match="give bank= or tasks=, not both"):
+        gym.make(env_id, bank=BANK, tasks=["gcd"])
+
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+@pytest.mark.parametrize("vector", [False, True])
+def test_reward_must_be_callable_at_construction(env_id, vector):
+    with pytest.raises(TypeError, match="reward must be callable"):
+        make_vec(env_id, reward="x") if vector else make(env_id, reward="x")
+
+
+def test_token_env_reward_needs_a_compile_penalty():
+    with pytest.raises(TypeError, match="with a compile_penalty"):
+        make(SYN, reward=lambda scores: scores.pass_frac)
+    make(BATCH, reward=lambda scores: scores.pass_frac.float())   # the batch env never uses it
+
+
+@pytest.mark.parametrize("cls", [SynthesisVectorEnv, NeuralCompileVectorEnv])
+@pytest.mark.parametrize("bad", [1, 0, "yes", np.bool_(True)])
+def test_cuda_graph_is_exactly_false_true_or_emulate(cls, bad):
+    with pytest.raises(ValueError, match="cuda_graph must be True, False or 'emulate'"):
+        cls(num_envs=2, bank=BANK, cuda_graph=bad)
+
+
+@pytest.mark.parametrize("bad", [1.5, "2"])
+def test_num_envs_must_be_an_int(bad):
+    with pytest.raises(TypeError, match="num_envs must be an int"):
+        SynthesisVectorEnv(num_envs=bad, bank=BANK)
+
+
+def test_empty_body_is_an_error_in_single_and_vector_batch_envs():
+    env, vec = make(BATCH), make_vec(BATCH, n=1)
+    env.reset(seed=0)
+    vec.reset(seed=0)
+    with pytest.raises(ValueError, match="L >= 1"):
+        env.step(np.zeros(0, np.int64))
+    with pytest.raises(ValueError, match="L >= 1"):
+        vec.step(np.zeros((1, 0), np.int64))
+
+
+def test_seeds_past_32_bits_do_not_repeat_small_seeds_tasks():
+    """The task hash folded the seed's halves with a plain XOR: seed 2**32 + 1 drew seed 0's tasks."""
+    from vramgym.envs.vector import hash_tasks
+    env = torch.arange(256)
+    ep = torch.zeros_like(env)
+    base = hash_tasks(0, env, ep, 68)
+    for seed in (2**32 + 1, 2**33 + 2, 2**63 + 2**31):
+        low = seed & 0xFFFFFFFF ^ (seed >> 32)   # the seed the old fold landed on
+        assert (hash_tasks(seed, env, ep, 68) != hash_tasks(low, env, ep, 68)).float().mean() > 0.9, seed
+    assert (hash_tasks(2**32 + 1, env, ep, 68) != base).float().mean() > 0.9
+    assert torch.equal(hash_tasks(5, env, ep, 68), hash_tasks(5, env, ep, 68))   # below 2**32: as before
