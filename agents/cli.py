@@ -4,12 +4,20 @@
     vramgym demo                 compile an example program, run it on example inputs
     vramgym compile FILE         print the disassembly, or FILE:LINE:COL: error: MESSAGE (exit 1)
     vramgym run FILE ENTRY ARG…  print the result, or the trap (exit 2); ARGs are Python literals
+
+Bad input (a missing or unreadable FILE, an unusable --backend, a bad ARG) prints one line,
+`vramgym: ...` or `vramgym run: ...`, on stderr and exits 1. argparse's own usage errors exit 2.
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import os
 import sys
+
+
+class _Fail(Exception):
+    """A one-line error for the user: main prints it on stderr and returns 1."""
 
 DEMO = '''\
 def gcd(a: int, b: int) -> int:
@@ -46,8 +54,11 @@ def _config_args(p: argparse.ArgumentParser) -> None:
 
 
 def _read(path: str) -> str:
-    with open(path, "rb") as f:
-        data = f.read()
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:  # missing, a directory, unreadable, ...
+        raise _Fail(f"vramgym: {path}: {e.strerror or e}") from None
     return data.decode("utf-8", errors="surrogateescape")
 
 
@@ -71,12 +82,22 @@ def cmd_compile(a) -> int:
 def _parse_arg(text: str):
     try:
         return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        raise SystemExit(f"vramgym run: cannot read argument {text!r} (use Python literals: 3, True, [1, 2])")
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # TypeError: {[1]: 2}
+        raise _Fail(f"vramgym run: cannot read argument {text!r} (use Python literals: 3, True, [1, 2])") from None
+
+
+def _check_backend(name: str) -> None:
+    """Fail early, in one line, on an unknown backend name or one that cannot run here (cuda
+    without a GPU)."""
+    from vramgym.vm import BackendUnavailable, get_backend
+    try:
+        get_backend(name)
+    except (ValueError, BackendUnavailable) as e:
+        raise _Fail(f"vramgym: {e}") from None
 
 
 def cmd_run(a) -> int:
-    from vramgym.vm import Trap, execute
+    from vramgym.vm import BackendUnavailable, Trap, execute
     prog = _compile(a.file)
     if prog is None:
         return 1
@@ -84,8 +105,8 @@ def cmd_run(a) -> int:
     try:
         (result, steps), = execute(prog, a.entry, [args], backend=a.backend, fuel=a.fuel, max_depth=a.max_depth,
                                    heap_size=a.heap_size, steps=True)
-    except (KeyError, TypeError, ValueError) as e:
-        print(f"vramgym run: {e.args[0] if e.args else e}", file=sys.stderr)
+    except (KeyError, TypeError, ValueError, OverflowError, MemoryError, BackendUnavailable) as e:
+        print(f"vramgym run: {e.args[0] if e.args else type(e).__name__}", file=sys.stderr)
         return 1
     suffix = f"  ({steps} steps)" if a.steps else ""
     if isinstance(result, Trap):
@@ -112,10 +133,27 @@ def cmd_demo(a) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        try:
+            rc = _main(argv)
+        except _Fail as e:
+            print(e, file=sys.stderr)
+            rc = 1
+        sys.stdout.flush()  # here, so that a closed pipe shows up inside the try
+        return rc
+    except BrokenPipeError:
+        # `vramgym ... | head`: the reader went away. Send what is left to devnull (so the flush
+        # at exit does not fail again) and stop quietly, as the Python docs advise.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="vramgym", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd")
     p = sub.add_parser("demo", help="compile and run an example program")
-    p.add_argument("--backend", default="cpu")
+    p.add_argument("--backend", default="cpu", help="cpu, cuda or auto (default: cpu)")
     p = sub.add_parser("compile", help="print a program's disassembly")
     p.add_argument("file")
     p = sub.add_parser("run", help="run one function of a program")
@@ -126,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     a = parser.parse_args(argv)
     if a.cmd is None:
         a = parser.parse_args(["demo"])
+    if a.cmd in ("demo", "run"):
+        _check_backend(a.backend)
     return {"demo": cmd_demo, "compile": cmd_compile, "run": cmd_run}[a.cmd](a)
 
 

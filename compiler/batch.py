@@ -3,6 +3,7 @@ status per program. No Python loop runs per program inside the compiler; the C++
 the batch across cores."""
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -10,7 +11,8 @@ import numpy as np
 
 from vramgym.vm import cpu
 from vramgym.vm import opcodes as oc
-from vramgym.vm.batch import ProgramBatch
+from vramgym.vm.batch import ProgramBatch, check_threads
+from vramgym.vm.values import int_array
 
 from .errors import CompileError, make_error
 
@@ -48,34 +50,93 @@ class CompiledBatch:
         return ProgramBatch.build(self.code[mask], offsets, entry, ret_kind)
 
 
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def source_bytes(source, what: str = "source") -> bytes:
+    """A source as the bytes the core compiles: str (UTF-8, lone surrogates kept, so they fail
+    as non_ascii) or bytes, as compile_source takes. Anything else is a TypeError (bytes(5)
+    would be five NUL bytes)."""
+    if isinstance(source, str):
+        return source.encode("utf-8", errors="surrogatepass")
+    if isinstance(source, bytes):
+        return bytes(source)
+    raise TypeError(f"{what} must be str or bytes, not {type(source).__name__}")
+
+
 def pack_sources(sources: Sequence[str | bytes]) -> tuple[bytes, np.ndarray]:
-    blobs = [s.encode("utf-8", errors="surrogatepass") if isinstance(s, str) else bytes(s) for s in sources]
+    if isinstance(sources, (str, *_BYTES_LIKE)):
+        raise TypeError(f"sources must be a list of sources, not a single {type(sources).__name__}; "
+                        "pass a list of sources, e.g. compile_batch([source])")
+    try:
+        items = iter(sources)
+    except TypeError:
+        raise TypeError(f"sources must be a list of sources (str or bytes), not {type(sources).__name__}") from None
+    blobs = [source_bytes(s, f"sources[{i}]") for i, s in enumerate(items)]
     offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
     np.cumsum([len(b) for b in blobs], out=offsets[1:])
     return b"".join(blobs), offsets
 
 
+def _check_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    return operator.index(value)
+
+
+def _code_cap(code_cap) -> int:
+    code_cap = _check_int(code_cap, "code_cap")
+    if not 1 <= code_cap <= oc.LIMITS["MAX_CODE"]:
+        raise ValueError(f"code_cap must be in 1..{oc.LIMITS['MAX_CODE']}, got {code_cap}")
+    return code_cap
+
+
+def _nthreads(nthreads) -> int:
+    """None: VRAMGYM_THREADS, else one thread per core; 0: one per core; else 1..cpu.MAX_THREADS."""
+    n = check_threads(nthreads)
+    return cpu.default_threads() if n is None else n
+
+
 def compile_batch(sources: Sequence[str | bytes], *, code_cap: int = 1024, nthreads: int | None = None) -> CompiledBatch:
     """Compile N sources at once (code_cap words at most per program; longer ones fail with
-    code_too_long)."""
-    if not 1 <= code_cap <= oc.LIMITS["MAX_CODE"]:
-        raise ValueError(f"code_cap must be in 1..{oc.LIMITS['MAX_CODE']}")
+    code_too_long). `sources` is a list (any iterable) of str or bytes, not a single str.
+    nthreads: None or 0 for one thread per core, else 1..cpu.MAX_THREADS."""
+    code_cap = _code_cap(code_cap)
+    nthreads = _nthreads(nthreads)
     blob, offsets = pack_sources(sources)
-    code, lengths, errors = cpu.compile_batch(blob, offsets, code_cap, cpu.default_threads() if nthreads is None else nthreads)
+    code, lengths, errors = cpu.compile_batch(blob, offsets, code_cap, nthreads)
     return CompiledBatch(code, lengths, errors)
+
+
+def _check_tokens(tokens) -> np.ndarray:
+    tokens = int_array(tokens, "tokens", _INT32_MIN, _INT32_MAX, np.int32, ndim=2)
+    if tokens.shape[1:] != (4,):
+        raise ValueError(f"tokens must have shape (T, 4), got {tokens.shape}")
+    return tokens
+
+
+def _check_offsets(offsets, n_tokens: int) -> np.ndarray:
+    arr = int_array(offsets, "offsets", 0, n_tokens, np.int64)
+    if len(arr) < 1 or arr[0] != 0 or arr[-1] != n_tokens:
+        raise ValueError(f"offsets must be N + 1 token offsets from 0 to len(tokens) = {n_tokens}")
+    down = np.flatnonzero(np.diff(arr) < 0)
+    if len(down):
+        i = int(down[0])
+        raise ValueError(f"offsets must be non-decreasing: offsets[{i}] = {int(arr[i])} > offsets[{i + 1}] = {int(arr[i + 1])}")
+    return arr
 
 
 def compile_tokens(tokens: np.ndarray, offsets: np.ndarray, *, code_cap: int = 1024,
                    nthreads: int | None = None) -> CompiledBatch:
     """Compile N token arrays: `tokens` is (T, 4) int32 rows (kind, value, line, col) with kinds
     from opcodes.TOKENS, NAME values as name ids (ids below len(BUILTIN_NAMES) are the builtins),
-    each program ending with an EOF token; `offsets` (N + 1,) int64 token offsets."""
-    tokens = np.ascontiguousarray(tokens, dtype=np.int32)
-    if tokens.ndim != 2 or tokens.shape[1] != 4:
-        raise ValueError("tokens must have shape (T, 4)")
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    if offsets[0] != 0 or offsets[-1] != len(tokens) or np.any(np.diff(offsets) < 0):
-        raise ValueError("offsets must be non-decreasing from 0 to len(tokens)")
-    code, lengths, errors = cpu.compile_tokens_batch(tokens, offsets, code_cap,
-                                                     cpu.default_threads() if nthreads is None else nthreads)
+    each program ending with an EOF token; `offsets` (N + 1,) int64 token offsets, non-decreasing
+    from 0 to T. Integer arrays of other dtypes are accepted when every value fits (int32 tokens,
+    int64 offsets); floats, bools and out-of-range values raise TypeError / ValueError."""
+    code_cap = _code_cap(code_cap)
+    nthreads = _nthreads(nthreads)
+    tokens = _check_tokens(tokens)
+    offsets = _check_offsets(offsets, len(tokens))
+    code, lengths, errors = cpu.compile_tokens_batch(tokens, offsets, code_cap, nthreads)
     return CompiledBatch(code, lengths, errors)

@@ -36,6 +36,8 @@ def tokenize(source: str):
     """The token array of a source: (T, 4) int32 rows (kind, value, line, col), kinds from
     opcodes.TOKENS, NAME values as name ids, ending with EOF; compile_tokens accepts it.
     Raises CompileError for lexical errors."""
+    if not isinstance(source, (str, bytes)):
+        raise TypeError(f"source must be str or bytes, not {type(source).__name__}")
     raw = source.encode("utf-8", errors="surrogatepass") if isinstance(source, str) else bytes(source)
     toks, err = cpu.tokenize(raw)
     if toks is None:

@@ -116,8 +116,11 @@ def test_run_batch_rejects_indices_caps_and_threads_it_would_wrap():
     for cap in (-1, 2**31 + 2, True, 1.5):
         with pytest.raises(ValueError, match="out_cap"):
             run_batch(b, inputs, out_cap=cap)
-    for n in (-1, 2**31 - 1, 2**40, True):
+    for n in (-1, 2**31 - 1, 2**40):
         with pytest.raises(ValueError, match="nthreads"):
+            run_batch(b, inputs, nthreads=n)
+    for n in (True, 2.0):
+        with pytest.raises(TypeError, match="nthreads"):
             run_batch(b, inputs, nthreads=n)
     with pytest.raises(TypeError, match="VMConfig"):
         run_batch(b, inputs, config={"fuel": 10})

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import cpu
 from . import opcodes as oc
 from .backends import get_backend
 from .program import Program
@@ -193,11 +194,14 @@ MAX_OUT_CAP = 1 << 28
 
 
 def check_threads(nthreads):
-    """None (VRAMGYM_THREADS, else one per core), 0 (one per core) or a thread count."""
+    """nthreads of the batch calls: None (VRAMGYM_THREADS, else one per core), 0 (one per core)
+    or a count up to cpu.MAX_THREADS; TypeError/ValueError otherwise."""
     if nthreads is None:
         return None
-    if isinstance(nthreads, bool) or not isinstance(nthreads, (int, np.integer)) or not 0 <= nthreads <= 1024:
-        raise ValueError(f"nthreads must be None or an int in [0, 1024] (0: one per core), got {nthreads!r}")
+    if isinstance(nthreads, bool) or not isinstance(nthreads, (int, np.integer)):
+        raise TypeError(f"nthreads must be None or an int, not {type(nthreads).__name__}")
+    if not 0 <= nthreads <= cpu.MAX_THREADS:
+        raise ValueError(f"nthreads must be None or 0 (one per core) or in 1..{cpu.MAX_THREADS}, got {nthreads}")
     return int(nthreads)
 
 

@@ -87,9 +87,21 @@ def ptr(a: np.ndarray | None, t):
     return a.ctypes.data_as(t)
 
 
+MAX_THREADS = 1024  # the core caps its threads here too (it sizes per-thread scratch by them)
+
+
 def default_threads() -> int:
+    """VRAMGYM_THREADS, else 0: one thread per core."""
     env = os.environ.get("VRAMGYM_THREADS")
-    return int(env) if env else 0  # 0: one per core
+    if not env:
+        return 0
+    try:
+        n = int(env)
+    except ValueError:
+        n = -1
+    if not 0 <= n <= MAX_THREADS:
+        raise ValueError(f"VRAMGYM_THREADS must be 0 (one per core) or in 1..{MAX_THREADS}, got {env!r}")
+    return n
 
 
 def compile_one(source: bytes, code_cap: int = oc.LIMITS["MAX_CODE"]):

@@ -112,16 +112,18 @@ def _int_array(values: Sequence, where: str) -> np.ndarray:
     return arr
 
 
-def int_array(a, name: str, lo: int, hi: int, dtype) -> np.ndarray:
-    """`a` as a contiguous 1-D `dtype` array; TypeError unless it holds integers, ValueError
-    unless every one lies in [lo, hi] (no silent wrap-around in the cast)."""
+def int_array(a, name: str, lo: int, hi: int, dtype, ndim: int = 1) -> np.ndarray:
+    """`a` as a contiguous `ndim`-D `dtype` array; TypeError unless it holds integers (not
+    floats, bools or objects: no silent truncation), ValueError unless every one lies in
+    [lo, hi] (no silent wrap-around in the cast)."""
     a = np.asarray(a)
     if a.size and (a.dtype == object or not np.issubdtype(a.dtype, np.integer)):
         raise TypeError(f"{name} must be an integer array, got dtype {a.dtype}")
-    if a.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
+    if a.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {a.shape}")
     if a.size and (int(a.min()) < lo or int(a.max()) > hi):
-        raise ValueError(f"{name}: values must lie in [{lo}, {hi}]")
+        bad = int(a.min()) if int(a.min()) < lo else int(a.max())
+        raise ValueError(f"{name}: values must lie in [{lo}, {hi}], got {bad}")
     return np.ascontiguousarray(a, dtype=dtype)
 
 

@@ -1,0 +1,188 @@
+"""Bad input to the compiler's Python API: a clear TypeError / ValueError, never a crash, an
+IndexError from inside numpy, or a silently wrong answer (audit U2, U3, W4, C2). The good cases
+next to the bad ones pin that the checks do not refuse what used to work."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from vramgym.compiler import CompileError, compile_batch, compile_source, compile_tokens, tokenize
+from vramgym.vm.cpu import MAX_THREADS
+
+GOOD = "def f(x: int) -> int:\n    return x\n"
+
+
+@pytest.fixture(scope="module")
+def toks():
+    return tokenize(GOOD)
+
+
+# --- non-string sources (U2) -------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", [5, None, [1, 2, 3], 2.5, bytearray(GOOD, "ascii")])
+def test_tokenize_rejects_non_string(bad):
+    with pytest.raises(TypeError, match=rf"source must be str or bytes, not {type(bad).__name__}"):
+        tokenize(bad)
+
+
+def test_tokenize_and_compile_source_agree_on_types():
+    assert tokenize(GOOD.encode()).tolist() == tokenize(GOOD).tolist()
+    for bad in (5, None):
+        with pytest.raises(TypeError, match="str or bytes"):
+            compile_source(bad)
+
+
+@pytest.mark.parametrize("bad", [5, None, 2.5, [1, 2]])
+def test_compile_batch_rejects_non_string_items(bad):
+    with pytest.raises(TypeError, match=rf"sources\[1\] must be str or bytes, not {type(bad).__name__}"):
+        compile_batch([GOOD, bad])
+
+
+@pytest.mark.parametrize("single", [GOOD, GOOD.encode()])
+def test_compile_batch_rejects_a_single_source(single):
+    with pytest.raises(TypeError, match="pass a list of sources"):
+        compile_batch(single)
+
+
+def test_compile_batch_rejects_a_non_iterable():
+    with pytest.raises(TypeError, match="sources must be a list"):
+        compile_batch(5)
+
+
+def test_compile_batch_still_takes_lists_tuples_generators_and_arrays():
+    for sources in ([GOOD, GOOD.encode()], (GOOD,), (s for s in [GOOD]), np.array([GOOD])):
+        b = compile_batch(sources)
+        assert b.ok.all() and len(b) >= 1
+    assert len(compile_batch([])) == 0
+
+
+# --- nthreads (C2) and code_cap ------------------------------------------------------------------
+
+@pytest.mark.parametrize("fn", ["batch", "tokens"])
+@pytest.mark.parametrize("n", [2**31 - 1, 2**40, MAX_THREADS + 1, -1, -(2**40)])
+def test_nthreads_out_of_range_is_a_value_error(toks, fn, n):
+    with pytest.raises(ValueError, match=rf"nthreads must be .*1\.\.{MAX_THREADS}, got {n}"):
+        if fn == "batch":
+            compile_batch([GOOD], nthreads=n)
+        else:
+            compile_tokens(toks, [0, len(toks)], nthreads=n)
+
+
+@pytest.mark.parametrize("n", [True, False, 2.0, "2"])
+def test_nthreads_must_be_an_int(n):
+    with pytest.raises(TypeError, match="nthreads must be None or an int"):
+        compile_batch([GOOD], nthreads=n)
+
+
+@pytest.mark.parametrize("n", [None, 0, 1, 2, np.int64(3), MAX_THREADS])
+def test_nthreads_in_range_works(toks, n):
+    assert compile_batch([GOOD] * 5, nthreads=n).ok.all()
+    assert compile_tokens(toks, [0, len(toks)], nthreads=n).ok.all()
+
+
+def test_huge_nthreads_does_not_kill_the_process():
+    """The old behaviour was SIGABRT (std::bad_alloc in the core): run it in a child process."""
+    code = ("from vramgym.compiler import compile_batch\n"
+            "try:\n"
+            "    compile_batch(['def f(x: int) -> int:\\n    return x\\n'], nthreads=2**31 - 1)\n"
+            "except ValueError as e:\n"
+            "    print('ValueError', e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ValueError nthreads must be")
+
+
+def test_bad_vramgym_threads_is_reported(monkeypatch):
+    monkeypatch.setenv("VRAMGYM_THREADS", str(2**31 - 1))
+    with pytest.raises(ValueError, match="VRAMGYM_THREADS must be"):
+        compile_batch([GOOD])
+    monkeypatch.setenv("VRAMGYM_THREADS", "1")
+    assert compile_batch([GOOD]).ok.all()
+
+
+@pytest.mark.parametrize("cap, exc", [(0, ValueError), (-1, ValueError), (1 << 20, ValueError),
+                                      (2.5, TypeError), (True, TypeError), ("8", TypeError)])
+def test_code_cap_is_checked_on_both_paths(toks, cap, exc):
+    with pytest.raises(exc, match="code_cap must be"):
+        compile_batch([GOOD], code_cap=cap)
+    with pytest.raises(exc, match="code_cap must be"):
+        compile_tokens(toks, [0, len(toks)], code_cap=cap)
+
+
+# --- compile_tokens offsets (U3) ------------------------------------------------------------------
+
+@pytest.mark.parametrize("offsets, exc, msg", [
+    ([], ValueError, r"offsets must be N \+ 1 token offsets from 0 to len\(tokens\)"),
+    ("2d", ValueError, r"offsets must be 1-D, got shape \(1, 2\)"),
+    (np.int64(0), ValueError, r"offsets must be 1-D, got shape \(\)"),
+    ("float", TypeError, "offsets must be an integer array, got dtype float64"),
+    ("bool", TypeError, "offsets must be an integer array, got dtype bool"),
+    (None, TypeError, "offsets must be an integer array, got dtype object"),
+    ("start1", ValueError, r"offsets must be N \+ 1 token offsets from 0 to len\(tokens\)"),
+    ("short", ValueError, r"offsets must be N \+ 1 token offsets from 0 to len\(tokens\)"),
+    ("past_end", ValueError, r"offsets: values must lie in \[0, "),
+    ("negative", ValueError, r"offsets: values must lie in \[0, "),
+    ("huge", ValueError, r"offsets: values must lie in \[0, "),
+    ("decreasing", ValueError, r"non-decreasing: offsets\[1\] = 8 > offsets\[2\] = 3"),
+])
+def test_bad_offsets(toks, offsets, exc, msg):
+    t = len(toks)
+    offsets = {
+        "2d": [[0, t]], "float": [0.0, t + 0.9], "bool": np.array([False, True]),
+        "start1": [1, t], "short": [0, t - 1], "past_end": [0, t + 1], "negative": [-1, t],
+        "huge": np.array([0, 2**63 + 5], dtype=np.uint64), "decreasing": [0, 8, 3, t],
+    }.get(offsets, offsets) if isinstance(offsets, str) else offsets
+    with pytest.raises(exc, match=msg):
+        compile_tokens(toks, offsets)
+
+
+def test_offsets_of_other_integer_dtypes_work(toks):
+    t = len(toks)
+    for offsets in ([0, t], np.array([0, t], np.int32), np.array([0, t], np.uint16), (0, 0, t)):
+        b = compile_tokens(toks, offsets)
+        assert b.lengths[-1] > 0
+    b = compile_tokens(np.zeros((0, 4), np.int32), [0])
+    assert len(b) == 0
+
+
+# --- compile_tokens token values (U3, W4) ---------------------------------------------------------
+
+def test_tokens_that_do_not_fit_int32_are_refused(toks):
+    """The audit's case: + 2**32 used to wrap away and compile as the original program."""
+    with pytest.raises(ValueError, match="tokens: values must lie in .*, got 42949673"):
+        compile_tokens(toks.astype(np.int64) + (1 << 32), [0, len(toks)])
+    big = toks.astype(np.int64)
+    big[0, 1] = -(1 << 31) - 1
+    with pytest.raises(ValueError, match=f"values must lie in .*, got {-(1 << 31) - 1}"):
+        compile_tokens(big, [0, len(toks)])
+    u = toks.astype(np.uint32)
+    u[0, 2] = 1 << 31
+    with pytest.raises(ValueError, match=f"values must lie in .*, got {1 << 31}"):
+        compile_tokens(u, [0, len(toks)])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, bool, object])
+def test_non_integer_tokens_are_refused(toks, dtype):
+    with pytest.raises(TypeError, match="tokens must be an integer array"):
+        compile_tokens(toks.astype(dtype), [0, len(toks)])
+
+
+@pytest.mark.parametrize("shape", [(68,), (17, 3), (1, 17, 4)])
+def test_tokens_of_the_wrong_shape(shape):
+    with pytest.raises(ValueError, match=r"tokens must (have shape \(T, 4\)|be 2-D), got"):
+        compile_tokens(np.zeros(shape, np.int32), [0, 17])
+
+
+def test_tokens_of_other_integer_dtypes_that_fit_work(toks):
+    ref = compile_tokens(toks, [0, len(toks)])
+    for t in (toks.astype(np.int64), toks.astype(np.int16), toks.tolist(), np.asfortranarray(toks)):
+        b = compile_tokens(t, [0, len(toks)])
+        assert b.lengths.tolist() == ref.lengths.tolist() and np.array_equal(b.code, ref.code)
+
+
+def test_garbage_tokens_still_give_compile_errors_not_exceptions(toks):
+    bad = toks.copy()
+    bad[:, 0] = 999
+    b = compile_tokens(bad, [0, len(toks)])
+    assert not b.ok[0] and isinstance(b.error(0), CompileError)
