@@ -186,3 +186,11 @@ def test_garbage_tokens_still_give_compile_errors_not_exceptions(toks):
     bad[:, 0] = 999
     b = compile_tokens(bad, [0, len(toks)])
     assert not b.ok[0] and isinstance(b.error(0), CompileError)
+
+
+def test_form_feed_in_indentation_is_named_in_the_error():
+    """A form feed at a line's start is an indentation error whose message says so (it said 'tabs')."""
+    from vramgym.compiler import CompileError, compile_source
+    with pytest.raises(CompileError) as e:
+        compile_source("def f() -> int:\n\x0c    return 1\n")
+    assert (e.value.line, e.value.col) == (2, 1) and "form feeds" in e.value.message

@@ -154,7 +154,7 @@ ERRORS: tuple[tuple[int, str, str], ...] = (
     (1, "nul_byte", "source contains a NUL byte"),
     (2, "non_ascii", "non-ASCII character"),
     (3, "unexpected_char", "unexpected character"),
-    (4, "tab_indent", "tabs in indentation are not supported"),
+    (4, "tab_indent", "tabs and form feeds in indentation are not supported"),
     (5, "unexpected_indent", "unexpected indent"),
     (6, "bad_dedent", "unindent does not match any outer indentation level"),
     (7, "expected_indent", "expected an indented block"),
