@@ -776,6 +776,17 @@ def markdown(results) -> str:
             lines.append(f"| {r['metric']} | {r['unit']} | {_fmt_rate(r['cpython_per_s'])} | "
                          f"{_fmt_rate(r['vramgym_per_s'])} | {r['ratio']:.1f}x |")
         lines.append("")
+    if results.get("per_template"):
+        lines += ["## Execute per template (per core)", "",
+                  "Each template timed alone (one call per side); share: its part of CPython's time on the "
+                  "corpus, so the corpus ratio is about the share-weighted harmonic mean of these.", "",
+                  "| template | programs | VM steps/run | CPython ns/run | vramgym ns/run | share | vramgym / CPython |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for r in results["per_template"]:
+            lines.append(f"| {r['template']} | {r['programs']} | {r['vm_steps_per_run']:.0f} | "
+                         f"{r['cpython_s'] / r['runs'] * 1e9:.0f} | {r['vramgym_s'] / r['runs'] * 1e9:.0f} | "
+                         f"{100 * r['cpython_share']:.1f}% | {r['ratio']:.1f}x |")
+        lines.append("")
     if results.get("pass_counts"):
         pc = results["pass_counts"]
         lines += ["## End-to-end pass counts", "",
@@ -844,6 +855,30 @@ def bench_workload(tasks, repeat, label, with_e2e, code_cap=1024):
         rows.append(row(f"end to end ({label}: compile + run + compare)", "programs", tc, tv, n))
         e2e = (pc, pv)
     return rows, e2e
+
+
+def per_template(tasks, repeat):
+    """Execute time per template, per core, CPython beside vramgym (interleaved best-of-R): where
+    the corpus ratio comes from."""
+    by: dict = {}
+    for t in tasks:
+        by.setdefault(t.template, []).append(t)
+    rows = []
+    for name, ts in by.items():
+        codes = [compile(t.source, "<bench>", "exec") for t in ts]
+        entries, inputs_list = [t.entry for t in ts], [t.inputs for t in ts]
+        _, progs = vg_programs(ts, 1)
+        inputs, _, runs = vg_encode(ts, False)
+        out_cap = 64 if ts[0].ret == "list" else 0
+        tc, tv, _, res = best_pair(lambda: cpy_execute(codes, entries, inputs_list),
+                                   lambda: run_batch(progs, inputs, runs, out_cap=out_cap, nthreads=1), repeat)
+        n = len(runs[0])
+        rows.append({"template": name, "programs": len(ts), "runs": n, "cpython_s": tc, "vramgym_s": tv,
+                     "ratio": tc / tv, "vm_steps_per_run": float(res.steps.astype(np.int64).sum()) / n})
+    total_c = sum(r["cpython_s"] for r in rows)
+    for r in rows:
+        r["cpython_share"] = r["cpython_s"] / total_c
+    return sorted(rows, key=lambda r: r["ratio"])
 
 
 RANDOM_CODE_CAP = 8192
@@ -942,6 +977,9 @@ def main(argv=None) -> dict:
     for r in rows:
         log(f"  {r['metric']:<55} CPython {_fmt_rate(r['cpython_per_s']):>9}/s  vramgym "
             f"{_fmt_rate(r['vramgym_per_s']):>9}/s  ratio {r['ratio']:.1f}x")
+
+    log("timing per template ...")
+    results["per_template"] = per_template(tasks, args.repeat)
 
     # breakdown of vramgym's end-to-end path, per core
     sources = [t.source for t in tasks]
