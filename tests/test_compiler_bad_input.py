@@ -194,3 +194,17 @@ def test_form_feed_in_indentation_is_named_in_the_error():
     with pytest.raises(CompileError) as e:
         compile_source("def f() -> int:\n\x0c    return 1\n")
     assert (e.value.line, e.value.col) == (2, 1) and "form feeds" in e.value.message
+
+
+def test_the_gpu_compile_entry_points_check_arguments_before_the_device(toks):
+    """vm.cuda's compile_tokens/compile_batch take the CPU's checks; they raise before touching
+    the device, so this runs without a GPU."""
+    from vramgym.vm import cuda
+    with pytest.raises(ValueError, match="offsets"):
+        cuda.compile_tokens(toks, [0, len(toks) + 1])
+    with pytest.raises(TypeError, match="tokens must be an integer array"):
+        cuda.compile_tokens(toks.astype(np.float64), [0, len(toks)])
+    with pytest.raises(ValueError, match="code_cap"):
+        cuda.compile_tokens(toks, [0, len(toks)], code_cap=0)
+    with pytest.raises(TypeError, match="list of sources"):
+        cuda.compile_batch("def f() -> int:\n    return 1\n")

@@ -383,24 +383,19 @@ def _compile_host(kind: str, data: np.ndarray, offsets: np.ndarray, code_cap: in
 
 def compile_batch(sources, *, code_cap: int = 1024):
     """vramgym.compiler.compile_batch on the GPU: the same CompiledBatch, bit for bit."""
-    from vramgym.compiler.batch import pack_sources
-    if not 1 <= code_cap <= oc.LIMITS["MAX_CODE"]:
-        raise ValueError(f"code_cap must be in 1..{oc.LIMITS['MAX_CODE']}")
+    from vramgym.compiler.batch import _code_cap, pack_sources
+    code_cap = _code_cap(code_cap)
     blob, offsets = pack_sources(sources)
     return _compile_host("sources", np.frombuffer(blob, dtype=np.uint8), offsets, code_cap)
 
 
 def compile_tokens(tokens, offsets, *, code_cap: int = 1024):
-    """vramgym.compiler.compile_tokens on the GPU (host arrays in, CompiledBatch out)."""
-    tokens = np.ascontiguousarray(tokens, dtype=np.int32)
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    if tokens.ndim != 2 or tokens.shape[1] != 4:
-        raise ValueError("tokens must have shape (T, 4)")
-    if offsets[0] != 0 or offsets[-1] != len(tokens) or np.any(np.diff(offsets) < 0):
-        raise ValueError("offsets must be non-decreasing from 0 to len(tokens)")
-    if not 1 <= code_cap <= oc.LIMITS["MAX_CODE"]:
-        raise ValueError(f"code_cap must be in 1..{oc.LIMITS['MAX_CODE']}")
-    return _compile_host("tokens", tokens, offsets, code_cap)
+    """vramgym.compiler.compile_tokens on the GPU (host arrays in, CompiledBatch out), with its
+    checks of the arguments (before anything touches the device)."""
+    from vramgym.compiler.batch import _check_offsets, _check_tokens, _code_cap
+    code_cap = _code_cap(code_cap)
+    tokens = _check_tokens(tokens)
+    return _compile_host("tokens", tokens, _check_offsets(offsets, len(tokens)), code_cap)
 
 
 # --- execute ----------------------------------------------------------------------------------
