@@ -53,11 +53,11 @@ class VMConfig:
 class ProgramBatch:
     """N programs: code words (W,) uint32 with offsets (N + 1,) int64, the entry function index
     (N,) int32, the entry's result kind (N,) int32 (opcodes.KIND_*), and optionally the entry's
-    parameter kinds (N, MAX_PARAMS + 1) int8 (KIND_*, -1 past the last; from_programs fills them
-    when every program's signatures are declared),
-    against which run_batch checks every input: a run whose input has other kinds traps
-    bad_input. Checked on construction (ValueError/TypeError), so the core never reads out of
-    bounds; code words may also be given as int32 views (negative values)."""
+    parameter kinds (N, MAX_PARAMS + 1) int8 (KIND_*, -1 past the last), against which run_batch
+    checks every input: a run whose input has other kinds traps bad_input. from_programs fills
+    them when every program's signatures are declared (not for Program.from_code's guesses).
+    Checked on construction (ValueError/TypeError), so the core never reads out of bounds; code
+    words may also be given as int32 views (negative values)."""
 
     code: np.ndarray
     offsets: np.ndarray
