@@ -14,6 +14,7 @@ Shapes (T tasks, M tests per task, E shown examples, W / W_OUT words per encoded
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,17 +41,31 @@ class Scores:
     length: np.ndarray
 
 
-def _pad_rows(enc: Encoded, width: int) -> np.ndarray:
-    """Encoded items as rows of `width` int32 words, zero-padded."""
-    n = len(enc)
+def _pad_rows(enc: Encoded, width: int, n: int, what: str) -> np.ndarray:
+    """The first n encoded items as rows of `width` int32 words, zero-padded (only shown examples
+    become rows: the other tests may be longer)."""
+    n = min(n, len(enc))
     out = np.zeros((n, width), dtype=np.int32)
-    lens = np.diff(enc.offsets)
+    lens = np.diff(enc.offsets[: n + 1])
     if n and lens.max() > width:
-        raise ValueError(f"an encoded example needs {lens.max()} words, more than {width}")
+        raise ValueError(f"{what} needs {lens.max()} words, more than example_width={width}")
     col = np.arange(width)[None, :]
     mask = col < lens[:, None]
-    out[mask] = enc.words[(enc.offsets[:-1, None] + col)[mask]]
+    out[mask] = enc.words[(enc.offsets[:n, None] + col)[mask]]
     return out
+
+
+def _examples(task: Task, seed, n: int, config: VMConfig):
+    """task.examples under the bank's limits. Where its reference needs more (a fuel lowered to
+    bound the slowest candidate), the tests come from the default limits with a warning: no
+    candidate can pass those tests, which the user should know, but may have chosen."""
+    try:
+        return task.examples(seed, n, config=config)
+    except ValueError as e:
+        inputs, outputs = task.examples(seed, n)   # raises again if the limits are not the cause
+        warnings.warn(f"{e} under this bank's limits (fuel={config.fuel}): no candidate can pass that test",
+                      stacklevel=4)
+        return inputs, outputs
 
 
 def _action_token_table() -> np.ndarray:
@@ -162,10 +177,18 @@ class TaskBank:
         n_tests = check_int(n_tests, "n_tests", n_examples)
         check_backend(backend)
         self.tasks = list(tasks)
+        for i, t in enumerate(self.tasks):
+            if not isinstance(t, Task):
+                raise TypeError(f"tasks[{i}] must be a Task (TaskBank.from_names takes names), got {t!r:.60}")
         self.n_tests, self.n_examples = n_tests, n_examples
         self.config = config or VMConfig(fuel=20_000)
         self.backend = backend
-        self.signatures = [V.as_signature(t.signature_line()) for t in self.tasks]
+        self.signatures = []
+        for t in self.tasks:
+            try:
+                self.signatures.append(V.as_signature(t.signature_line()))
+            except ValueError as e:
+                raise ValueError(f"task {t.name!r}: {e}") from None
         T = len(self.tasks)
         # The compiler tokens of each signature line, up to the body's INDENT. The lexer interns
         # the function name and the parameters first, so their ids are the vocabulary's slots.
@@ -184,11 +207,12 @@ class TaskBank:
             kinds = task.signature.kinds
             self.kinds[i, : len(kinds)] = [KIND_BY_NAME[k] for k in kinds]
             self.ret_kind[i] = KIND_BY_NAME[task.signature.ret]
-            inputs, outputs = task.examples(seed, n_tests)
+            inputs, outputs = _examples(task, seed, n_tests, self.config)
             enc_inputs.append(encode_tuples(inputs, kinds))
             enc_expected.append(encode_results(outputs, task.signature.ret))
-            shown_in.append(_pad_rows(enc_inputs[-1], example_width)[:n_examples])
-            shown_out.append(_pad_rows(enc_expected[-1], example_width)[:n_examples])
+            what = f"task {task.name!r}: an example"
+            shown_in.append(_pad_rows(enc_inputs[-1], example_width, n_examples, what + " input"))
+            shown_out.append(_pad_rows(enc_expected[-1], example_width, n_examples, what + " output"))
         self.inputs = Encoded.concat(enc_inputs)      # task t's tests are items t*M .. t*M + M - 1
         self.expected = Encoded.concat(enc_expected)
         self.examples = np.stack(shown_in)   # (T, E, W)

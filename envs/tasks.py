@@ -38,6 +38,14 @@ without repeats. Draws are uniform over the allowed values, or with `"log": true
 the bit length of the offset from `lo` (then 7 and 7,000,000 are both common, which digit and
 bit tasks need to see). Draws are deterministic per seed: numpy's PCG64 `default_rng(seed)`,
 integer arithmetic only, parameters drawn in order, one vectorized draw each.
+
+A task file is {"version": 1, "tasks": [task, ...]} (no other keys; names unique; no key twice in
+an object). load_tasks raises ValueError naming the file and the entry for anything else. Cases
+are checked like arguments (int32 ints, bools, lists of ints; list arguments at most
+MAX_LIST_LEN = 1024 long, as specs draw); the same arguments twice with two outputs is an error
+(no program could pass both). A reference's outputs are computed when
+examples are drawn: a run that traps (on inputs the specs allow, or past the VM's limits) is a
+ValueError then.
 """
 from __future__ import annotations
 
@@ -52,8 +60,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from vramgym.compiler import CompileError, compile_source
-from vramgym.vm import Program, Trap, execute
-from vramgym.vm.values import INT32_MAX, INT32_MIN, check_value
+from vramgym.vm import Program, Trap, VMConfig, execute
+from vramgym.vm.values import INT32_MAX, INT32_MIN, check_value, kind_of
 
 __all__ = ["Task", "Signature", "ParamSpec", "TASKS", "get_task", "task_names", "load_tasks", "save_tasks",
            "DIFFICULTIES", "FORMAT_VERSION"]
@@ -101,6 +109,8 @@ class Signature:
         """A signature from its `def` line (the trailing colon is optional). The real compiler
         parses it, under a body that always ends safely, so every rule of the language (names,
         types, limits) applies as it will to the agent's program."""
+        if not isinstance(line, str):
+            raise TypeError(f"a signature is a 'def ...' line (str), got {type(line).__name__}")
         text = line.strip()
         if not text.startswith("def ") or "\n" in text or "\r" in text:
             raise ValueError(f"a signature is one line 'def name(param: type, ...) -> type:', got {line!r}")
@@ -109,7 +119,11 @@ class Signature:
         try:
             prog = compile_source(text + "\n    while True:\n        pass\n")
         except CompileError as e:
+            if e.line > 1:  # an error in the body added above: the line holds more than a signature
+                raise ValueError(f"bad signature {line!r}: text after the signature's ':'") from None
             raise ValueError(f"bad signature {line!r}: {e.line}:{e.col}: {e.message}") from None
+        if len(prog.functions) != 1:
+            raise ValueError(f"bad signature {line!r}: text after the signature's ':'")
         return cls.of(prog.functions[0])
 
     @classmethod
@@ -194,7 +208,8 @@ class ParamSpec:
         return rng.integers(low, high + 1, dtype=np.int64)
 
     def sample(self, rng: np.random.Generator, n: int) -> list:
-        """n arguments as Python values (int, bool, list[int])."""
+        """n arguments as Python values (int, bool, list[int]); rng: a numpy Generator or a seed."""
+        rng, n = _rng(rng), _count(n)
         if self.kind == "bool":
             return [bool(b) for b in rng.integers(0, 2, n)]
         if self.kind == "int":
@@ -225,6 +240,8 @@ class ParamSpec:
     def from_dict(cls, d: Mapping) -> "ParamSpec":
         if not isinstance(d, Mapping) or "kind" not in d:
             raise ValueError(f"an input spec is an object with a 'kind', got {d!r}")
+        if d["kind"] not in KINDS:  # (before it is used as a key: it may be unhashable)
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {d['kind']!r}")
         allowed = {"bool": {"kind"}, "int": {"kind", "lo", "hi", "constraint", "log"}}.get(
             d["kind"], {"kind", "lo", "hi", "len", "sorted", "distinct", "constraint", "log"})
         extra = set(d) - allowed
@@ -246,6 +263,15 @@ def _compile(source: str) -> Program:
     return compile_source(source)
 
 
+def _plain(v):
+    """numpy values as Python ones (arrays as lists), so cases compare, hash and save as JSON."""
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return bool(v) if isinstance(v, np.bool_) else int(v) if isinstance(v, np.integer) else v
+
+
 def _freeze(v):  # lists -> tuples, so tasks are hashable values
     return tuple(_freeze(x) for x in v) if isinstance(v, (list, tuple)) else v
 
@@ -255,7 +281,12 @@ def _thaw(v):
 
 
 def _normalize_source(source: str | Sequence[str]) -> str:
-    lines = list(source) if not isinstance(source, str) else re.split(r"\r\n|\r|\n", source.rstrip("\r\n"))
+    if isinstance(source, str):
+        lines = re.split(r"\r\n|\r|\n", source.rstrip("\r\n"))
+    elif isinstance(source, (list, tuple)) and all(isinstance(s, str) for s in source):
+        lines = list(source)
+    else:  # (a dict would give its keys, bytes their byte values)
+        raise TypeError(f"reference must be source text or a list of lines, got {type(source).__name__}")
     return "\n".join(lines) + "\n"
 
 
@@ -268,7 +299,34 @@ def _difficulty(d) -> int:
 
 
 def _rng(seed) -> np.random.Generator:
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, (bool, float, str, bytes)):  # numpy would take True as 1 and some floats as ints
+        raise TypeError(f"seed must be None, a non-negative int or a numpy Generator, got {seed!r}")
+    try:
+        return np.random.default_rng(seed)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"seed must be None, a non-negative int or a numpy Generator, got {seed!r} ({e})") from None
+
+
+def _count(n) -> int:
+    """A number of draws: a non-negative int (not a float or bool, which numpy would take or mangle)."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an int, got {n!r}")
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    return int(n)
+
+
+def _check_case_value(v, kind: str, where: str):
+    """v (numpy values made plain) checked as a value of `kind`; TypeError/ValueError naming `where`."""
+    v = _plain(v)
+    try:
+        kind_of(v)
+    except TypeError as e:  # (its message does not say where)
+        raise TypeError(f"{where}: {e}") from None
+    check_value(v, kind, where)
+    return v
 
 
 @dataclass(frozen=True)
@@ -298,6 +356,8 @@ class Task:
             raise ValueError(f"task {self.name!r}: {e}") from None
 
     def _validate(self):
+        if not isinstance(self.description, str):
+            raise ValueError(f"description must be a string, got {self.description!r:.80}")
         object.__setattr__(self, "difficulty", _difficulty(self.difficulty))
         if isinstance(self.signature, str):
             object.__setattr__(self, "signature", Signature.parse(self.signature))
@@ -319,6 +379,9 @@ class Task:
             if got != sig:
                 raise ValueError(f"reference signature {got.line()!r} differs from the declared {sig.line()!r}")
             specs = self.inputs if self.inputs is not None else [ParamSpec.default(k) for k in sig.kinds]
+            if isinstance(specs, (str, bytes, Mapping)) or not isinstance(specs, Iterable):
+                raise ValueError(f"inputs must be a list of input specs, one per parameter, got {specs!r:.80}")
+            specs = list(specs)
             if len(specs) != len(sig.params):
                 raise ValueError(f"{len(specs)} input specs for {len(sig.params)} parameters")
             parsed = []
@@ -334,17 +397,29 @@ class Task:
         else:
             if self.inputs is not None:
                 raise ValueError("a task given by cases draws its inputs from them, not from input specs")
-            cases = []
+            if isinstance(self.cases, (str, bytes, Mapping)) or not isinstance(self.cases, Iterable):
+                raise ValueError(f"cases must be a list of [[args...], output] pairs, got {self.cases!r:.80}")
+            cases, seen = [], {}
             for i, case in enumerate(self.cases):
                 if not isinstance(case, (tuple, list)) or len(case) != 2 or not isinstance(case[0], (tuple, list)):
-                    raise ValueError(f"case {i}: expected [[args...], output], got {case!r}")
+                    raise ValueError(f"case {i}: expected [[args...], output], got {case!r:.80}")
                 args, out = case
                 if len(args) != len(sig.params):
                     raise ValueError(f"case {i}: {len(args)} arguments for {len(sig.params)} parameters")
-                for (pname, kind), v in zip(sig.params, args):
-                    check_value(v, kind, f"case {i}, argument {pname!r}")
-                check_value(out, sig.ret, f"case {i}, output")
-                cases.append((_freeze(args), _freeze(out)))
+                args = [_check_case_value(v, kind, f"case {i}, argument {pname!r}") for (pname, kind), v in
+                        zip(sig.params, args)]
+                long = next((pname for (pname, _), v in zip(sig.params, args)
+                             if isinstance(v, list) and len(v) > MAX_LIST_LEN), None)
+                if long is not None:  # (as input specs draw: far longer ones would not fit in the VM's memory)
+                    raise ValueError(f"case {i}, argument {long!r}: a list argument holds at most {MAX_LIST_LEN} "
+                                     f"elements")
+                case = (_freeze(args), _freeze(_check_case_value(out, sig.ret, f"case {i}, output")))
+                # the same arguments with two outputs: no program could pass both
+                j = seen.setdefault(case[0], i)
+                if j != i and cases[j][1] != case[1]:
+                    raise ValueError(f"case {i}: the arguments of case {j} with another output "
+                                     f"({_thaw(case[1])!r} vs {_thaw(cases[j][1])!r})")
+                cases.append(case)
             if not cases:
                 raise ValueError("needs at least one case")
             object.__setattr__(self, "cases", tuple(cases))
@@ -357,9 +432,13 @@ class Task:
         """A task whose truth is `source`. The signature is the entry function's (default: the
         first function defined). `inputs`: one spec (ParamSpec or dict) per parameter, a dict
         of them by parameter name, or None for defaults by kind."""
+        if entry is not None and not isinstance(entry, str):  # (entry=0 would quietly mean the first)
+            raise TypeError(f"task {name!r}: entry must be a function name (str), got {entry!r}")
         try:
             prog = _compile(_normalize_source(source))
             fn = prog.function(entry) if entry else prog.functions[0]
+        except TypeError as e:
+            raise ValueError(f"task {name!r}: {e}") from None
         except CompileError as e:
             raise ValueError(f"task {name!r}: reference does not compile: {e.line}:{e.col}: {e.message}") from None
         except KeyError:
@@ -378,11 +457,20 @@ class Task:
         """A task given by (args, output) pairs only; they are its tests. `args` is a tuple of
         arguments, or the argument itself when the signature has one parameter; a dict
         {args: output} works too."""
-        sig = Signature.parse(signature) if isinstance(signature, str) else signature
+        if not isinstance(signature, (str, Signature)):
+            raise TypeError(f"task {name!r}: signature must be a 'def ...' line or a Signature, "
+                            f"got {type(signature).__name__}")
+        try:
+            sig = Signature.parse(signature) if isinstance(signature, str) else signature
+        except ValueError as e:
+            raise ValueError(f"task {name!r}: {e}") from None
         if isinstance(examples, Mapping):
             examples = examples.items()
-        cases = [((args,) if len(sig.params) == 1 and not isinstance(args, tuple) else args, out)
-                 for args, out in examples]
+        if isinstance(examples, (str, bytes)) or not isinstance(examples, Iterable):
+            raise TypeError(f"task {name!r}: examples must be (args, output) pairs, got {type(examples).__name__}")
+        # anything but a pair goes through as it is: the Task reports it as a bad case, by index
+        cases = [((e[0],) if len(sig.params) == 1 and not isinstance(e[0], tuple) else e[0], e[1])
+                 if isinstance(e, (tuple, list)) and len(e) == 2 else e for e in examples]
         return cls(name, description, difficulty, sig, cases=cases)
 
     # -- use ---------------------------------------------------------------------------------
@@ -404,30 +492,39 @@ class Task:
         """n argument tuples, drawn from the input specs (or the cases) with `rng` (a numpy
         Generator or a seed)."""
         rng = _rng(rng)
+        n = _count(n)
         if self.cases is not None:
             return [tuple(_thaw(v) for v in self.cases[i][0]) for i in self._case_order(rng, n)]
         columns = [spec.sample(rng, n) for spec in self.inputs]
         return list(zip(*columns)) if columns else [()] * n
 
-    def outputs(self, inputs: Sequence[Args]) -> list:
-        """The reference's results on `inputs`, computed by the VM (default limits). A run that
-        traps means the inputs are outside what the task promises: ValueError."""
+    def outputs(self, inputs: Sequence[Args], config: VMConfig | None = None) -> list:
+        """The reference's results on `inputs`, computed by the VM under `config`'s limits
+        (default: VMConfig()). A run that traps means the inputs are outside what the task
+        promises, or the reference needs more than those limits: ValueError. Scorers that run
+        candidates under lower limits (a TaskBank's fuel) should pass them here, or the task
+        may be impossible under them (the reference itself would fail its tests)."""
         if self.reference is None:
             raise ValueError(f"task {self.name!r} has no reference; its outputs are its cases")
-        results = execute(self.program, self.signature.entry, inputs)
+        if config is not None and not isinstance(config, VMConfig):
+            raise TypeError(f"config must be a VMConfig, got {type(config).__name__}")
+        c = config or VMConfig()
+        results = execute(self.program, self.signature.entry, inputs, fuel=c.fuel, max_depth=c.max_depth,
+                          heap_size=c.heap_size, max_lists=c.max_lists, stack_size=c.stack_size)
         for args, r in zip(inputs, results):
             if isinstance(r, Trap):
                 raise ValueError(f"task {self.name!r}: the reference traps {r.kind} on {args!r}")
         return results
 
-    def examples(self, seed, n: int) -> tuple[list[Args], list]:
-        """(inputs, outputs): n inputs drawn with `seed` and the true outputs."""
-        rng = _rng(seed)
+    def examples(self, seed, n: int, config: VMConfig | None = None) -> tuple[list[Args], list]:
+        """(inputs, outputs): n inputs drawn with `seed` and the true outputs (the reference's
+        under `config`, see outputs)."""
+        rng, n = _rng(seed), _count(n)
         if self.cases is not None:
             picked = [self.cases[i] for i in self._case_order(rng, n)]
             return [tuple(_thaw(v) for v in a) for a, _ in picked], [_thaw(o) for _, o in picked]
         inputs = self.sample_inputs(rng, n)
-        return inputs, self.outputs(inputs)
+        return inputs, self.outputs(inputs, config)
 
     # -- data --------------------------------------------------------------------------------
 
@@ -460,7 +557,8 @@ class Task:
         except ValueError as e:
             raise ValueError(f"task {name!r}: {e}") from None
         ref = d.get("reference")
-        if ref is not None and not (isinstance(ref, str) or all(isinstance(s, str) for s in ref)):
+        if ref is not None and not (isinstance(ref, str)
+                                    or isinstance(ref, list) and all(isinstance(s, str) for s in ref)):
             raise ValueError(f"task {name!r}: reference must be source text or a list of lines")
         inputs = d.get("inputs")
         if inputs is not None and not isinstance(inputs, list):
@@ -486,34 +584,66 @@ def _dumps(value, indent: str = "", width: int = 100) -> str:
 
 
 def save_tasks(tasks: Iterable[Task] | Mapping[str, Task], path: str | os.PathLike) -> None:
+    """Write tasks to a JSON file that load_tasks reads back (names must be unique)."""
+    path = os.fspath(path)  # (an int would be taken by open() as a file descriptor)
+    if isinstance(tasks, (str, bytes)):
+        raise TypeError("tasks must be Tasks (a list or a dict by name), got a string")
     tasks = list(tasks.values()) if isinstance(tasks, Mapping) else list(tasks)
+    for t in tasks:
+        if not isinstance(t, Task):
+            raise TypeError(f"save_tasks takes Tasks, got {type(t).__name__}")
+    seen = set()
+    for t in tasks:
+        if t.name in seen:  # load_tasks would reject the file
+            raise ValueError(f"task {t.name!r} is given twice: names must be unique in a task file")
+        seen.add(t.name)
+    text = _dumps({"version": FORMAT_VERSION, "tasks": [t.to_dict() for t in tasks]}) + "\n"  # before the file opens
     with open(path, "w", encoding="utf-8") as f:
-        f.write(_dumps({"version": FORMAT_VERSION, "tasks": [t.to_dict() for t in tasks]}) + "\n")
+        f.write(text)
+
+
+def _unique_keys(pairs):  # json.loads hook: a repeated key would silently keep only the last value
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        dup = next(k for i, (k, _) in enumerate(pairs) if k in (k2 for k2, _ in pairs[:i]))
+        raise ValueError(f"key {dup!r} appears twice in an object")
+    return d
 
 
 def _parse_suite(text: str, origin: str) -> dict[str, Task]:
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as e:
         raise ValueError(f"{origin}: not JSON: {e}") from None
-    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION or not isinstance(data.get("tasks"), list):
-        raise ValueError(f"{origin}: expected {{\"version\": {FORMAT_VERSION}, \"tasks\": [...]}}")
+    except (ValueError, RecursionError) as e:  # huge ints, repeated keys, deep nesting
+        raise ValueError(f"{origin}: not a valid task file: {e}") from None
+    version = data.get("version") if isinstance(data, dict) else None
+    if (not isinstance(data, dict) or set(data) != {"version", "tasks"} or type(version) is not int
+            or version != FORMAT_VERSION or not isinstance(data["tasks"], list)):
+        raise ValueError(f"{origin}: expected {{\"version\": {FORMAT_VERSION}, \"tasks\": [...]}} and no other keys")
     tasks: dict[str, Task] = {}
-    for d in data["tasks"]:
+    for i, d in enumerate(data["tasks"]):
         try:
             t = Task.from_dict(d)
-        except ValueError as e:
-            raise ValueError(f"{origin}: {e}") from None
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{origin}: task entry {i}: {e}") from None
         if t.name in tasks:
-            raise ValueError(f"{origin}: task {t.name!r} is defined twice")
+            raise ValueError(f"{origin}: task entry {i}: task {t.name!r} is defined twice")
         tasks[t.name] = t
     return tasks
 
 
 def load_tasks(path: str | os.PathLike) -> dict[str, Task]:
-    """Tasks from a JSON file written by save_tasks (or by hand), by name."""
-    with open(path, encoding="utf-8") as f:
-        return _parse_suite(f.read(), os.fspath(path))
+    """Tasks from a JSON file written by save_tasks (or by hand), by name. ValueError (naming
+    the file and the entry) for a file that is not a valid task file; OSError where it cannot
+    be read."""
+    path = os.fspath(path)  # (an int would be taken by open() as a file descriptor: 0 reads stdin)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not a valid task file: not UTF-8 text ({e})") from None
+    return _parse_suite(text, path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -530,6 +660,8 @@ TASKS: dict[str, Task] = _load_builtin()
 
 
 def get_task(name: str) -> Task:
+    if not isinstance(name, str):
+        raise TypeError(f"a task name is a str, got {type(name).__name__}")
     try:
         return TASKS[name]
     except KeyError:

@@ -18,8 +18,17 @@ Shapes (N programs, S token slots per program, T tasks, M = n_tests tests per ta
 Returns passed (N,) int32 (tests whose result equals the expected value), steps (N,) int64
 (executed steps summed over the M tests) and ok (N,) bool (compiled); passed and steps are 0
 where a row is inactive or did not compile. The entry is function 0 of each program, and no
-signature is checked: a program whose entry takes other arguments traps bad_input on every test,
-as in TaskBank.score (compile_tokens -> to_programs(entry=0, ret_kind) -> run_batch).
+signature is checked, as in TaskBank.score (compile_tokens -> to_programs(entry=0, ret_kind) ->
+run_batch): a program whose entry takes another number of arguments traps bad_input on every
+test; one whose entry takes other kinds of arguments is not detected (its results are
+meaningless, and it passes no test only by luck), so the envs fix the signature themselves.
+
+Bad arguments raise TypeError/ValueError naming them: arrays that are not integers (floats are
+not truncated) or whose values do not fit their dtype (no wrap-around), wrong shapes, an active
+mask other than bool (or 0/1), task_ids of active rows outside [0, T), n_tests that is not an
+int >= 0, ret_kinds other than opcodes.KIND_*, and expected values whose kind is not their
+task's ret_kind (no program could pass them). The GPU versions check shapes only (they never
+read device data back): there such rows or tests just pass nothing.
 """
 from __future__ import annotations
 
@@ -28,8 +37,11 @@ import numpy as np
 from vramgym.compiler import compile_tokens
 from vramgym.compiler.batch import CompiledBatch
 
+from . import opcodes as oc
 from .batch import ProgramBatch, VMConfig, run_batch
-from .values import Encoded
+from .values import INT32_MAX, INT32_MIN, Encoded, int_array
+
+I64 = (-(2**63), 2**63 - 1)
 
 
 def _host(x, dtype=None) -> np.ndarray:
@@ -39,29 +51,58 @@ def _host(x, dtype=None) -> np.ndarray:
     return np.asarray(x) if dtype is None else np.asarray(x, dtype=dtype)
 
 
-def _encoded(x) -> Encoded:
+def _encoded(x, name: str) -> Encoded:
     if isinstance(x, Encoded):
         return x
-    words, offsets = x
-    return Encoded(_host(words, np.int32), _host(offsets, np.int64))
+    if not isinstance(x, (tuple, list)) or len(x) != 2:
+        raise TypeError(f"{name} must be an Encoded batch or a (words, offsets) pair, got {type(x).__name__}")
+    try:  # Encoded checks the dtypes and ranges (no silent cast of floats or wide ints)
+        return Encoded(_host(x[0]), _host(x[1]))
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{name}: {e}") from None
+
+
+def _vector(x, name: str, n: int, lo: int, hi: int, dtype) -> np.ndarray:
+    """x as a checked (n,) integer array (int_array: no truncated floats, no wrapped values)."""
+    a = _host(x)
+    if a.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {a.shape}")
+    return int_array(a, name, lo, hi, dtype)
 
 
 def _task_args(n: int, sizes_name: str, sizes, task_ids, active, inputs, expected, n_tests: int, ret_kinds):
-    """The arguments both scorers share, as checked host arrays."""
-    sizes = _host(sizes, np.int64)
-    task = _host(task_ids, np.int64)
-    act = np.ones(n, dtype=bool) if active is None else _host(active, bool)
-    ret = _host(ret_kinds, np.int32)
-    inputs, expected = _encoded(inputs), _encoded(expected)
+    """The arguments both scorers share, as checked host arrays (O(N + T * M) numpy checks)."""
+    sizes = _vector(sizes, sizes_name, n, *I64, np.int64)
+    task = _vector(task_ids, "task_ids", n, *I64, np.int64)   # (inactive rows may hold anything)
+    if active is None:
+        act = np.ones(n, dtype=bool)
+    else:  # bool, or 0/1 integers: a cast would take 2, 0.5 or "False" as True
+        act = _host(active)
+        act = act if act.dtype == bool and act.shape == (n,) else _vector(act, "active", n, 0, 1, bool)
+    ret = int_array(_host(ret_kinds), "ret_kinds", oc.KIND_INT, oc.KIND_LIST, np.int32)
+    inputs, expected = _encoded(inputs, "inputs"), _encoded(expected, "expected")
+    if isinstance(n_tests, (bool, np.bool_)) or not isinstance(n_tests, (int, np.integer)):
+        raise TypeError(f"n_tests must be an int, got {n_tests!r}")
     n_tests = int(n_tests)
-    for name, x in ((sizes_name, sizes), ("task_ids", task), ("active", act)):
-        if x.shape != (n,):
-            raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
-    if n_tests < 0 or len(inputs) != len(ret) * n_tests or len(expected) != len(inputs):
+    if n_tests < 0:
+        raise ValueError(f"n_tests must be >= 0, got {n_tests}")
+    if len(inputs) != len(ret) * n_tests or len(expected) != len(inputs):
         raise ValueError(f"inputs and expected need {len(ret)} tasks x {n_tests} tests values each, "
                          f"got {len(inputs)} and {len(expected)}")
     if np.any(task[act] < 0) or np.any(task[act] >= len(ret)):
         raise ValueError(f"task_ids of active rows must be in [0, {len(ret)})")
+    # Each expected value's kind word must be its task's ret_kind: otherwise no result equals it.
+    if len(expected):
+        start, size = expected.offsets[:-1], np.diff(expected.offsets)
+        kind = np.full(len(expected), -1, np.int64)  # -1: fewer than the 2 words of a value
+        whole = size >= 2
+        kind[whole] = expected.words[start[whole]]
+        bad = np.flatnonzero(kind != np.repeat(ret, n_tests))
+        if len(bad):
+            i, t = int(bad[0]), int(bad[0]) // n_tests
+            got = "is not a whole value" if kind[i] < 0 else f"has kind {int(kind[i])}"
+            raise ValueError(f"expected value {i} (task {t}) {got}, but ret_kinds[{t}] is {int(ret[t])} "
+                             f"(opcodes.KIND_*: no result could equal it)")
     return sizes, task, act, ret, inputs, expected, n_tests
 
 
@@ -89,9 +130,10 @@ def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tes
     """The CPU backend's scores of N token-slot programs on their tasks' tests (see the module
     docstring); the same signature and results as vramgym.vm.cuda.evaluate_tasks. Returns numpy
     arrays, or torch CPU tensors when tokens is a torch tensor."""
-    toks = _host(tokens, np.int32)
+    toks = _host(tokens)
     if toks.ndim != 3 or toks.shape[2] != 4:
         raise ValueError(f"tokens must have shape (N, S, 4), got {toks.shape}")
+    toks = int_array(toks, "tokens", INT32_MIN, INT32_MAX, np.int32, ndim=3)
     n, slot = toks.shape[:2]
     count, task, act, ret, inputs, expected, n_tests = _task_args(n, "counts", counts, task_ids, active, inputs,
                                                                   expected, n_tests, ret_kinds)
@@ -126,7 +168,10 @@ def execute_tasks_cpu(code, code_len, task_ids, active, inputs, expected, n_test
     words = _host(code)
     if words.ndim != 2:
         raise ValueError(f"code must have shape (N, W), got {words.shape}")
-    words = words.astype(np.uint32)
+    if words.dtype == np.int32:  # the same bits (torch has no uint32)
+        words = np.ascontiguousarray(words).view(np.uint32)
+    elif words.dtype != np.uint32:  # wider ints holding the words: checked, not wrapped (floats not truncated)
+        words = (int_array(words, "code", INT32_MIN, 2**32 - 1, np.int64, ndim=2) & 0xFFFFFFFF).astype(np.uint32)
     n, width = words.shape
     length, task, act, ret, inputs, expected, n_tests = _task_args(n, "code_len", code_len, task_ids, active,
                                                                    inputs, expected, n_tests, ret_kinds)

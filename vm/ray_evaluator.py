@@ -47,11 +47,30 @@ def _shards(n: int, k: int, align: int = 1) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
 
 
+def _check_count(value, name: str) -> None:
+    if value is None:
+        return
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be None or an int, got {value!r}")
+    if value < 1:  # (0 would read as "the cluster has no GPU")
+        raise ValueError(f"{name} must be None (all) or >= 1, got {value}")
+
+
 class RayEvaluator:
+    """Bad arguments raise TypeError/ValueError in the driver, before anything is sent to the
+    actors; runs whose indices are out of range trap bad_input, as in run_batch."""
+
     def __init__(self, num_gpus: int | None = None, address: str | None = None, *, backend: str = "cuda",
                  num_workers: int | None = None):
         if backend not in ("cuda", "cpu"):
             raise ValueError(f"backend must be 'cuda' or 'cpu', got {backend!r}")
+        _check_count(num_gpus, "num_gpus")
+        _check_count(num_workers, "num_workers")
+        # each backend reads one of the two counts: the other one would be silently ignored
+        if backend == "cpu" and num_gpus is not None:
+            raise ValueError("num_gpus applies to backend='cuda'; CPU actors are counted by num_workers")
+        if backend == "cuda" and num_workers is not None:
+            raise ValueError("num_workers applies to backend='cpu'; GPU actors are counted by num_gpus")
         ray = _ray()
         if not ray.is_initialized():
             ray.init(address=address, ignore_reinit_error=True)
@@ -66,16 +85,36 @@ class RayEvaluator:
         self.actors = [actor.remote(backend) for _ in range(n)]
 
     def run_batch(self, programs, inputs, runs=None, *, expected=None, config=None, out_cap=None, lockstep=True):
-        """vramgym.vm.run_batch(..., backend="cuda") over every GPU of the cluster."""
+        """vramgym.vm.run_batch(..., backend="cuda") over every GPU of the cluster (or CPU actor),
+        with run_batch's arguments and checks."""
         from . import opcodes as oc
-        from .batch import BatchResult, VMConfig, cross_runs
+        from .batch import MAX_OUT_CAP, BatchResult, ProgramBatch, VMConfig, cross_runs
+        from .values import Encoded, int_array
         ray = _ray()
-        config = config or VMConfig()
-        run_prog, run_in = cross_runs(len(programs), len(inputs)) if runs is None else runs
-        run_prog = np.ascontiguousarray(run_prog, dtype=np.int32)
-        run_in = np.ascontiguousarray(run_in, dtype=np.int32)
+        # run_batch's checks, here in the driver: in an actor they would surface as a RayTaskError
+        if not isinstance(programs, ProgramBatch):
+            raise TypeError(f"programs must be a ProgramBatch, got {type(programs).__name__}")
+        for name, e in (("inputs", inputs), ("expected", expected)):
+            if not isinstance(e, Encoded) and not (name == "expected" and e is None):
+                raise TypeError(f"{name} must be an Encoded batch (vramgym.vm.encode_tuples), got {type(e).__name__}")
+        if expected is not None and len(expected) != len(inputs):
+            raise ValueError("expected needs one value per input")
+        config = VMConfig() if config is None else config
+        if not isinstance(config, VMConfig):
+            raise TypeError(f"config must be a VMConfig, got {type(config).__name__}")
+        if runs is None:
+            runs = cross_runs(len(programs), len(inputs))
+        if not isinstance(runs, (tuple, list)) or len(runs) != 2:  # (an array of 2 would unpack into 2 scalars)
+            raise TypeError("runs must be a pair (run_prog, run_in) of index arrays")
+        run_prog = int_array(runs[0], "run_prog", -(2**31), 2**31 - 1, np.int32)  # no truncation, no wrap
+        run_in = int_array(runs[1], "run_in", -(2**31), 2**31 - 1, np.int32)
+        if run_prog.shape != run_in.shape:
+            raise ValueError("run_prog and run_in must be 1-D arrays of the same length")
         if out_cap is None:
             out_cap = 256 if np.any(programs.ret_kind == oc.KIND_LIST) else 0
+        if isinstance(out_cap, bool) or not isinstance(out_cap, (int, np.integer)) or not 0 <= out_cap <= MAX_OUT_CAP:
+            raise ValueError(f"out_cap must be an int in [0, {MAX_OUT_CAP}], got {out_cap!r}")
+        out_cap = int(out_cap)
         p_ref, i_ref, e_ref = ray.put(programs), ray.put(inputs), ray.put(expected)
         shards = _shards(len(run_prog), len(self.actors), 32)
         futures = [a.run_batch.remote(p_ref, i_ref, run_prog[s:e], run_in[s:e], e_ref, config, out_cap, lockstep)
@@ -94,8 +133,13 @@ class RayEvaluator:
         errors) numpy arrays out. kwargs as cuda.evaluate (source=True for byte buffers)."""
         if self.backend != "cuda":
             raise NotImplementedError("RayEvaluator.evaluate runs the CUDA kernels: make it with backend='cuda'")
+        from .values import int_array
         ray = _ray()
-        tokens, offsets = np.asarray(tokens), np.asarray(offsets, dtype=np.int64)
+        tokens = np.asarray(tokens)
+        # offsets cut the shards: out of order or past the data, they would cut garbage
+        offsets = int_array(offsets, "offsets", 0, len(tokens), np.int64)
+        if len(offsets) < 1 or np.any(np.diff(offsets) < 0):
+            raise ValueError(f"offsets must be N + 1 non-decreasing values in [0, {len(tokens)}]")
         n = len(offsets) - 1
         futures = []
         for a, (s, e) in zip(self.actors, _shards(n, len(self.actors))):

@@ -121,6 +121,8 @@ def int_array(a, name: str, lo: int, hi: int, dtype, ndim: int = 1) -> np.ndarra
         raise TypeError(f"{name} must be an integer array, got dtype {a.dtype}")
     if a.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {a.shape}")
+    if a.dtype == np.dtype(dtype) and np.dtype(dtype) != bool and lo <= np.iinfo(dtype).min and hi >= np.iinfo(dtype).max:
+        return np.ascontiguousarray(a)  # every value of the dtype fits: no scan
     if a.size and (int(a.min()) < lo or int(a.max()) > hi):
         bad = int(a.min()) if int(a.min()) < lo else int(a.max())
         raise ValueError(f"{name}: values must lie in [{lo}, {hi}], got {bad}")
