@@ -60,7 +60,7 @@ def source_bytes(source, what: str = "source") -> bytes:
     would be five NUL bytes)."""
     if isinstance(source, str):
         return source.encode("utf-8", errors="surrogatepass")
-    if isinstance(source, bytes):
+    if isinstance(source, _BYTES_LIKE):
         return bytes(source)
     raise TypeError(f"{what} must be str or bytes, not {type(source).__name__}")
 

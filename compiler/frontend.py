@@ -36,7 +36,7 @@ def tokenize(source: str):
     """The token array of a source: (T, 4) int32 rows (kind, value, line, col), kinds from
     opcodes.TOKENS, NAME values as name ids, ending with EOF; compile_tokens accepts it.
     Raises CompileError for lexical errors."""
-    if not isinstance(source, (str, bytes)):
+    if not isinstance(source, (str, bytes, bytearray, memoryview)):
         raise TypeError(f"source must be str or bytes, not {type(source).__name__}")
     raw = source.encode("utf-8", errors="surrogatepass") if isinstance(source, str) else bytes(source)
     toks, err = cpu.tokenize(raw)

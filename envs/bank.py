@@ -64,7 +64,7 @@ def _examples(task: Task, seed, n: int, config: VMConfig):
     except ValueError as e:
         inputs, outputs = task.examples(seed, n)   # raises again if the limits are not the cause
         warnings.warn(f"{e} under this bank's limits (fuel={config.fuel}): no candidate can pass that test",
-                      stacklevel=4)
+                      stacklevel=3)  # the TaskBank(...) call
         return inputs, outputs
 
 
@@ -156,6 +156,8 @@ def bank_for(bank: "TaskBank | None", tasks, n_tests: int, seed: int, backend: s
         if tasks is not None:
             raise ValueError("tasks applies to the envs' own bank; give bank= or tasks=, not both")
         return bank
+    if tasks is not None and not isinstance(tasks, str):
+        tasks = list(tasks)  # (any iterable of names)
     if tasks is not None and not isinstance(tasks, str) and len(tasks) == 0:
         raise ValueError("tasks is empty: an env needs at least one task (tasks=None: every built-in task)")
     config = None if fuel is None else VMConfig(fuel=fuel)

@@ -137,12 +137,25 @@ def test_execute_names_what_it_takes():
         execute("def g(a: int) -> int:\n    return a\n", "g", [(1,)])
     with pytest.raises(TypeError, match="int"):
         execute([p, 3], "g", [(1,)])
-    assert execute([p, p], "g", np.array([[1], [2]])) == [[2, 3], [2, 3]]
+    lens = compile_source("def h(xs: list[int]) -> int:\n    return len(xs)\n")
+    assert execute(lens, "h", [np.array([1, 2, 3])]) == [3]   # a 1-D array is one list argument
 
 
 def test_encode_tuples_takes_rows_of_a_2d_array():
     enc = encode_tuples(np.array([[1, 2], [3, 4]]), ("int", "int"))
     assert np.array_equal(enc.words, encode_tuples([(1, 2), (3, 4)], ("int", "int")).words)
+    # for one list parameter a row is that list, as before
+    enc = encode_tuples(np.array([[1, 2], [3, 4]]), ["list"])
+    assert np.array_equal(enc.words, encode_tuples([([1, 2],), ([3, 4],)], ["list"]).words)
+
+
+def test_runs_as_a_2_by_r_array():
+    b = _batch(INC, "g")
+    inputs = encode_tuples([(1,), (5,)], ("int",))
+    res = run_batch(b, inputs, np.array([[0, 0, 0], [1, 0, 1]]))
+    assert res.value.tolist() == [6, 2, 6]
+    with pytest.raises(TypeError, match="pair"):
+        run_batch(b, inputs, np.array([0, 1]))
 
 
 def test_core_caps_a_huge_thread_count_itself():
@@ -161,12 +174,20 @@ def test_core_caps_a_huge_thread_count_itself():
 # --- memory -----------------------------------------------------------------------------------
 
 def test_large_limits_run_one_by_one_with_the_same_results():
-    """Lockstep scratch is 33 runs' memory: past 256 MiB the runs go one by one instead."""
-    src = compile_source("def f(n: int) -> list[int]:\n    xs = [n] * n\n    xs.append(len(xs))\n    return xs\n")
-    args = [(k,) for k in range(0, 40, 3)]
-    big = execute(src, "f", args, heap_size=1 << 22, steps=True, nthreads=1)
-    small = execute(src, "f", args, steps=True, nthreads=1)
-    assert big == small and big[2] == ([6] * 6 + [6], big[2][1])
+    """Lockstep scratch is 33 runs' memory: past 256 MiB the runs go one by one instead. With
+    heap_size=2**22 (16 MiB a run), lockstep would need some 550 MiB: under a 300 MiB address-space
+    limit the batch only runs one by one (same results as the default limits)."""
+    out = _run_child("""
+        from vramgym.compiler import compile_source
+        from vramgym.vm import execute
+        src = compile_source("def f(n: int) -> list[int]:\\n    xs = [n] * n\\n    xs.append(len(xs))\\n"
+                             "    return xs\\n")
+        args = [(k,) for k in range(0, 40, 3)]
+        big = execute(src, "f", args, heap_size=1 << 22, steps=True, nthreads=1)
+        small = execute(src, "f", args, steps=True, nthreads=1)
+        print("same" if big == small and big[2][0] == [6] * 6 + [6] else f"differ {big} {small}")
+    """, mem_bytes=300 << 20)
+    assert out.returncode == 0 and out.stdout.strip() == "same", out.stdout + out.stderr[-2000:]
 
 
 def test_out_of_memory_in_the_core_is_a_memory_error_not_an_abort():

@@ -32,8 +32,7 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
         if not isinstance(p, Program):
             raise TypeError(f"execute takes a Program or a sequence of Programs, got {type(p).__name__} in it")
     config = VMConfig(fuel, max_depth, heap_size, max_lists, stack_size)
-    args_list = [tuple(a.tolist()) if isinstance(a, np.ndarray) and a.ndim == 1 else
-                 tuple(a) if isinstance(a, (tuple, list)) else (a,) for a in args_list]  # ndarray rows: tuples
+    args_list = [tuple(a) if isinstance(a, (tuple, list)) else (a,) for a in args_list]
     if not programs:
         return []
     fns = [p.function(entry) for p in programs]

@@ -104,8 +104,10 @@ class RayEvaluator:
             raise TypeError(f"config must be a VMConfig, got {type(config).__name__}")
         if runs is None:
             runs = cross_runs(len(programs), len(inputs))
-        if not isinstance(runs, (tuple, list)) or len(runs) != 2:  # (an array of 2 would unpack into 2 scalars)
-            raise TypeError("runs must be a pair (run_prog, run_in) of index arrays")
+        # (a 1-D array of 2 would unpack into 2 scalars; a (2, R) array is a pair)
+        if not (isinstance(runs, (tuple, list)) and len(runs) == 2 or
+                isinstance(runs, np.ndarray) and runs.ndim == 2 and len(runs) == 2):
+            raise TypeError("runs must be a pair (run_prog, run_in) of index arrays, or a (2, R) array")
         run_prog = int_array(runs[0], "run_prog", -(2**31), 2**31 - 1, np.int32)  # no truncation, no wrap
         run_in = int_array(runs[1], "run_in", -(2**31), 2**31 - 1, np.int32)
         if run_prog.shape != run_in.shape:

@@ -112,16 +112,20 @@ def _int_array(values: Sequence, where: str) -> np.ndarray:
     return arr
 
 
+_INT_RANGE = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+              for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)}
+
+
 def int_array(a, name: str, lo: int, hi: int, dtype, ndim: int = 1) -> np.ndarray:
     """`a` as a contiguous `ndim`-D `dtype` array; TypeError unless it holds integers (not
     floats, bools or objects: no silent truncation), ValueError unless every one lies in
     [lo, hi] (no silent wrap-around in the cast)."""
     a = np.asarray(a)
-    if a.size and (a.dtype == object or not np.issubdtype(a.dtype, np.integer)):
+    if a.size and a.dtype.kind not in "iu":  # (not floats, bools, objects or strings)
         raise TypeError(f"{name} must be an integer array, got dtype {a.dtype}")
     if a.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {a.shape}")
-    if a.dtype == np.dtype(dtype) and np.dtype(dtype) != bool and lo <= np.iinfo(dtype).min and hi >= np.iinfo(dtype).max:
+    if a.dtype == dtype and lo <= _INT_RANGE.get(a.dtype, (lo - 1,))[0] and hi >= _INT_RANGE[a.dtype][1]:
         return np.ascontiguousarray(a)  # every value of the dtype fits: no scan
     if a.size and (int(a.min()) < lo or int(a.max()) > hi):
         bad = int(a.min()) if int(a.min()) < lo else int(a.max())
@@ -132,8 +136,8 @@ def int_array(a, name: str, lo: int, hi: int, dtype, ndim: int = 1) -> np.ndarra
 def encode_tuples(tuples: Sequence[Sequence], kinds: Sequence[str], where: str = "argument") -> Encoded:
     """Encode argument tuples for a signature `kinds`, checking every value. Vectorized per
     parameter: no Python loop per element beyond the type scan."""
-    if isinstance(tuples, np.ndarray) and tuples.ndim == 2:  # one row per tuple
-        tuples = tuples.tolist()
+    if isinstance(tuples, np.ndarray) and tuples.ndim == 2 and list(kinds) not in (["list"], ["list[int]"]):
+        tuples = tuples.tolist()  # one row per tuple (for one list parameter, a row is that list)
     tuples = [t if isinstance(t, (tuple, list)) else (t,) for t in tuples]
     n, k = len(tuples), len(kinds)
     for t in tuples:

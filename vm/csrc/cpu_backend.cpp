@@ -52,8 +52,9 @@ bool parallel_for(int64_t n, int32_t nthreads, int64_t chunk, F body) {
   }
   std::vector<std::thread> pool;
   try {
+    pool.reserve(nthreads - 1);  // (so that adding a started thread cannot throw)
     for (int32_t t = 1; t < nthreads; t++) pool.emplace_back(worker, t);
-  } catch (const std::system_error&) {  // no more threads here: the ones started share the work
+  } catch (...) {  // no more threads (system_error) or memory for one: the ones started share the work
   }
   worker(0);
   for (auto& th : pool) th.join();
