@@ -3,7 +3,6 @@ status per program. No Python loop runs per program inside the compiler; the C++
 the batch across cores."""
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -12,7 +11,7 @@ import numpy as np
 from vramgym.vm import cpu
 from vramgym.vm import opcodes as oc
 from vramgym.vm.batch import ProgramBatch, check_threads
-from vramgym.vm.values import int_array
+from vramgym.vm.values import check_int, int_array, offsets_array
 
 from .errors import CompileError, make_error
 
@@ -82,17 +81,8 @@ def pack_sources(sources: Sequence[str | bytes]) -> tuple[bytes, np.ndarray]:
     return b"".join(blobs), offsets
 
 
-def _check_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    return operator.index(value)
-
-
 def _code_cap(code_cap) -> int:
-    code_cap = _check_int(code_cap, "code_cap")
-    if not 1 <= code_cap <= oc.LIMITS["MAX_CODE"]:
-        raise ValueError(f"code_cap must be in 1..{oc.LIMITS['MAX_CODE']}, got {code_cap}")
-    return code_cap
+    return check_int(code_cap, "code_cap", 1, oc.LIMITS["MAX_CODE"])
 
 
 def _nthreads(nthreads) -> int:
@@ -120,14 +110,7 @@ def _check_tokens(tokens) -> np.ndarray:
 
 
 def _check_offsets(offsets, n_tokens: int) -> np.ndarray:
-    arr = int_array(offsets, "offsets", 0, n_tokens, np.int64)
-    if len(arr) < 1 or arr[0] != 0 or arr[-1] != n_tokens:
-        raise ValueError(f"offsets must be N + 1 token offsets from 0 to len(tokens) = {n_tokens}")
-    down = np.flatnonzero(np.diff(arr) < 0)
-    if len(down):
-        i = int(down[0])
-        raise ValueError(f"offsets must be non-decreasing: offsets[{i}] = {int(arr[i])} > offsets[{i + 1}] = {int(arr[i + 1])}")
-    return arr
+    return offsets_array(offsets, n_tokens, "token", "len(tokens)")
 
 
 def compile_tokens(tokens: np.ndarray, offsets: np.ndarray, *, code_cap: int = 1024,

@@ -13,7 +13,6 @@ Shapes (T tasks, M tests per task, E shown examples, W / W_OUT words per encoded
 """
 from __future__ import annotations
 
-import operator
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ import numpy as np
 from vramgym.compiler import tokenize
 from vramgym.vm import opcodes as oc
 from vramgym.vm import VMConfig, encode_results, encode_tuples
-from vramgym.vm.values import KIND_BY_NAME, Encoded
+from vramgym.vm.values import KIND_BY_NAME, Encoded, check_int
 
 from . import vocab as V
 from .tasks import TASKS, Task, get_task
@@ -94,21 +93,6 @@ def _action_token_table() -> np.ndarray:
 
 
 _ACTION_TOKENS = _action_token_table()
-
-
-def check_int(value, name: str, lo: int | None = None, hi: int | None = None) -> int:
-    """`value` as a Python int in [lo, hi], else a TypeError/ValueError that names it. Floats
-    (1.9, even 2.0), bools and strings are not ints: int() would truncate or parse them."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        want = f"in {lo}..{hi}" if lo is not None and hi is not None else f">= {lo}" if lo is not None else f"<= {hi}"
-        raise ValueError(f"{name} must be {want}, got {v}")
-    return v
 
 
 def check_seed(seed, name: str = "seed") -> int:

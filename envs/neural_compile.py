@@ -27,8 +27,9 @@ from gymnasium import spaces
 
 from vramgym.compiler import tokenize
 from vramgym.vm.evaluate import execute_tasks_cpu
+from vramgym.vm.values import check_int
 
-from .bank import TaskBank, bank_for, check_int
+from .bank import TaskBank, bank_for
 from .reward import NeuralCompileReward
 from .vector import CoreEnv, TensorVectorEnv, check_max_episode_steps
 

@@ -36,8 +36,10 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from vramgym.vm.values import check_int
+
 from . import vocab as V
-from .bank import TaskBank, bank_for, check_int
+from .bank import TaskBank, bank_for
 from .grammar import STATE_SIZE, BatchedAutomaton, Grammar
 from .reward import SynthesisReward
 from .vector import CoreEnv, TensorVectorEnv, check_max_episode_steps

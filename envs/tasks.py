@@ -61,7 +61,7 @@ import numpy as np
 
 from vramgym.compiler import CompileError, compile_source
 from vramgym.vm import Program, Trap, VMConfig, execute
-from vramgym.vm.values import INT32_MAX, INT32_MIN, check_value, kind_of
+from vramgym.vm.values import INT32_MAX, INT32_MIN, check_int, check_value, kind_of
 
 __all__ = ["Task", "Signature", "ParamSpec", "TASKS", "get_task", "task_names", "load_tasks", "save_tasks",
            "DIFFICULTIES", "FORMAT_VERSION"]
@@ -311,11 +311,7 @@ def _rng(seed) -> np.random.Generator:
 
 def _count(n) -> int:
     """A number of draws: a non-negative int (not a float or bool, which numpy would take or mangle)."""
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"n must be an int, got {n!r}")
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    return int(n)
+    return check_int(n, "n", 0)
 
 
 def _check_case_value(v, kind: str, where: str):

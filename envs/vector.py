@@ -47,7 +47,9 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 
-from .bank import check_int, check_seed
+from vramgym.vm.values import check_int
+
+from .bank import check_seed
 
 _M32 = 0xFFFFFFFF
 

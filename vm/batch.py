@@ -19,7 +19,7 @@ from . import cpu
 from . import opcodes as oc
 from .backends import get_backend
 from .program import Program
-from .values import KIND_BY_NAME, Encoded, int_array
+from .values import KIND_BY_NAME, Encoded, int_array, offsets_array
 
 
 @dataclass(frozen=True)
@@ -70,10 +70,8 @@ class ProgramBatch:
         if code.dtype != np.uint32:  # an int32 view of the words, or wider ints holding them
             code = int_array(code, "code", -(2**31), 2**32 - 1, np.int64) & 0xFFFFFFFF
         self.code = int_array(code, "code", 0, 2**32 - 1, np.uint32)
-        self.offsets = int_array(self.offsets, "offsets", 0, len(self.code), np.int64)
+        self.offsets = offsets_array(self.offsets, len(self.code), "code-word", "len(code)")
         n = len(self.offsets) - 1
-        if n < 0 or self.offsets[0] != 0 or self.offsets[-1] != len(self.code) or np.any(np.diff(self.offsets) < 0):
-            raise ValueError("offsets must be non-decreasing from 0 to len(code)")
         self.entry = int_array(self.entry, "entry", -(2**31), 2**31 - 1, np.int32)
         kinds = (oc.KIND_INT, oc.KIND_BOOL, oc.KIND_LIST)  # contiguous codes: the range check suffices
         self.ret_kind = int_array(self.ret_kind, "ret_kind", min(kinds), max(kinds), np.int32)

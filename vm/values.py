@@ -2,6 +2,7 @@
 arguments and expected results ([kind, payload...] per value) that every backend reads."""
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -77,11 +78,7 @@ class Encoded:
 
     def __init__(self, words: np.ndarray, offsets: np.ndarray):
         self.words = int_array(words, "words", INT32_MIN, INT32_MAX, np.int32)
-        self.offsets = int_array(offsets, "offsets", 0, len(self.words), np.int64)
-        if len(self.offsets) < 1 or self.offsets[0] != 0 or self.offsets[-1] != len(self.words):
-            raise ValueError("offsets must start at 0 and end at len(words)")
-        if np.any(np.diff(self.offsets) < 0):
-            raise ValueError("offsets must be non-decreasing")
+        self.offsets = offsets_array(offsets, len(self.words), "word", "len(words)")
 
     def __len__(self):
         return len(self.offsets) - 1
@@ -112,6 +109,21 @@ def _int_array(values: Sequence, where: str) -> np.ndarray:
     return arr
 
 
+def check_int(value, name: str, lo: int | None = None, hi: int | None = None) -> int:
+    """`value` as a Python int in [lo, hi], else a TypeError/ValueError that names it. Floats
+    (1.9, even 2.0), bools and strings are not ints: int() would truncate or parse them."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        want = f"in {lo}..{hi}" if lo is not None and hi is not None else f">= {lo}" if lo is not None else f"<= {hi}"
+        raise ValueError(f"{name} must be {want}, got {v}")
+    return v
+
+
 _INT_RANGE = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
               for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)}
 
@@ -131,6 +143,20 @@ def int_array(a, name: str, lo: int, hi: int, dtype, ndim: int = 1) -> np.ndarra
         bad = int(a.min()) if int(a.min()) < lo else int(a.max())
         raise ValueError(f"{name}: values must lie in [{lo}, {hi}], got {bad}")
     return np.ascontiguousarray(a, dtype=dtype)
+
+
+def offsets_array(offsets, total: int, unit: str, of: str) -> np.ndarray:
+    """N + 1 offsets of items into `total` units (`of` names the total) as int64: from 0 to total,
+    non-decreasing; TypeError/ValueError otherwise (the core reads the items between them)."""
+    arr = int_array(offsets, "offsets", 0, total, np.int64)
+    if len(arr) < 1 or arr[0] != 0 or arr[-1] != total:
+        raise ValueError(f"offsets must be N + 1 {unit} offsets from 0 to {of} = {total}")
+    down = np.flatnonzero(np.diff(arr) < 0)
+    if len(down):
+        i = int(down[0])
+        raise ValueError(f"offsets must be non-decreasing: offsets[{i}] = {int(arr[i])} > offsets[{i + 1}] = "
+                         f"{int(arr[i + 1])}")
+    return arr
 
 
 def encode_tuples(tuples: Sequence[Sequence], kinds: Sequence[str], where: str = "argument") -> Encoded:
