@@ -6,12 +6,15 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vramgym.compiler import compile_source
-from vramgym.vm import Encoded, ProgramBatch, VMConfig, encode_tuples, execute, run_batch
+from vramgym.vm import Encoded, ProgramBatch, VMConfig, encode_results, encode_tuples, execute, run_batch
 from vramgym.vm import cpu
 from vramgym.vm import opcodes as oc
 from vramgym.vm.program import Program
+from vramgym.vm.values import encode_value
 
 BAD_INPUT = oc.TRAP_CODES["bad_input"]
 TWO_LISTS = "def f(xs: list[int], ys: list[int]) -> int:\n    return len(xs) * 100 + xs[0]\n"
@@ -204,3 +207,64 @@ def test_out_of_memory_in_the_core_is_a_memory_error_not_an_abort():
     """, mem_bytes=600 << 20)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "MemoryError: run_batch" in out.stdout, out.stdout + out.stderr[-2000:]
+
+
+# --- encoding ---------------------------------------------------------------------------------
+
+_SIG = st.lists(st.sampled_from(["int", "bool", "list"]), min_size=0, max_size=4)
+_I32 = st.integers(-(2**31), 2**31 - 1)
+
+
+def _value(kind):
+    if kind == "int":
+        return st.one_of(_I32, _I32.map(np.int32), _I32.map(np.int64))
+    if kind == "bool":
+        return st.one_of(st.booleans(), st.booleans().map(np.bool_))
+    items = st.lists(_I32, max_size=6)
+    return st.one_of(items, items.map(tuple), items.map(lambda xs: np.array(xs, dtype=np.int64)))
+
+
+@given(st.data())
+@settings(max_examples=300, deadline=None)
+def test_encode_tuples_matches_value_by_value(data):
+    """The vectorized encoder gives what encode_value gives one value at a time."""
+    kinds = data.draw(_SIG)
+    rows = data.draw(st.lists(st.tuples(*[_value(k) for k in kinds]), max_size=6))
+    rows = [data.draw(st.sampled_from([r, list(r)])) for r in rows]
+    enc = encode_tuples(rows, kinds)
+    for i, row in enumerate(rows):
+        want: list[int] = []
+        for v, k in zip(row, kinds):
+            encode_value(v, k, want)
+        assert enc.words[enc.offsets[i]:enc.offsets[i + 1]].tolist() == want
+    assert len(enc) == len(rows)
+    if len(kinds) == 1:  # expected values: one value each, unwrapped
+        res = encode_results([r[0] for r in rows], kinds[0])
+        assert np.array_equal(res.words, enc.words) and np.array_equal(res.offsets, enc.offsets)
+
+
+@pytest.mark.parametrize("rows, kinds, err, match", [
+    ([(1, 2), (3,)], ("int", "int"), TypeError, "expected 2 arguments, got 1"),
+    ([(1,), (True,)], ("int",), TypeError, "argument 1: expected int, got bool"),
+    ([(1.0,)], ("int",), TypeError, "expected int, got float"),
+    ([(2**31,)], ("int",), ValueError, "does not fit"),
+    ([(1, [1, True])], ("int", "list"), TypeError, r"argument 2 \(list element\): expected int, got bool"),
+    ([(1, [1, 2.5])], ("int", "list"), TypeError, "expected int, got float"),
+    ([(1, np.array([1.5]))], ("int", "list"), TypeError, "expected int, got float"),
+    ([(1, 7)], ("int", "list"), TypeError, "argument 2: expected list, got int"),
+    ([(1,)], ("bool",), TypeError, "expected bool, got int"),
+    ([(1,)], ("float",), ValueError, "unknown kind"),
+])
+def test_encode_tuples_rejects(rows, kinds, err, match):
+    with pytest.raises(err, match=match):
+        encode_tuples(rows, kinds)
+
+
+def test_encode_results_checks_like_arguments():
+    assert encode_results(np.array([3, 4]), "int").words.tolist() == [oc.KIND_INT, 3, oc.KIND_INT, 4]
+    assert encode_results([3, 4], "int").words.tolist() == [oc.KIND_INT, 3, oc.KIND_INT, 4]
+    assert encode_results(iter([[1], []]), "list").words.tolist() == [oc.KIND_LIST, 1, 1, oc.KIND_LIST, 0]
+    with pytest.raises(TypeError, match="expected value 1: expected bool, got int"):
+        encode_results([1], "bool")
+    with pytest.raises(ValueError, match="unknown kind"):
+        encode_results([1], "str")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -161,25 +162,39 @@ def offsets_array(offsets, total: int, unit: str, of: str) -> np.ndarray:
 
 def encode_tuples(tuples: Sequence[Sequence], kinds: Sequence[str], where: str = "argument") -> Encoded:
     """Encode argument tuples for a signature `kinds`, checking every value. Vectorized per
-    parameter: no Python loop per element beyond the type scan."""
+    parameter: the scans over the values run in C (map, zip, numpy), not in a Python loop."""
     if isinstance(tuples, np.ndarray) and tuples.ndim == 2 and list(kinds) not in (["list"], ["list[int]"]):
         tuples = tuples.tolist()  # one row per tuple (for one list parameter, a row is that list)
-    tuples = [t if isinstance(t, (tuple, list)) else (t,) for t in tuples]
+    if not isinstance(tuples, (list, tuple)):
+        tuples = list(tuples)
+    if not set(map(type, tuples)) <= {tuple, list}:  # bare values are 1-tuples
+        tuples = [t if isinstance(t, (tuple, list)) else (t,) for t in tuples]
     n, k = len(tuples), len(kinds)
-    for t in tuples:
-        if len(t) != k:
-            raise TypeError(f"{where}: expected {k} arguments, got {len(t)}")
+    if set(map(len, tuples)) - {k}:
+        got = next(len(t) for t in tuples if len(t) != k)
+        raise TypeError(f"{where}: expected {k} arguments, got {got}")
+    columns = list(zip(*tuples)) if n and k else [()] * k
+    return _encode_columns(columns, kinds, n, where)
+
+
+def _encode_columns(columns: Sequence[Sequence], kinds: Sequence[str], n: int, where: str) -> Encoded:
+    """encode_tuples on its values by parameter: columns[j] holds the n values of parameter j."""
+    k = len(kinds)
     sizes = np.full((n, k), 2, dtype=np.int64)  # [kind, value] or [kind, len, elements...]
     payload = []
     for j, kind in enumerate(kinds):
-        col = [t[j] for t in tuples]
+        col = columns[j]
         label = f"{where} {j + 1}"
         if kind in ("list", "list[int]"):
-            for t in set(map(type, col)):
+            types = set(map(type, col))
+            for t in types:
                 if not issubclass(t, (list, tuple, np.ndarray)):
                     raise TypeError(f"{label}: expected list, got {t.__name__}")
             lens = np.fromiter(map(len, col), dtype=np.int64, count=n)
-            flat = [v for xs in col for v in (xs.tolist() if isinstance(xs, np.ndarray) else xs)]
+            if any(issubclass(t, np.ndarray) for t in types):
+                flat = [v for xs in col for v in (xs.tolist() if isinstance(xs, np.ndarray) else xs)]
+            else:
+                flat = list(chain.from_iterable(col))
             payload.append((oc.KIND_LIST, lens, _int_array(flat, f"{label} (list element)")))
             sizes[:, j] += lens
         elif kind == "bool":
@@ -207,4 +222,7 @@ def encode_tuples(tuples: Sequence[Sequence], kinds: Sequence[str], where: str =
 
 def encode_results(values: Sequence, kind: str) -> Encoded:
     """Encode expected results (one value each) of a function returning `kind`."""
-    return encode_tuples([(v,) for v in values], [kind], "expected value")
+    if kind not in KIND_BY_NAME:
+        raise ValueError(f"unknown kind {kind!r}")
+    values = values if isinstance(values, (list, tuple)) else list(values)
+    return _encode_columns([values], [kind], len(values), "expected value")
