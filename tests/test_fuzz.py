@@ -386,8 +386,11 @@ def test_random_bytecode_batches():
                           heap_size=int(rng.integers(0, 64)), max_lists=int(rng.integers(0, 8)),
                           stack_size=int(rng.integers(1, 64)))
         res = _check_batch(batch, inputs, (run_prog, run_in), expected, config, int(rng.integers(0, 8)))
+        bad, pc = cpu.validate_batch(batch.code, batch.offsets, batch.entry, int(rng.integers(1, 5)))
         for p, code in enumerate(progs):  # programs that fail validation never run
-            if cpu.validate(code, int(entry[p]))[0] != -1:
+            single = cpu.validate(code, int(entry[p]))
+            assert (int(bad[p]), int(pc[p])) == single, ("validate_batch differs", p, code.tolist(), where())
+            if single[0] != -1:
                 mine = (run_prog == p)
                 assert np.all(res.status[mine] == BAD_BYTECODE), (code.tolist(), where())
 

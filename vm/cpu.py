@@ -63,13 +63,15 @@ def load_library(path) -> ctypes.CDLL:
     so.vg_tokenize.argtypes = [ctypes.c_char_p, ctypes.c_int64, _i32p, ctypes.c_int32, _i32p]
     so.vg_validate.restype = ctypes.c_int32
     so.vg_validate.argtypes = [_u32p, ctypes.c_int32, ctypes.c_int32, _i32p]
+    so.vg_validate_batch.restype = ctypes.c_int32
+    so.vg_validate_batch.argtypes = [_u32p, _i64p, ctypes.c_int32, _i32p, _i32p, _i32p, ctypes.c_int32]
     so.vg_run_batch.restype = ctypes.c_int32
     so.vg_run_batch.argtypes = [_u32p, _i64p, ctypes.c_int32, _i32p, _i32p, _i32p, _i64p, ctypes.c_int32, _i32p,
                                 _i32p, ctypes.c_int64, _i32p, _i64p, _i32p, _i32p, _i32p, _i32p, _u8p, _i32p,
                                 ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
     so.vg_func_meta.restype = ctypes.c_int32
     so.vg_abi_version.restype = ctypes.c_int32
-    if so.vg_func_meta() != 6 + oc.LIMITS["MAX_PARAMS"] or so.vg_abi_version() != 3:
+    if so.vg_func_meta() != 6 + oc.LIMITS["MAX_PARAMS"] or so.vg_abi_version() != 4:
         raise ImportError("the C++ core is out of date with vm/opcodes.py: reinstall vramgym")
     return so
 
@@ -153,6 +155,16 @@ def validate(code: np.ndarray, entry: int = 0) -> tuple[int, int]:
     pc = np.zeros(1, dtype=np.int32)
     bad = lib().vg_validate(ptr(code, _u32p), len(code), entry, ptr(pc, _i32p))
     return bad, int(pc[0])
+
+
+def validate_batch(code: np.ndarray, offsets: np.ndarray, entry: np.ndarray, nthreads: int = 0):
+    """validate() of every program code[offsets[i]:offsets[i + 1]] with entry function entry[i], across
+    threads: (bad (N,) int32, entry_pc (N,) int32). Arguments as ProgramBatch holds them (checked)."""
+    n = len(offsets) - 1
+    bad, pc = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32)
+    _check(lib().vg_validate_batch(ptr(code, _u32p), ptr(offsets, _i64p), n, ptr(entry, _i32p), ptr(bad, _i32p),
+                                   ptr(pc, _i32p), nthreads or default_threads()), "validate_batch")
+    return bad, pc
 
 
 def run_batch(code, code_off, entry, ret_kind, in_words, in_off, run_prog, run_in, exp_words, exp_off, config,

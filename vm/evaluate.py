@@ -160,6 +160,14 @@ def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tes
     return _out(type(tokens).__module__.startswith("torch"), passed, steps, ok)
 
 
+def _images(words: np.ndarray, length: np.ndarray, rows: np.ndarray, ret: np.ndarray) -> ProgramBatch:
+    """Rows `rows` of a (N, W) image matrix, each cut to its length, as programs with entry 0."""
+    used = np.arange(words.shape[1])[None, :] < length[rows, None]
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(length[rows], out=offsets[1:])
+    return ProgramBatch.build(words[rows][used], offsets, 0, ret)
+
+
 def execute_tasks_cpu(code, code_len, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *,
                       config: VMConfig | None = None):
     """The CPU backend's scores of N bytecode images (e.g. a neural compiler's output) on their
@@ -183,14 +191,15 @@ def execute_tasks_cpu(code, code_len, task_ids, active, inputs, expected, n_test
     length, task, act, ret, inputs, expected, n_tests = _task_args(n, "code_len", code_len, task_ids, active,
                                                                    inputs, expected, n_tests, ret_kinds)
     passed, steps, valid = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
-    for i in np.flatnonzero(act & (length >= 0) & (length <= width)):  # the validator is per image
-        bad, pc = cpu.validate(words[i, : length[i]])
-        valid[i] = bad == -1 and pc >= 0
-    rows = np.flatnonzero(valid)
+    rows = np.flatnonzero(act & (length >= 0) & (length <= width))
+    if len(rows):  # every candidate image through the validator in one call
+        programs = _images(words, length, rows, ret[task[rows]])
+        bad, pc = cpu.validate_batch(programs.code, programs.offsets, programs.entry)
+        ok = (bad == -1) & (pc >= 0)
+        valid[rows] = ok
+        if not ok.all():
+            rows = rows[ok]
+            programs = _images(words, length, rows, ret[task[rows]])
     if len(rows):
-        used = np.arange(width)[None, :] < length[rows, None]
-        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(length[rows], out=offsets[1:])
-        programs = ProgramBatch.build(words[rows][used], offsets, 0, ret[task[rows]])
         _run_on_tasks(programs, rows, task, inputs, expected, n_tests, config, passed, steps)
     return _out(type(code).__module__.startswith("torch"), passed, steps, valid)

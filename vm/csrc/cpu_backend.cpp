@@ -211,7 +211,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
 
 extern "C" {
 
-VG_EXPORT int32_t vg_abi_version() { return 3; }
+VG_EXPORT int32_t vg_abi_version() { return 4; }
 VG_EXPORT int32_t vg_func_meta() { return FUNC_META; }
 
 // The lockstep interpreter's build (lanes.h): isa 1 the x86-64-v3 one where the CPU has it (the
@@ -294,6 +294,22 @@ VG_EXPORT int32_t vg_compile_tokens_batch(const int32_t* toks, const int64_t* to
 // -1 when valid, else the index of the first invalid word; *entry_pc for function `entry`.
 VG_EXPORT int32_t vg_validate(const uint32_t* code, int32_t len, int32_t entry, int32_t* entry_pc) {
   return validate(code, len, entry, entry_pc);
+}
+
+// vg_validate over n programs (code words with offsets code_off[n + 1], entry function index
+// entry[i]) into bad[i] and entry_pc[i], across threads. Returns 0 (it allocates no scratch).
+VG_EXPORT int32_t vg_validate_batch(const uint32_t* code, const int64_t* code_off, int32_t n, const int32_t* entry,
+                                    int32_t* bad, int32_t* entry_pc, int32_t nthreads) {
+  bool ok = parallel_for(n, nthreads, 256, [&](int32_t, int64_t i) {
+    const int64_t len = code_off[i + 1] - code_off[i];
+    if (len > 0x7fffffff) {  // longer than any program the core runs
+      bad[i] = 0x7fffffff;
+      entry_pc[i] = -1;
+      return;
+    }
+    bad[i] = validate(code + code_off[i], (int32_t)len, entry[i], entry_pc + i);
+  });
+  return ok ? 0 : -1;
 }
 
 // Run a batch. Programs: code words with offsets code_off[n_prog + 1], an entry function index
