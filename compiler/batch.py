@@ -10,8 +10,8 @@ import numpy as np
 
 from vramgym.vm import cpu
 from vramgym.vm import opcodes as oc
-from vramgym.vm.batch import ProgramBatch, check_threads
-from vramgym.vm.values import check_int, int_array, offsets_array
+from vramgym.vm.batch import UNKNOWN_KINDS, ProgramBatch, check_threads
+from vramgym.vm.values import KIND_NAME, check_int, int_array, offsets_array
 
 from .errors import CompileError, make_error
 
@@ -20,14 +20,19 @@ from .errors import CompileError, make_error
 class CompiledBatch:
     """Result of compiling N programs.
 
-    code:    (N, code_cap) uint32, program i in code[i, :lengths[i]]
-    lengths: (N,) int32, -1 where compilation failed
-    errors:  (N, 4) int32: error code, line, column, argument (code 0 where it succeeded)
+    code:       (N, code_cap) uint32, program i in code[i, :lengths[i]]
+    lengths:    (N,) int32, -1 where compilation failed
+    errors:     (N, 4) int32: error code, line, column, argument (code 0 where it succeeded)
+    signatures: (N, F) int64 or None: the signature of function f of program i, packed
+                (unpack_signatures; 0 where there is no such function or the compile failed).
+                The compilers (CPU and GPU) fill it; a batch built by hand without it runs
+                unchecked, with ret_kind as given.
     """
 
     code: np.ndarray
     lengths: np.ndarray
     errors: np.ndarray
+    signatures: np.ndarray | None = None
 
     @property
     def ok(self) -> np.ndarray:
@@ -39,14 +44,75 @@ class CompiledBatch:
     def error(self, i: int, source: str | None = None) -> CompileError | None:
         return None if self.lengths[i] >= 0 else make_error(self.errors[i], source)
 
-    def to_programs(self, entry: int | np.ndarray = 0, ret_kind: str | np.ndarray = "int") -> ProgramBatch:
+    def signature(self, i: int, f: int = 0) -> tuple[tuple[str, ...], str] | None:
+        """(parameter kinds, return kind) of function f of program i, e.g. (("list", "int"), "bool");
+        None where there is no such function (or no signatures)."""
+        if self.signatures is None or not 0 <= f < self.signatures.shape[1]:
+            return None
+        present, ret, nparams, params = unpack_signatures(self.signatures[i, f])
+        if not present:
+            return None
+        return tuple(KIND_NAME[int(k)] for k in params[:nparams]), KIND_NAME[int(ret)]
+
+    def to_programs(self, entry: int | np.ndarray = 0, ret_kind: str | np.ndarray | None = None) -> ProgramBatch:
         """Pack the programs into a ProgramBatch; failed ones become empty programs, whose runs
-        trap bad_bytecode."""
+        trap bad_bytecode. entry: the function index to run (one, or one per program).
+
+        With signatures (from the compilers), each program's entry signature comes along:
+        ret_kind None takes its return kind, a ret_kind given must match it (ValueError), and
+        run_batch traps bad_input on a run whose arguments are not of its parameter kinds.
+        Without them, ret_kind None means "int", and nothing is checked."""
         lengths = np.maximum(self.lengths, 0).astype(np.int64)
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         mask = np.arange(self.code.shape[1])[None, :] < lengths[:, None]
-        return ProgramBatch.build(self.code[mask], offsets, entry, ret_kind)
+        code = self.code[mask]
+        if self.signatures is None:
+            return ProgramBatch.build(code, offsets, entry, "int" if ret_kind is None else ret_kind)
+        n = len(self)
+        batch = ProgramBatch.build(code, offsets, entry, oc.KIND_INT if ret_kind is None else ret_kind)
+        e = batch.entry.astype(np.int64)
+        sig = np.zeros(n, dtype=np.int64)
+        has = (e >= 0) & (e < self.signatures.shape[1])
+        sig[has] = self.signatures[np.flatnonzero(has), e[has]]
+        known, ret, nparams, params = unpack_signatures(sig)
+        known &= self.ok
+        if ret_kind is None:
+            batch.ret_kind = np.where(known, ret, oc.KIND_INT).astype(np.int32)
+        else:
+            wrong = np.flatnonzero(known & (batch.ret_kind != ret))
+            if len(wrong):
+                i = int(wrong[0])
+                raise ValueError(f"ret_kind of program {i} is {KIND_NAME[int(batch.ret_kind[i])]}, but its function "
+                                 f"{int(e[i])} returns {KIND_NAME[int(ret[i])]} ({len(wrong)} of {n} programs differ; "
+                                 "leave ret_kind out to take each program's own)")
+        kinds = np.full((n, oc.LIMITS["MAX_PARAMS"] + 1), -1, dtype=np.int8)
+        kinds[:, :-1] = params
+        kinds[~known] = UNKNOWN_KINDS  # failed compiles and missing entries: not checked (their runs trap)
+        batch.params = kinds
+        return batch
+
+
+def trim_signatures(sig: np.ndarray) -> np.ndarray:
+    """Packed signatures (N, MAX_FUNCS) as the compilers write them -> their columns up to the
+    largest function count in the batch (a copy: most programs have one to three functions)."""
+    width = int((sig != 0).sum(axis=1).max()) if len(sig) else 0
+    return sig[:, :max(width, 1)].copy()
+
+
+def unpack_signatures(packed) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Packed signatures (any shape S, int64) -> present (S) bool, ret (S) int8, nparams (S) int8
+    and params (S + (MAX_PARAMS,)) int8 kinds, -1 past the last parameter (compiler.h's
+    packed_signature: bit 0 set, bits 1-2 the return kind, bits 3-7 the parameter count, two bits
+    per parameter kind from bit 8)."""
+    s = np.asarray(packed, dtype=np.int64)
+    present = (s & 1).astype(bool)
+    ret = ((s >> 1) & 3).astype(np.int8)
+    nparams = ((s >> 3) & 31).astype(np.int8)
+    k = np.arange(oc.LIMITS["MAX_PARAMS"])
+    params = ((s[..., None] >> (8 + 2 * k)) & 3).astype(np.int8)
+    params[k >= nparams[..., None]] = -1
+    return present, ret, nparams, params
 
 
 _BYTES_LIKE = (bytes, bytearray, memoryview)
@@ -98,8 +164,8 @@ def compile_batch(sources: Sequence[str | bytes], *, code_cap: int = 1024, nthre
     code_cap = _code_cap(code_cap)
     nthreads = _nthreads(nthreads)
     blob, offsets = pack_sources(sources)
-    code, lengths, errors = cpu.compile_batch(blob, offsets, code_cap, nthreads)
-    return CompiledBatch(code, lengths, errors)
+    code, lengths, errors, sig = cpu.compile_batch(blob, offsets, code_cap, nthreads)
+    return CompiledBatch(code, lengths, errors, trim_signatures(sig))
 
 
 def _check_tokens(tokens) -> np.ndarray:
@@ -124,5 +190,5 @@ def compile_tokens(tokens: np.ndarray, offsets: np.ndarray, *, code_cap: int = 1
     nthreads = _nthreads(nthreads)
     tokens = _check_tokens(tokens)
     offsets = _check_offsets(offsets, len(tokens))
-    code, lengths, errors = cpu.compile_tokens_batch(tokens, offsets, code_cap, nthreads)
-    return CompiledBatch(code, lengths, errors)
+    code, lengths, errors, sig = cpu.compile_tokens_batch(tokens, offsets, code_cap, nthreads)
+    return CompiledBatch(code, lengths, errors, trim_signatures(sig))

@@ -239,6 +239,7 @@ def assert_same_compile(a, b, what):
     assert np.array_equal(a.errors, b.errors), f"{what}: errors differ at {np.flatnonzero((a.errors != b.errors).any(1))[:5]}"
     ok = a.lengths >= 0
     assert np.array_equal(a.code[ok], b.code[ok]), f"{what}: bytecode differs"
+    assert np.array_equal(a.signatures, b.signatures), f"{what}: signatures differ"
 
 
 def assert_same_runs(batch, inputs, runs=None, expected=None, config=None, out_cap=64, what="", lockstep=True):

@@ -49,13 +49,18 @@ class VMConfig:
         return np.array([self.fuel, self.max_depth, self.heap_size, self.max_lists, self.stack_size], dtype=np.int32)
 
 
+UNKNOWN_KINDS = -2  # a ProgramBatch.params row of these: the entry's kinds are unknown
+
+
 @dataclass
 class ProgramBatch:
     """N programs: code words (W,) uint32 with offsets (N + 1,) int64, the entry function index
     (N,) int32, the entry's result kind (N,) int32 (opcodes.KIND_*), and optionally the entry's
     parameter kinds (N, MAX_PARAMS + 1) int8 (KIND_*, -1 past the last), against which run_batch
     checks every input: a run whose input has other kinds traps bad_input. from_programs fills
-    them when every program's signatures are declared (not for Program.from_code's guesses).
+    them when every program's signatures are declared (not for Program.from_code's guesses), and
+    CompiledBatch.to_programs from the compiler's signatures; a row of UNKNOWN_KINDS is not
+    checked (a program that failed to compile, or an entry it does not have).
     Checked on construction (ValueError/TypeError), so the core never reads out of bounds; code
     words may also be given as int32 views (negative values)."""
 
@@ -82,8 +87,9 @@ class ProgramBatch:
             p = np.asarray(self.params)
             if p.shape != (n, oc.LIMITS["MAX_PARAMS"] + 1) or not np.issubdtype(p.dtype, np.integer):
                 raise ValueError(f"params must be an integer array of shape ({n}, {oc.LIMITS['MAX_PARAMS'] + 1})")
-            if not np.isin(p, (-1, *kinds)).all():
-                raise ValueError("params values must be opcodes.KIND_* or -1")
+            unknown = (p == UNKNOWN_KINDS).all(axis=1)
+            if not np.isin(p[~unknown], (-1, *kinds)).all():
+                raise ValueError(f"params values must be opcodes.KIND_* or -1 (or a whole row of {UNKNOWN_KINDS})")
             self.params = np.ascontiguousarray(p, dtype=np.int8)
 
     @classmethod
@@ -229,6 +235,7 @@ def _trap_kind_mismatches(res: BatchResult, programs: ProgramBatch, inputs: Enco
     sees only the argument count: an int given for a list would be taken as a list reference)."""
     ok = (run_prog >= 0) & (run_prog < len(programs)) & (run_in >= 0) & (run_in < len(inputs))
     r = np.flatnonzero(ok)
+    r = r[programs.params[run_prog[r], 0] != UNKNOWN_KINDS]
     if not len(r):
         return
     bad = r[(input_kinds(inputs)[run_in[r]] != programs.params[run_prog[r]]).any(axis=1)]

@@ -55,10 +55,10 @@ def load_library(path) -> ctypes.CDLL:
     so.vg_compile.argtypes = [ctypes.c_char_p, ctypes.c_int64, _u32p, ctypes.c_int32, _i32p, _i32p, _i32p]
     so.vg_compile_batch.restype = ctypes.c_int32
     so.vg_compile_batch.argtypes = [ctypes.c_char_p, _i64p, ctypes.c_int32, _u32p, ctypes.c_int32, _i32p, _i32p,
-                                    ctypes.c_int32]
+                                    _i64p, ctypes.c_int32]
     so.vg_compile_tokens_batch.restype = ctypes.c_int32
     so.vg_compile_tokens_batch.argtypes = [_i32p, _i64p, ctypes.c_int32, _u32p, ctypes.c_int32, _i32p, _i32p,
-                                           ctypes.c_int32]
+                                           _i64p, ctypes.c_int32]
     so.vg_tokenize.restype = ctypes.c_int32
     so.vg_tokenize.argtypes = [ctypes.c_char_p, ctypes.c_int64, _i32p, ctypes.c_int32, _i32p]
     so.vg_validate.restype = ctypes.c_int32
@@ -129,24 +129,29 @@ def tokenize(source: bytes):
     return (toks[:n].copy() if n >= 0 else None), err
 
 
+def _compile_outputs(n: int, code_cap: int):
+    return (np.zeros((n, code_cap), dtype=np.uint32), np.zeros(n, dtype=np.int32), np.zeros((n, 4), dtype=np.int32),
+            np.zeros((n, oc.LIMITS["MAX_FUNCS"]), dtype=np.int64))
+
+
 def compile_batch(src: bytes, offsets: np.ndarray, code_cap: int, nthreads: int):
+    """(code, lengths, errors, packed signatures (N, MAX_FUNCS) int64) of the sources
+    src[offsets[i]:offsets[i + 1]]."""
     n = len(offsets) - 1
-    code = np.zeros((n, code_cap), dtype=np.uint32)
-    lengths = np.zeros(n, dtype=np.int32)
-    err = np.zeros((n, 4), dtype=np.int32)
+    code, lengths, err, sig = _compile_outputs(n, code_cap)
     _check(lib().vg_compile_batch(src, ptr(offsets, _i64p), n, ptr(code, _u32p), code_cap, ptr(lengths, _i32p),
-                                  ptr(err, _i32p), nthreads), "compile_batch")
-    return code, lengths, err
+                                  ptr(err, _i32p), ptr(sig, _i64p), nthreads), "compile_batch")
+    return code, lengths, err, sig
 
 
 def compile_tokens_batch(tokens: np.ndarray, offsets: np.ndarray, code_cap: int, nthreads: int):
+    """compile_batch's outputs for token arrays."""
     n = len(offsets) - 1
-    code = np.zeros((n, code_cap), dtype=np.uint32)
-    lengths = np.zeros(n, dtype=np.int32)
-    err = np.zeros((n, 4), dtype=np.int32)
+    code, lengths, err, sig = _compile_outputs(n, code_cap)
     _check(lib().vg_compile_tokens_batch(ptr(tokens, _i32p), ptr(offsets, _i64p), n, ptr(code, _u32p), code_cap,
-                                         ptr(lengths, _i32p), ptr(err, _i32p), nthreads), "compile_tokens")
-    return code, lengths, err
+                                         ptr(lengths, _i32p), ptr(err, _i32p), ptr(sig, _i64p), nthreads),
+           "compile_tokens")
+    return code, lengths, err, sig
 
 
 def validate(code: np.ndarray, entry: int = 0) -> tuple[int, int]:

@@ -297,8 +297,9 @@ def _out(x, as_torch: bool):
 # --- compile ----------------------------------------------------------------------------------
 
 def _compile_launch(d: _Device, kind: str, data, off, n: int, code, code_len, err, code_cap: int, entry: int,
-                    meta, tok_cap: int = 0):
-    """One launch of a compile kernel over programs [0, n) of data/off (device arrays)."""
+                    meta, tok_cap: int = 0, sig=None):
+    """One launch of a compile kernel over programs [0, n) of data/off (device arrays); sig
+    (nullable) (n, MAX_FUNCS) int64 receives the packed signatures."""
     import cupy as cp
     if n == 0:
         return
@@ -311,11 +312,11 @@ def _compile_launch(d: _Device, kind: str, data, off, n: int, code, code_len, er
         lexers = cp.empty(slots * d.lexer_bytes, dtype=cp.uint8)
         tokens = cp.empty(slots * tok_cap * 4, dtype=cp.int32)
         d.k["vg_compile_sources"]((blocks,), (COMPILE_BLOCK,), (
-            data, off, _i32(n), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta), lexers, compilers,
-            tokens, _i32(tok_cap)))
+            data, off, _i32(n), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta), _ptr(sig), lexers,
+            compilers, tokens, _i32(tok_cap)))
     else:
         d.k["vg_compile_tokens"]((blocks,), (COMPILE_BLOCK,), (
-            data, off, _i32(n), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta), compilers))
+            data, off, _i32(n), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta), _ptr(sig), compilers))
 
 
 def token_capacity(max_source_len: int) -> int:
@@ -359,15 +360,16 @@ def compile_device(kind: str, data, offsets, *, code_cap: int = 1024, entry: int
 def _compile_host(kind: str, data: np.ndarray, offsets: np.ndarray, code_cap: int):
     """Host arrays in, CompiledBatch out, in chunks that fit the device."""
     import cupy as cp
-    from vramgym.compiler.batch import CompiledBatch
+    from vramgym.compiler.batch import CompiledBatch, trim_signatures
     d = device()
     n = len(offsets) - 1
     code = np.zeros((n, code_cap), dtype=np.uint32)
     lengths = np.zeros(n, dtype=np.int32)
     errors = np.zeros((n, 4), dtype=np.int32)
+    sig = np.zeros((n, oc.LIMITS["MAX_FUNCS"]), dtype=np.int64)
     lens = np.diff(offsets)
     tok_cap = token_capacity(int(lens.max()) if n else 0) if kind == "sources" else 0
-    per_prog = 4 * code_cap + 20
+    per_prog = 4 * code_cap + 20 + 8 * oc.LIMITS["MAX_FUNCS"]
     chunk = _chunk_size(n, per_prog)
     dev_data = cp.asarray(data)
     for a in range(0, n, chunk):
@@ -376,9 +378,10 @@ def _compile_host(kind: str, data: np.ndarray, offsets: np.ndarray, code_cap: in
         dc = cp.zeros((b - a, code_cap), dtype=cp.uint32)
         dl = cp.zeros(b - a, dtype=cp.int32)
         de = cp.zeros((b - a, 4), dtype=cp.int32)
-        _compile_launch(d, kind, dev_data, off, b - a, dc, dl, de, code_cap, 0, None, tok_cap)
-        code[a:b], lengths[a:b], errors[a:b] = dc.get(), dl.get(), de.get()
-    return CompiledBatch(code, lengths, errors)
+        ds = cp.zeros((b - a, oc.LIMITS["MAX_FUNCS"]), dtype=cp.int64)
+        _compile_launch(d, kind, dev_data, off, b - a, dc, dl, de, code_cap, 0, None, tok_cap, sig=ds)
+        code[a:b], lengths[a:b], errors[a:b], sig[a:b] = dc.get(), dl.get(), de.get(), ds.get()
+    return CompiledBatch(code, lengths, errors, trim_signatures(sig))
 
 
 def compile_batch(sources, *, code_cap: int = 1024):

@@ -1848,6 +1848,21 @@ VG_HD inline void write_meta(const Compiler& c, const Lexer* L, int32_t* meta) {
   }
 }
 
+// A function's signature packed in one int64 for the batch compilers (0: no function): bit 0
+// set, bits 1-2 the return kind, bits 3-7 the parameter count, two bits per parameter kind from
+// bit 8 (vramgym.compiler.batch.unpack_signatures reads it).
+VG_HD inline int64_t packed_signature(const FuncSig& f) {
+  int64_t s = 1 | (int64_t)f.ret << 1 | (int64_t)f.nparams << 3;
+  for (int32_t k = 0; k < f.nparams && k < MAX_PARAMS; k++) s |= (int64_t)f.params[k] << (8 + 2 * k);
+  return s;
+}
+
+// sig[0 .. MAX_FUNCS): each function's packed signature, zeros after the last (all zeros when the
+// compile failed, n < 0).
+VG_HD inline void write_signatures(const Compiler& c, int32_t n, int64_t* sig) {
+  for (int32_t i = 0; i < MAX_FUNCS; i++) sig[i] = n >= 0 && i < c.nfuncs ? packed_signature(c.funcs[i]) : 0;
+}
+
 // Source text -> tokens in toks[0 .. L.n), ending with EOF. False with L.err set on error.
 VG_HD inline bool tokenize_source(Lexer& L, const char* src, int64_t len, Token* toks, int32_t tok_cap) {
   L.src = src;

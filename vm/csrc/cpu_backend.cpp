@@ -251,10 +251,12 @@ VG_EXPORT int32_t vg_tokenize(const char* src, int64_t len, int32_t* toks, int32
 }
 
 // Compile n sources packed in src with byte offsets src_off[n + 1]. Program i's code goes to
-// code[i * code_cap ...], its length to code_len[i] (-1 on error, with err[4 * i ...]).
+// code[i * code_cap ...], its length to code_len[i] (-1 on error, with err[4 * i ...]), and, when
+// sig is not null, its functions' packed signatures to sig[i * MAX_FUNCS ...] (compiler.h).
 // Returns 0, or -1 when memory ran out (the batch is then incomplete); likewise below.
 VG_EXPORT int32_t vg_compile_batch(const char* src, const int64_t* src_off, int32_t n, uint32_t* code,
-                                   int32_t code_cap, int32_t* code_len, int32_t* err, int32_t nthreads) {
+                                   int32_t code_cap, int32_t* code_len, int32_t* err, int64_t* sig,
+                                   int32_t nthreads) {
   int32_t nt = thread_count(n, nthreads, 64);
   std::vector<CompileScratch*> scratch(nt, nullptr);
   bool ok = parallel_for(n, nt, 64, [&](int32_t tid, int64_t i) {
@@ -267,14 +269,17 @@ VG_EXPORT int32_t vg_compile_batch(const char* src, const int64_t* src_off, int3
     err[4 * i + 1] = e.line;
     err[4 * i + 2] = e.col;
     err[4 * i + 3] = e.arg;
+    if (sig) write_signatures(s.compiler, code_len[i], sig + i * (int64_t)MAX_FUNCS);
   });
   for (auto* p : scratch) delete p;
   return ok ? 0 : -1;
 }
 
-// Compile n token arrays (kind, value, line, col int32 quadruples) with token offsets tok_off[n + 1].
+// Compile n token arrays (kind, value, line, col int32 quadruples) with token offsets tok_off[n + 1];
+// outputs as vg_compile_batch's.
 VG_EXPORT int32_t vg_compile_tokens_batch(const int32_t* toks, const int64_t* tok_off, int32_t n, uint32_t* code,
-                                          int32_t code_cap, int32_t* code_len, int32_t* err, int32_t nthreads) {
+                                          int32_t code_cap, int32_t* code_len, int32_t* err, int64_t* sig,
+                                          int32_t nthreads) {
   int32_t nt = thread_count(n, nthreads, 64);
   std::vector<Compiler*> scratch(nt, nullptr);
   bool ok = parallel_for(n, nt, 64, [&](int32_t tid, int64_t i) {
@@ -286,6 +291,7 @@ VG_EXPORT int32_t vg_compile_tokens_batch(const int32_t* toks, const int64_t* to
     err[4 * i + 1] = c.err.line;
     err[4 * i + 2] = c.err.col;
     err[4 * i + 3] = c.err.arg;
+    if (sig) write_signatures(c, code_len[i], sig + i * (int64_t)MAX_FUNCS);
   });
   for (auto* p : scratch) delete p;
   return ok ? 0 : -1;

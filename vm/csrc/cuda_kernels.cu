@@ -289,15 +289,16 @@ __global__ void vg_sizes(int64_t* out) {
 
 // Sources packed in src with byte offsets src_off[n + 1] -> code[i * code_cap ...], code_len[i]
 // (-1 on error), err[4 * i ...] = {code, line, col, arg}; entry_meta (nullable) ENTRY_META ints
-// per program for function number `entry`. Scratch: one Lexer, Compiler and tok_cap tokens per
+// per program for function number `entry`; sig (nullable) MAX_FUNCS packed signatures per program
+// (compiler.h's write_signatures, as the CPU's vg_compile_batch). Scratch: one Lexer, Compiler and tok_cap tokens per
 // thread of the grid. A source needs at most 2 * len + 2 tokens (every token but DEDENT and the
 // final NEWLINE/EOF starts at its own byte, and DEDENTs pair with INDENTs), so tok_cap =
 // min(MAX_TOKENS, 2 * max_len + 4) gives the CPU's results exactly; a source that would not
 // fit a smaller tok_cap (a wrong max_len from the caller) reports code_len -1 and error -1.
 __global__ void vg_compile_sources(const char* __restrict__ src, const int64_t* __restrict__ src_off, int32_t n,
                                    uint32_t* code, int32_t code_cap, int32_t* code_len, int32_t* err, int32_t entry,
-                                   int32_t* entry_meta, vg::Lexer* lexers, vg::Compiler* compilers, vg::Token* tokens,
-                                   int32_t tok_cap) {
+                                   int32_t* entry_meta, int64_t* sig, vg::Lexer* lexers, vg::Compiler* compilers,
+                                   vg::Token* tokens, int32_t tok_cap) {
   int64_t slot = vgk::global_tid();
   vg::Lexer& L = lexers[slot];
   vg::Compiler& c = compilers[slot];
@@ -316,6 +317,7 @@ __global__ void vg_compile_sources(const char* __restrict__ src, const int64_t* 
     code_len[i] = m;
     vgk::write_err(err, i, e);
     if (entry_meta) vgk::write_entry_meta(c, m, entry, entry_meta + i * ENTRY_META);
+    if (sig) vg::write_signatures(c, m, sig + i * (int64_t)vg::MAX_FUNCS);
   }
 }
 
@@ -323,7 +325,7 @@ __global__ void vg_compile_sources(const char* __restrict__ src, const int64_t* 
 // as vg_compile_sources. Scratch: one Compiler per thread of the grid.
 __global__ void vg_compile_tokens(const vg::Token* __restrict__ toks, const int64_t* __restrict__ tok_off, int32_t n,
                                   uint32_t* code, int32_t code_cap, int32_t* code_len, int32_t* err, int32_t entry,
-                                  int32_t* entry_meta, vg::Compiler* compilers) {
+                                  int32_t* entry_meta, int64_t* sig, vg::Compiler* compilers) {
   int64_t slot = vgk::global_tid();
   vg::Compiler& c = compilers[slot];
   for (int64_t i = slot; i < n; i += vgk::grid_threads()) {
@@ -332,6 +334,7 @@ __global__ void vg_compile_tokens(const vg::Token* __restrict__ toks, const int6
     code_len[i] = m;
     vgk::write_err(err, i, c.err);
     if (entry_meta) vgk::write_entry_meta(c, m, entry, entry_meta + i * ENTRY_META);
+    if (sig) vg::write_signatures(c, m, sig + i * (int64_t)vg::MAX_FUNCS);
   }
 }
 

@@ -1,0 +1,120 @@
+"""The batch compilers return every function's signature (CompiledBatch.signatures), and
+to_programs carries the entry's along: the return kind is taken from it (or checked against the
+one given), and run_batch traps bad_input on a run whose arguments have other kinds. Before,
+the batch path took ret_kind on trust and read an int given for a list as a list reference."""
+import os
+
+import numpy as np
+import pytest
+
+from vramgym.compiler import compile_batch, compile_source, compile_tokens, tokenize
+from vramgym.compiler.batch import CompiledBatch, unpack_signatures
+from vramgym.compiler.random_programs import generate_program, random_args
+from vramgym.vm import Encoded, ProgramBatch, encode_tuples, opcodes as oc, run_batch
+from vramgym.vm.batch import UNKNOWN_KINDS
+from vramgym.vm.values import KIND_BY_NAME
+
+SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
+BAD_INPUT, BAD_BYTECODE = oc.TRAP_CODES["bad_input"], oc.TRAP_CODES["bad_bytecode"]
+
+TWO = ("def f(xs: list[int], ys: list[int]) -> int:\n    return len(xs) * 100 + xs[0]\n\n"
+       "def g(a: int, b: bool) -> list[int]:\n    return [a, a]\n")
+PRED = "def p(n: int) -> bool:\n    return n > 2\n"
+
+
+def _tokens(sources):
+    toks = [tokenize(s) for s in sources]
+    return np.concatenate(toks).astype(np.int32), np.cumsum([0] + [len(t) for t in toks]).astype(np.int64)
+
+
+def test_signatures_match_compile_source_on_random_programs():
+    rng = np.random.default_rng(SEED)
+    sources = [generate_program(rng).source for _ in range(300)] + [TWO, PRED, "def broken(:\n"]
+    for cb in (compile_batch(sources, nthreads=2), compile_tokens(*_tokens(sources[:-1]))):
+        assert cb.signatures.dtype == np.int64 and cb.signatures.shape[0] == len(cb)
+        for i, src in enumerate(sources[:len(cb)]):
+            if not cb.ok[i]:
+                assert (cb.signatures[i] == 0).all() and cb.signature(i) is None
+                continue
+            fns = compile_source(src).functions
+            got = [cb.signature(i, f) for f in range(cb.signatures.shape[1])]
+            assert got[:len(fns)] == [(f.params, f.ret) for f in fns], (SEED, src)
+            assert all(g is None for g in got[len(fns):])
+    assert cb.signature(0, -1) is None and cb.signature(0, 10**6) is None
+
+
+def test_unpack_signatures_layout():
+    present, ret, nparams, params = unpack_signatures(np.array([[0, 1 | oc.KIND_LIST << 1 | 2 << 3 | 1 << 8 | 2 << 10]]))
+    assert present.tolist() == [[False, True]] and ret[0, 1] == oc.KIND_LIST and nparams[0, 1] == 2
+    assert params[0, 1, :3].tolist() == [oc.KIND_BOOL, oc.KIND_LIST, -1] and (params[0, 0] == -1).all()
+
+
+def test_to_programs_takes_and_checks_the_return_kind():
+    cb = compile_batch([TWO, PRED, TWO])
+    assert cb.to_programs().ret_kind.tolist() == [oc.KIND_INT, oc.KIND_BOOL, oc.KIND_INT]
+    assert cb.to_programs(entry=[1, 0, 0]).ret_kind.tolist() == [oc.KIND_LIST, oc.KIND_BOOL, oc.KIND_INT]
+    assert cb.to_programs(ret_kind=np.array([0, 1, 0])).ret_kind.tolist() == [0, 1, 0]
+    with pytest.raises(ValueError, match="program 1 is int, but its function 0 returns bool"):
+        cb.to_programs(ret_kind="int")
+    with pytest.raises(ValueError, match="program 0 is bool, but its function 1 returns list"):
+        cb.to_programs(entry=1, ret_kind="bool")
+
+
+def test_runs_with_other_argument_kinds_trap_bad_input():
+    """The audit's case, now through compile_batch: an int for a list parameter was taken as a
+    reference to the other argument's list, and the run returned a value."""
+    programs = compile_batch([TWO]).to_programs()
+    inputs = Encoded.concat([encode_tuples([([5, 6], [1])], ("list", "list")),
+                             encode_tuples([(0, [7, 8, 9])], ("int", "list")),
+                             encode_tuples([([5], True)], ("list", "bool"))])
+    res = run_batch(programs, inputs, (np.zeros(3, np.int32), np.arange(3, dtype=np.int32)))
+    assert res.status.tolist() == [0, BAD_INPUT, BAD_INPUT] and res.value[0] == 205
+    # the same runs without the signatures (a hand-built batch): unchecked, as documented
+    bare = compile_batch([TWO])
+    raw = CompiledBatch(bare.code, bare.lengths, bare.errors).to_programs()
+    assert raw.params is None
+    assert run_batch(raw, inputs, (np.zeros(3, np.int32), np.arange(3, dtype=np.int32))).status[1] == 0
+
+
+def test_random_programs_run_as_from_programs():
+    """compile_batch + to_programs + run_batch == from_programs + run_batch on random programs and
+    their own argument kinds, and every run traps bad_input on arguments of other kinds."""
+    rng = np.random.default_rng(SEED + 1)
+    for _ in range(40):
+        g = generate_program(rng)
+        p = compile_source(g.source)
+        f = p.function(g.entry)
+        args = random_args(rng, g.params, 8)
+        inputs = encode_tuples(args, f.params)
+        batch = compile_batch([g.source]).to_programs(entry=f.index)
+        want = run_batch(ProgramBatch.from_programs([p], g.entry), inputs)
+        got = run_batch(batch, inputs)
+        assert batch.ret_kind[0] == KIND_BY_NAME[f.ret]
+        for field in ("status", "value", "steps"):
+            assert np.array_equal(getattr(got, field), getattr(want, field)), (SEED + 1, g.source)
+        if f.params:
+            other = tuple("int" if k != "int" else "bool" for k in f.params)
+            wrong = encode_tuples([tuple(0 if k == "int" else False for k in other)], other)
+            assert run_batch(batch, wrong).status.tolist() == [BAD_INPUT], g.source
+
+
+def test_failed_programs_and_missing_entries_are_not_checked():
+    """Their runs keep their own trap: bad_bytecode for a failed compile, bad_input for an entry
+    index the program does not have."""
+    cb = compile_batch(["def broken(:\n", PRED])
+    programs = cb.to_programs(entry=[0, 5], ret_kind=None)
+    assert (programs.params == UNKNOWN_KINDS).all()
+    inputs = encode_tuples([(3,)], ("int",))
+    res = run_batch(programs, inputs, (np.array([0, 1], np.int32), np.zeros(2, np.int32)))
+    assert res.status.tolist() == [BAD_BYTECODE, BAD_INPUT]
+
+
+def test_program_batch_accepts_only_whole_unknown_rows():
+    cb = compile_batch([PRED])
+    b = cb.to_programs()
+    params = b.params.copy()
+    params[0, 3] = UNKNOWN_KINDS
+    with pytest.raises(ValueError, match="whole row"):
+        ProgramBatch(b.code, b.offsets, b.entry, b.ret_kind, params)
+    params[0] = UNKNOWN_KINDS
+    assert (ProgramBatch(b.code, b.offsets, b.entry, b.ret_kind, params).params == UNKNOWN_KINDS).all()
