@@ -1,7 +1,8 @@
-"""Builds the C++ core (compiler + VM) and the mask automaton for the CPU during `pip install`.
+"""Builds the C++ core (compiler + VM), the value encoder and the mask automaton for the CPU
+during `pip install`.
 
-The extension is a plain shared library loaded with ctypes (vramgym/vm/cpu.py); the same
-headers are compiled for the GPU at run time by NVRTC.
+The core is a plain shared library loaded with ctypes (vramgym/vm/cpu.py); the same headers are
+compiled for the GPU at run time by NVRTC. The encoder is a regular CPython extension module.
 """
 from pathlib import Path
 
@@ -16,6 +17,14 @@ core = Extension(
     # hidden visibility: only the VG_EXPORT C ABI is exported, so the core inlines freely
     extra_compile_args=["-std=c++17", "-O3", "-pthread", "-fvisibility=hidden", "-fvisibility-inlines-hidden"],
     extra_link_args=["-pthread"],
+    language="c++",
+)
+
+# the common case of encode_tuples (vm/values.py) in C: a regular CPython extension module.
+encode = Extension(
+    "vramgym.vm._encode",
+    sources=["vm/csrc/encode_py.cpp"],
+    extra_compile_args=["-std=c++17", "-O2"],
     language="c++",
 )
 
@@ -44,4 +53,4 @@ grammar = Extension(
     language="c++",
 )
 
-setup(ext_modules=[core, grammar])
+setup(ext_modules=[core, encode, grammar])

@@ -10,6 +10,11 @@ import numpy as np
 
 from . import opcodes as oc
 
+try:
+    from . import _encode as _native  # built by pip install (setup.py)
+except ImportError:  # a source tree used without building: the Python encoder alone
+    _native = None
+
 KIND_BY_NAME = {"int": oc.KIND_INT, "bool": oc.KIND_BOOL, "list": oc.KIND_LIST, "list[int]": oc.KIND_LIST}
 KIND_NAME = {oc.KIND_INT: "int", oc.KIND_BOOL: "bool", oc.KIND_LIST: "list"}
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -160,11 +165,29 @@ def offsets_array(offsets, total: int, unit: str, of: str) -> np.ndarray:
     return arr
 
 
+def _native_encode(rows, kinds: Sequence[str], single: bool) -> Encoded | None:
+    """The C encoder (vm/csrc/encode_py.cpp) for rows of exact ints, bools and lists; None for
+    anything else (other types, values out of range, errors), which the Python code handles."""
+    if _native is None or type(rows) not in (list, tuple):
+        return None
+    codes = tuple(KIND_BY_NAME.get(k, -1) if isinstance(k, str) else -1 for k in kinds)
+    if -1 in codes:
+        return None
+    out = _native.encode(rows, codes, single)
+    if out is None:
+        return None
+    return Encoded(np.frombuffer(out[0], dtype=np.int32), np.frombuffer(out[1], dtype=np.int64))
+
+
 def encode_tuples(tuples: Sequence[Sequence], kinds: Sequence[str], where: str = "argument") -> Encoded:
-    """Encode argument tuples for a signature `kinds`, checking every value. Vectorized per
-    parameter: the scans over the values run in C (map, zip, numpy), not in a Python loop."""
+    """Encode argument tuples for a signature `kinds`, checking every value. Rows of plain ints,
+    bools and lists go through the C encoder; anything else (numpy values, other sequences, every
+    error) through the vectorized Python code below, whose scans run in C (map, zip, numpy)."""
     if isinstance(tuples, np.ndarray) and tuples.ndim == 2 and list(kinds) not in (["list"], ["list[int]"]):
         tuples = tuples.tolist()  # one row per tuple (for one list parameter, a row is that list)
+    fast = _native_encode(tuples, kinds, False)
+    if fast is not None:
+        return fast
     if not isinstance(tuples, (list, tuple)):
         tuples = list(tuples)
     if not set(map(type, tuples)) <= {tuple, list}:  # bare values are 1-tuples
@@ -225,4 +248,7 @@ def encode_results(values: Sequence, kind: str) -> Encoded:
     if kind not in KIND_BY_NAME:
         raise ValueError(f"unknown kind {kind!r}")
     values = values if isinstance(values, (list, tuple)) else list(values)
+    fast = _native_encode(values, (kind,), True)
+    if fast is not None:
+        return fast
     return _encode_columns([values], [kind], len(values), "expected value")
