@@ -70,11 +70,14 @@ class CompiledBatch:
         if self.signatures is None:
             return ProgramBatch.build(code, offsets, entry, "int" if ret_kind is None else ret_kind)
         n = len(self)
+        table = int_array(self.signatures, "signatures", -(2**63), 2**63 - 1, np.int64, ndim=2)
+        if len(table) != n:
+            raise ValueError(f"signatures need one row per program ({n}), got {len(table)}")
         batch = ProgramBatch.build(code, offsets, entry, oc.KIND_INT if ret_kind is None else ret_kind)
         e = batch.entry.astype(np.int64)
         sig = np.zeros(n, dtype=np.int64)
-        has = (e >= 0) & (e < self.signatures.shape[1])
-        sig[has] = self.signatures[np.flatnonzero(has), e[has]]
+        has = (e >= 0) & (e < table.shape[1])
+        sig[has] = table[np.flatnonzero(has), e[has]]
         known, ret, nparams, params = unpack_signatures(sig)
         known &= self.ok
         if ret_kind is None:

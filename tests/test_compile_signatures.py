@@ -118,3 +118,13 @@ def test_program_batch_accepts_only_whole_unknown_rows():
         ProgramBatch(b.code, b.offsets, b.entry, b.ret_kind, params)
     params[0] = UNKNOWN_KINDS
     assert (ProgramBatch(b.code, b.offsets, b.entry, b.ret_kind, params).params == UNKNOWN_KINDS).all()
+
+
+def test_to_programs_checks_a_hand_made_signature_table():
+    cb = compile_batch([PRED, PRED])
+    with pytest.raises(ValueError, match="one row per program"):
+        CompiledBatch(cb.code, cb.lengths, cb.errors, cb.signatures[:1]).to_programs()
+    with pytest.raises(TypeError, match="integer array"):
+        CompiledBatch(cb.code, cb.lengths, cb.errors, cb.signatures.astype(float)).to_programs()
+    with pytest.raises(ValueError, match="2-D"):
+        CompiledBatch(cb.code, cb.lengths, cb.errors, cb.signatures[:, 0]).to_programs()

@@ -230,6 +230,15 @@ def input_kinds(inputs: Encoded) -> np.ndarray:
     return kinds
 
 
+def _kind_words(kinds: np.ndarray, width: int) -> np.ndarray:
+    """The first `width` positions of (M, MAX_PARAMS + 1) int8 kind rows as (M, ceil(width / 8))
+    int64 words (padded with -1), equal exactly where those positions are equal."""
+    w8 = -(-width // 8) * 8
+    out = np.full((len(kinds), w8), -1, dtype=np.int8)
+    out[:, :width] = kinds[:, :width]
+    return out.view(np.int64)
+
+
 def _trap_kind_mismatches(res: BatchResult, programs: ProgramBatch, inputs: Encoded, run_prog, run_in) -> None:
     """Runs whose input's kinds differ from the entry's parameter kinds trap bad_input (the VM
     sees only the argument count: an int given for a list would be taken as a list reference)."""
@@ -238,7 +247,13 @@ def _trap_kind_mismatches(res: BatchResult, programs: ProgramBatch, inputs: Enco
     r = r[programs.params[run_prog[r], 0] != UNKNOWN_KINDS]
     if not len(r):
         return
-    bad = r[(input_kinds(inputs)[run_in[r]] != programs.params[run_prog[r]]).any(axis=1)]
+    # Every entry has at most P parameters, so position P is -1 in every row of params, and an input
+    # with more values differs there: the first P + 1 positions decide (one word for P < 8).
+    known = programs.params[programs.params[:, 0] != UNKNOWN_KINDS]
+    width = int((known >= 0).sum(axis=1).max()) + 1 if len(known) else 1
+    a = _kind_words(input_kinds(inputs), width)[run_in[r]]
+    b = _kind_words(programs.params, width)[run_prog[r]]
+    bad = r[(a != b).any(axis=1)]
     if len(bad):
         res.status[bad] = oc.TRAP_CODES["bad_input"]
         res.value[bad] = 0
