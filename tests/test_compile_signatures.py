@@ -128,3 +128,45 @@ def test_to_programs_checks_a_hand_made_signature_table():
         CompiledBatch(cb.code, cb.lengths, cb.errors, cb.signatures.astype(float)).to_programs()
     with pytest.raises(ValueError, match="2-D"):
         CompiledBatch(cb.code, cb.lengths, cb.errors, cb.signatures[:, 0]).to_programs()
+
+
+def test_core_kind_check_equals_the_python_check():
+    """The CPU core checks input kinds itself; other backends go through batch._trap_kind_mismatches.
+    Both on the same runs: random signatures, inputs of random kinds and arities, malformed kind
+    words, a program without parameters, an unchecked row, indices out of range."""
+    import copy
+
+    from vramgym.vm import batch as vb
+    rng = np.random.default_rng(SEED + 2)
+    kinds = ["int", "bool", "list"]
+    sources, sigs = [], []
+    for i in range(12):
+        params = [str(k) for k in rng.choice(kinds, size=int(rng.integers(0, 4)))]
+        ptxt = ", ".join(f"a{j}: {'list[int]' if k == 'list' else k}" for j, k in enumerate(params))
+        sources.append(f"def f({ptxt}) -> int:\n    return 7\n")
+        sigs.append(params)
+    programs = compile_batch(sources).to_programs()
+    programs.params[3] = UNKNOWN_KINDS
+    rows = []
+    for _ in range(40):
+        sig = sigs[int(rng.integers(len(sigs)))] if rng.random() < 0.6 else \
+            [str(k) for k in rng.choice(kinds, size=int(rng.integers(0, 4)))]
+        enc = encode_tuples([tuple(int(rng.integers(-3, 3)) if k == "int" else bool(rng.integers(2)) if k == "bool"
+                                   else [1, 2][:int(rng.integers(3))] for k in sig)], sig)
+        words = enc.words.copy()
+        if rng.random() < 0.15 and len(words):
+            words[0] = rng.choice([5, 126, 127, -4, 2**30])  # a malformed kind word
+        rows.append(words)
+    offsets = np.concatenate([[0], np.cumsum([len(w) for w in rows])]).astype(np.int64)
+    inputs = Encoded(np.concatenate(rows).astype(np.int32), offsets)
+    run_prog = np.repeat(np.arange(len(sources), dtype=np.int32), len(rows))
+    run_in = np.tile(np.arange(len(rows), dtype=np.int32), len(sources))
+    run_prog[:3], run_in[3:5] = [-1, len(sources), 2**31 - 1], [-1, len(rows)]
+    core = run_batch(programs, inputs, (run_prog, run_in))
+    bare = copy.copy(programs)
+    bare.params = None
+    py = run_batch(bare, inputs, (run_prog, run_in))
+    vb._trap_kind_mismatches(py, programs, inputs, run_prog, run_in)
+    for field in ("status", "value", "steps"):
+        assert np.array_equal(getattr(core, field), getattr(py, field)), (field, SEED + 2)
+    assert (core.status == BAD_INPUT).sum() > len(run_prog) // 4 and (core.status == 0).sum() > 20

@@ -16,6 +16,7 @@ _i32p = ctypes.POINTER(ctypes.c_int32)
 _i64p = ctypes.POINTER(ctypes.c_int64)
 _u32p = ctypes.POINTER(ctypes.c_uint32)
 _u8p = ctypes.POINTER(ctypes.c_uint8)
+_i8p = ctypes.POINTER(ctypes.c_int8)
 
 
 def extension_path(module: str, env_var: str, what: str) -> Path:
@@ -66,7 +67,7 @@ def load_library(path) -> ctypes.CDLL:
     so.vg_validate_batch.restype = ctypes.c_int32
     so.vg_validate_batch.argtypes = [_u32p, _i64p, ctypes.c_int32, _i32p, _i32p, _i32p, ctypes.c_int32]
     so.vg_run_batch.restype = ctypes.c_int32
-    so.vg_run_batch.argtypes = [_u32p, _i64p, ctypes.c_int32, _i32p, _i32p, _i32p, _i64p, ctypes.c_int32, _i32p,
+    so.vg_run_batch.argtypes = [_u32p, _i64p, ctypes.c_int32, _i32p, _i32p, _i8p, _i32p, _i64p, ctypes.c_int32, _i32p,
                                 _i32p, ctypes.c_int64, _i32p, _i64p, _i32p, _i32p, _i32p, _i32p, _u8p, _i32p,
                                 ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
     so.vg_func_meta.restype = ctypes.c_int32
@@ -173,7 +174,7 @@ def validate_batch(code: np.ndarray, offsets: np.ndarray, entry: np.ndarray, nth
 
 
 def run_batch(code, code_off, entry, ret_kind, in_words, in_off, run_prog, run_in, exp_words, exp_off, config,
-              out_cap: int, nthreads: int, lockstep: bool = True):
+              out_cap: int, nthreads: int, lockstep: bool = True, params: np.ndarray | None = None):
     n_runs = len(run_prog)
     status = np.zeros(n_runs, dtype=np.int32)
     value = np.zeros(n_runs, dtype=np.int32)
@@ -181,7 +182,7 @@ def run_batch(code, code_off, entry, ret_kind, in_words, in_off, run_prog, run_i
     passed = np.zeros(n_runs, dtype=np.uint8) if exp_words is not None else None
     out_list = np.zeros((n_runs, out_cap), dtype=np.int32) if out_cap > 0 else None
     _check(lib().vg_run_batch(ptr(code, _u32p), ptr(code_off, _i64p), len(code_off) - 1, ptr(entry, _i32p),
-                       ptr(ret_kind, _i32p), ptr(in_words, _i32p), ptr(in_off, _i64p), len(in_off) - 1,
+                       ptr(ret_kind, _i32p), ptr(params, _i8p), ptr(in_words, _i32p), ptr(in_off, _i64p), len(in_off) - 1,
                        ptr(run_prog, _i32p), ptr(run_in, _i32p), n_runs, ptr(exp_words, _i32p), ptr(exp_off, _i64p),
                        ptr(config, _i32p), ptr(status, _i32p), ptr(value, _i32p), ptr(steps, _i32p),
                        ptr(passed, _u8p), ptr(out_list, _i32p), out_cap, nthreads, 0 if lockstep else 1),

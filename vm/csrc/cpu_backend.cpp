@@ -199,11 +199,11 @@ VMConfig make_config(const int32_t* c) {
 }
 
 int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
-                  const int32_t* ret_kind, const int32_t* in_words, const int64_t* in_off, int32_t n_in,
-                  const int32_t* run_prog, const int32_t* run_in, int64_t n_runs, const int32_t* exp_words,
-                  const int64_t* exp_off, const int32_t* config, int32_t* status, int32_t* value,
-                  int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap, int32_t nthreads,
-                  int32_t mode);
+                  const int32_t* ret_kind, const int8_t* params, const int32_t* in_words, const int64_t* in_off,
+                  int32_t n_in, const int32_t* run_prog, const int32_t* run_in, int64_t n_runs,
+                  const int32_t* exp_words, const int64_t* exp_off, const int32_t* config, int32_t* status,
+                  int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap,
+                  int32_t nthreads, int32_t mode);
 
 }  // namespace
 
@@ -319,7 +319,9 @@ VG_EXPORT int32_t vg_validate_batch(const uint32_t* code, const int64_t* code_of
 }
 
 // Run a batch. Programs: code words with offsets code_off[n_prog + 1], an entry function index
-// and a result kind each. Inputs: encoded words with offsets in_off[n_in + 1]. Run r executes
+// and a result kind each, and optionally (params, nullable) the entry's parameter kinds,
+// MAX_PARAMS + 1 int8 each (-1 past the last; a row of -2: unchecked): a run whose input has
+// other kinds traps bad_input. Inputs: encoded words with offsets in_off[n_in + 1]. Run r executes
 // program run_prog[r] on input run_in[r]. Outputs per run: status, value (int/bool value, or
 // the length of a list result, whose first out_cap elements go to out_list[r * out_cap ...]),
 // steps, and, when exp_words is not null, passed[r] = the result equals expected value
@@ -331,13 +333,14 @@ VG_EXPORT int32_t vg_validate_batch(const uint32_t* code, const int64_t* code_of
 // identical results. Returns 0, or -1 when memory for the runs' scratch ran out (results are
 // then incomplete).
 VG_EXPORT int32_t vg_run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
-                  const int32_t* ret_kind, const int32_t* in_words, const int64_t* in_off, int32_t n_in,
+                  const int32_t* ret_kind, const int8_t* params, const int32_t* in_words, const int64_t* in_off,
+                  int32_t n_in,
                   const int32_t* run_prog, const int32_t* run_in, int64_t n_runs, const int32_t* exp_words,
                   const int64_t* exp_off, const int32_t* config, int32_t* status, int32_t* value,
                   int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap, int32_t nthreads,
                   int32_t mode) {
   try {
-    return run_batch(code, code_off, n_prog, entry, ret_kind, in_words, in_off, n_in, run_prog, run_in, n_runs,
+    return run_batch(code, code_off, n_prog, entry, ret_kind, params, in_words, in_off, n_in, run_prog, run_in, n_runs,
                      exp_words, exp_off, config, status, value, steps, passed, out_list, out_cap, nthreads, mode);
   } catch (const std::bad_alloc&) {
     return -1;
@@ -348,9 +351,27 @@ VG_EXPORT int32_t vg_run_batch(const uint32_t* code, const int64_t* code_off, in
 
 namespace {
 
+// Whether input j's kind words are params_row (the entry's parameter kinds, -1 past the last),
+// read as vramgym.vm.batch.input_kinds reads them: a value at position k when two words remain,
+// its kind word (127 outside 0..126), then past it (2 words, or 2 + n for a list).
+bool kinds_match(const int8_t* params_row, const int32_t* w, int64_t len) {
+  int64_t pos = 0;
+  for (int32_t k = 0; k <= MAX_PARAMS; k++) {
+    int32_t kind = -1;
+    if (pos + 1 < len) {
+      int32_t wk = w[pos];
+      kind = wk >= 0 && wk < 127 ? wk : 127;
+      pos += wk == KIND_LIST ? 2 + (int64_t)(w[pos + 1] > 0 ? w[pos + 1] : 0) : 2;
+    }
+    if (kind != params_row[k]) return false;
+  }
+  return true;
+}
+
 // vg_run_batch's body: 0, or -1 when memory ran out (results then incomplete).
 int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
-                  const int32_t* ret_kind, const int32_t* in_words, const int64_t* in_off, int32_t n_in,
+                  const int32_t* ret_kind, const int8_t* params, const int32_t* in_words, const int64_t* in_off,
+                  int32_t n_in,
                   const int32_t* run_prog, const int32_t* run_in, int64_t n_runs, const int32_t* exp_words,
                   const int64_t* exp_off, const int32_t* config, int32_t* status, int32_t* value,
                   int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap, int32_t nthreads,
@@ -384,15 +405,25 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
   ok = ok && parallel_for(ntasks, nt, 4, [&](int32_t tid, int64_t t) {
     int64_t r0 = task_start[t], r1 = task_start[t + 1];
     int32_t p = run_prog[r0];
+    // Runs whose input's kinds are not the entry's parameter kinds (params row p; a row of -2 is
+    // not checked) trap bad_input, before any other outcome (as the Python check of other backends).
+    const int8_t* want = params && (uint32_t)p < (uint32_t)n_prog && params[(int64_t)p * (MAX_PARAMS + 1)] != -2
+                             ? params + (int64_t)p * (MAX_PARAMS + 1) : nullptr;
+    auto wrong_kinds = [&](int64_t r) {
+      int32_t j = run_in[r];
+      return want && (uint32_t)j < (uint32_t)n_in && !kinds_match(want, in_words + in_off[j], in_off[j + 1] - in_off[j]);
+    };
     bool lockstep = r1 - r0 > 1 && (uint32_t)p < (uint32_t)n_prog && entry_pc[p] != -2;
     const int32_t* ins[LANES];
     int32_t lens[LANES];
+    uint32_t wrong = 0;  // lockstep: lanes with the wrong kinds (they load no arguments: in_len -1)
     for (int64_t r = r0; lockstep && r < r1; r++) {
       int32_t j = run_in[r];
       lockstep = (uint32_t)j < (uint32_t)n_in;
       if (lockstep) {
         ins[r - r0] = in_words + in_off[j];
         lens[r - r0] = (int32_t)(in_off[j + 1] - in_off[j]);
+        if (wrong_kinds(r)) wrong |= 1u << (r - r0), lens[r - r0] = -1;
       }
     }
     const uint32_t* pcode = (uint32_t)p < (uint32_t)n_prog ? code + code_off[p] : nullptr;
@@ -429,6 +460,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
       LaneFast fast = {fx, xop, LS.solo_stack.data(), LS.solo_frames.data(), target, mode == 5 ? 1 : len + 33};
       RunResult res[LANES];
       run_lanes(pcode, len, entry_pc[p], ins, lens, (int32_t)(r1 - r0), cfg, S, res, fused ? &fast : nullptr);
+      for (uint32_t m = wrong; m; m &= m - 1) res[__builtin_ctz(m)] = RunResult{TRAP_BAD_INPUT, 0, 0};
       for (int64_t r = r0; r < r1; r++)
         finish_run(res[r - r0], S.lane[r - r0], p, n_prog, ret_kind, run_in[r], n_in, exp_words, exp_off, r, status,
                    value, steps, passed, out_list, out_cap);
@@ -441,7 +473,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
       RunResult x;
       x.value = x.steps = 0;
       ws.nlists = 0;
-      if ((uint32_t)p >= (uint32_t)n_prog || (uint32_t)j >= (uint32_t)n_in) x.status = TRAP_BAD_INPUT;
+      if ((uint32_t)p >= (uint32_t)n_prog || (uint32_t)j >= (uint32_t)n_in || wrong_kinds(r)) x.status = TRAP_BAD_INPUT;
       else if (entry_pc[p] == -2) x.status = TRAP_BAD_BYTECODE;
       else
         x = run(pcode, len, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws, fx, xop);
