@@ -52,6 +52,7 @@ class CompiledBatch:
         present, ret, nparams, params = unpack_signatures(self.signatures[i, f])
         if not present:
             return None
+        _check_unpacked(present, ret, nparams, params, f"signatures[{i}, {f}]")
         return tuple(KIND_NAME[int(k)] for k in params[:nparams]), KIND_NAME[int(ret)]
 
     def to_programs(self, entry: int | np.ndarray = 0, ret_kind: str | np.ndarray | None = None) -> ProgramBatch:
@@ -80,6 +81,7 @@ class CompiledBatch:
         sig[has] = table[np.flatnonzero(has), e[has]]
         known, ret, nparams, params = unpack_signatures(sig)
         known &= self.ok
+        _check_unpacked(known, ret, nparams, params, "signatures")
         if ret_kind is None:
             batch.ret_kind = np.where(known, ret, oc.KIND_INT).astype(np.int32)
         else:
@@ -101,6 +103,14 @@ def trim_signatures(sig: np.ndarray) -> np.ndarray:
     largest function count in the batch (a copy: most programs have one to three functions)."""
     width = int((sig != 0).sum(axis=1).max()) if len(sig) else 0
     return sig[:, :max(width, 1)].copy()
+
+
+def _check_unpacked(present, ret, nparams, params, what: str) -> None:
+    """ValueError unless every present signature is one a compiler writes (kinds 0..2, at most
+    MAX_PARAMS parameters): a hand-made table must not reach the core with other values."""
+    bad = present & ((ret > oc.KIND_LIST) | (nparams > oc.LIMITS["MAX_PARAMS"]) | (params > oc.KIND_LIST).any(axis=-1))
+    if np.any(bad):
+        raise ValueError(f"{what}: not a packed signature (kinds 0..2, at most {oc.LIMITS['MAX_PARAMS']} parameters)")
 
 
 def unpack_signatures(packed) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

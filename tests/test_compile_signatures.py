@@ -170,3 +170,34 @@ def test_core_kind_check_equals_the_python_check():
     for field in ("status", "value", "steps"):
         assert np.array_equal(getattr(core, field), getattr(py, field)), (field, SEED + 2)
     assert (core.status == BAD_INPUT).sum() > len(run_prog) // 4 and (core.status == 0).sum() > 20
+
+
+def test_hand_made_tables_and_params_are_checked():
+    """Found by review: values a compiler never writes must not reach the core."""
+    cb = compile_batch([PRED])
+    table = cb.signatures.copy()
+    table[0, 0] |= 3 << 1  # return kind 3
+    bad = CompiledBatch(cb.code, cb.lengths, cb.errors, table)
+    for call in (bad.to_programs, lambda: bad.signature(0)):
+        with pytest.raises(ValueError, match="not a packed signature"):
+            call()
+    table = cb.signatures.copy()
+    table[0, 0] |= 3 << 8  # parameter kind 3
+    with pytest.raises(ValueError, match="not a packed signature"):
+        CompiledBatch(cb.code, cb.lengths, cb.errors, table).to_programs()
+    b = cb.to_programs()
+    for row in ([-1, -1, 0] + [-1] * 14, [0] * 17):  # a hole before a kind; 17 kinds
+        with pytest.raises(ValueError, match="followed by -1s"):
+            ProgramBatch(b.code, b.offsets, b.entry, b.ret_kind, np.array([row]))
+    b.params = b.params[:, :5]  # reassigned after construction: checked before the core reads it
+    with pytest.raises(ValueError, match="C-contiguous int8 array of shape"):
+        run_batch(b, encode_tuples([(1,)], ("int",)))
+
+
+def test_validators_refuse_programs_longer_than_the_core_runs():
+    from vramgym.vm import cpu
+    p = compile_source(PRED).code
+    long = np.concatenate([p, np.full(oc.LIMITS["MAX_CODE"] + 1 - len(p), p[-1], dtype=np.uint32)])
+    assert cpu.validate(long[:oc.LIMITS["MAX_CODE"]]) == (-1, 0)  # one word shorter: valid
+    bad, pc = cpu.validate_batch(long, np.array([0, len(long)], np.int64), np.zeros(1, np.int32))
+    assert (int(bad[0]), int(pc[0])) == (0, -1) == cpu.validate(long)

@@ -319,3 +319,10 @@ def test_native_encoder_takes_plain_rows_and_matches_python(monkeypatch):
                         ([(np.array([1]),)], ["list"])]:
         assert values._native_encode(rows, kinds, False) is None, (rows, kinds)
     assert encode_tuples([3], ["int"]).words.tolist() == [oc.KIND_INT, 3]  # bare values are 1-tuples
+
+
+def test_native_encoder_falls_back_on_a_huge_signature():
+    """Found by review: the C encoder reserved rows x parameters words before checking arities,
+    so a wrong arity with a huge signature raised MemoryError instead of the Python TypeError."""
+    with pytest.raises(TypeError, match="expected 1000000 arguments, got 0"):
+        encode_tuples([()] * 10**6, ["int"] * 10**6)

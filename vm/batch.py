@@ -1,6 +1,6 @@
 """The batch API: many programs x many inputs per call, arrays in and arrays out.
 
-    programs = compile_batch(sources).to_programs(entry=0, ret_kind="int")
+    programs = compile_batch(sources).to_programs(entry=0)    # each entry's return kind
     inputs = encode_tuples(arg_tuples, ("int", "int"))
     result = run_batch(programs, inputs)                   # every program on every input
     result.status, result.value, result.steps              # (N * M,) int32 each
@@ -90,6 +90,9 @@ class ProgramBatch:
             unknown = (p == UNKNOWN_KINDS).all(axis=1)
             if not np.isin(p[~unknown], (-1, *kinds)).all():
                 raise ValueError(f"params values must be opcodes.KIND_* or -1 (or a whole row of {UNKNOWN_KINDS})")
+            used = p[~unknown] >= 0  # the kinds, then -1 to the end (the last position always -1)
+            if (used[:, 1:] > used[:, :-1]).any() or used[:, -1].any():
+                raise ValueError(f"params rows must be at most {oc.LIMITS['MAX_PARAMS']} kinds followed by -1s")
             self.params = np.ascontiguousarray(p, dtype=np.int8)
 
     @classmethod
@@ -185,6 +188,12 @@ def run_batch(programs: ProgramBatch, inputs: Encoded, runs: tuple[np.ndarray, n
         out_cap = 256 if np.any(programs.ret_kind == oc.KIND_LIST) else 0
     if isinstance(out_cap, bool) or not isinstance(out_cap, (int, np.integer)) or not 0 <= out_cap <= MAX_OUT_CAP:
         raise ValueError(f"out_cap must be an int in [0, {MAX_OUT_CAP}], got {out_cap!r}")
+    if programs.params is not None:  # checked on construction, but an attribute can be reassigned
+        p = programs.params
+        if not (isinstance(p, np.ndarray) and p.dtype == np.int8 and p.flags.c_contiguous
+                and p.shape == (len(programs), oc.LIMITS["MAX_PARAMS"] + 1)):
+            raise ValueError("programs.params must be a C-contiguous int8 array of shape "
+                             f"({len(programs)}, {oc.LIMITS['MAX_PARAMS'] + 1}); build a new ProgramBatch")
     impl = get_backend(backend)
     res = impl.run_batch(programs, inputs, run_prog, run_in, expected, config, int(out_cap), nthreads,
                          lockstep=lockstep)

@@ -329,7 +329,9 @@ def compile_device(kind: str, data, offsets, *, code_cap: int = 1024, entry: int
     """Compile on the device; device arrays in and out (CuPy, or torch CUDA tensors without a
     copy). kind "tokens": data (T, 4) int32 rows (kind, value, line, col); kind "sources": data
     uint8 bytes. offsets (N + 1,) int64. Returns (code (N, code_cap) uint32, lengths (N,) int32,
-    errors (N, 4) int32[, entry_meta (N, ENTRY_META) int32]), the layout of CompiledBatch.
+    errors (N, 4) int32[, entry_meta (N, ENTRY_META) int32]), the layout of CompiledBatch without its
+    signatures (compile_batch / compile_tokens below return those: a CompiledBatch made from these
+    arrays runs unchecked, with the ret_kind given to to_programs).
     max_source_len (sources) sizes the token scratch; None reads it from offsets (one sync)."""
     import cupy as cp
     if kind not in ("tokens", "sources"):

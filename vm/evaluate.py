@@ -18,10 +18,11 @@ Shapes (N programs, S token slots per program, T tasks, M = n_tests tests per ta
 Returns passed (N,) int32 (tests whose result equals the expected value), steps (N,) int64
 (executed steps summed over the M tests) and ok (N,) bool (compiled); passed and steps are 0
 where a row is inactive or did not compile. The entry is function 0 of each program, and no
-signature is checked, as in TaskBank.score (compile_tokens -> to_programs(entry=0, ret_kind) ->
-run_batch): a program whose entry takes another number of arguments traps bad_input on every
-test; one whose entry takes other kinds of arguments is not detected (its results are
-meaningless, and it passes no test only by luck), so the envs fix the signature themselves.
+signature is checked (the GPU version checks none either; compile_tokens' signatures are
+dropped before to_programs): a program whose entry takes another number of arguments traps
+bad_input on every test; one whose entry takes other kinds of arguments, or returns another
+kind, is not detected (its results are meaningless, and it passes no test only by luck), so the
+envs fix the signature themselves.
 
 Bad arguments raise TypeError/ValueError naming them: arrays that are not integers (floats are
 not truncated) or whose values do not fit their dtype (no wrap-around), wrong shapes, an active

@@ -297,8 +297,13 @@ VG_EXPORT int32_t vg_compile_tokens_batch(const int32_t* toks, const int64_t* to
   return ok ? 0 : -1;
 }
 
-// -1 when valid, else the index of the first invalid word; *entry_pc for function `entry`.
+// -1 when valid, else the index of the first invalid word (0 for a program longer than
+// MAX_CODE words); *entry_pc for function `entry`.
 VG_EXPORT int32_t vg_validate(const uint32_t* code, int32_t len, int32_t entry, int32_t* entry_pc) {
+  if (len > MAX_CODE) {  // longer than any program the core runs (vg_run_batch: bad bytecode)
+    *entry_pc = -1;
+    return 0;
+  }
   return validate(code, len, entry, entry_pc);
 }
 
@@ -308,8 +313,8 @@ VG_EXPORT int32_t vg_validate_batch(const uint32_t* code, const int64_t* code_of
                                     int32_t* bad, int32_t* entry_pc, int32_t nthreads) {
   bool ok = parallel_for(n, nthreads, 256, [&](int32_t, int64_t i) {
     const int64_t len = code_off[i + 1] - code_off[i];
-    if (len > 0x7fffffff) {  // longer than any program the core runs
-      bad[i] = 0x7fffffff;
+    if (len > MAX_CODE) {  // longer than any program the core runs (vg_run_batch: bad bytecode)
+      bad[i] = 0;
       entry_pc[i] = -1;
       return;
     }

@@ -89,7 +89,7 @@ PyObject* encode(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   std::vector<int32_t> words;
   std::vector<int64_t> offsets;
   try {
-    words.reserve((size_t)n * 2 * (size_t)(k ? k : 1));
+    words.reserve((size_t)n * 2);  // (not n * k * 2: k comes from the caller, rows may be short)
     offsets.reserve((size_t)n + 1);
     offsets.push_back(0);
     for (Py_ssize_t i = 0; i < n; i++) {
