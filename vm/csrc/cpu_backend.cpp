@@ -198,6 +198,16 @@ VMConfig make_config(const int32_t* c) {
   return cfg;
 }
 
+// validate() of a program of len words, which is invalid at word 0 when longer than MAX_CODE:
+// every validator of the CPU core and vg_run_batch agree on that (as the GPU's does).
+int32_t validate_words(const uint32_t* code, int64_t len, int32_t entry, int32_t* entry_pc) {
+  if (len > MAX_CODE) {
+    *entry_pc = -1;
+    return 0;
+  }
+  return validate(code, (int32_t)len, entry, entry_pc);
+}
+
 int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
                   const int32_t* ret_kind, const int8_t* params, const int32_t* in_words, const int64_t* in_off,
                   int32_t n_in, const int32_t* run_prog, const int32_t* run_in, int64_t n_runs,
@@ -300,11 +310,7 @@ VG_EXPORT int32_t vg_compile_tokens_batch(const int32_t* toks, const int64_t* to
 // -1 when valid, else the index of the first invalid word (0 for a program longer than
 // MAX_CODE words); *entry_pc for function `entry`.
 VG_EXPORT int32_t vg_validate(const uint32_t* code, int32_t len, int32_t entry, int32_t* entry_pc) {
-  if (len > MAX_CODE) {  // longer than any program the core runs (vg_run_batch: bad bytecode)
-    *entry_pc = -1;
-    return 0;
-  }
-  return validate(code, len, entry, entry_pc);
+  return validate_words(code, len, entry, entry_pc);
 }
 
 // vg_validate over n programs (code words with offsets code_off[n + 1], entry function index
@@ -312,13 +318,7 @@ VG_EXPORT int32_t vg_validate(const uint32_t* code, int32_t len, int32_t entry, 
 VG_EXPORT int32_t vg_validate_batch(const uint32_t* code, const int64_t* code_off, int32_t n, const int32_t* entry,
                                     int32_t* bad, int32_t* entry_pc, int32_t nthreads) {
   bool ok = parallel_for(n, nthreads, 256, [&](int32_t, int64_t i) {
-    const int64_t len = code_off[i + 1] - code_off[i];
-    if (len > MAX_CODE) {  // longer than any program the core runs (vg_run_batch: bad bytecode)
-      bad[i] = 0;
-      entry_pc[i] = -1;
-      return;
-    }
-    bad[i] = validate(code + code_off[i], (int32_t)len, entry[i], entry_pc + i);
+    bad[i] = validate_words(code + code_off[i], code_off[i + 1] - code_off[i], entry[i], entry_pc + i);
   });
   return ok ? 0 : -1;
 }
@@ -339,11 +339,10 @@ VG_EXPORT int32_t vg_validate_batch(const uint32_t* code, const int64_t* code_of
 // then incomplete).
 VG_EXPORT int32_t vg_run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
                   const int32_t* ret_kind, const int8_t* params, const int32_t* in_words, const int64_t* in_off,
-                  int32_t n_in,
-                  const int32_t* run_prog, const int32_t* run_in, int64_t n_runs, const int32_t* exp_words,
-                  const int64_t* exp_off, const int32_t* config, int32_t* status, int32_t* value,
-                  int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap, int32_t nthreads,
-                  int32_t mode) {
+                  int32_t n_in, const int32_t* run_prog, const int32_t* run_in, int64_t n_runs,
+                  const int32_t* exp_words, const int64_t* exp_off, const int32_t* config, int32_t* status,
+                  int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap,
+                  int32_t nthreads, int32_t mode) {
   try {
     return run_batch(code, code_off, n_prog, entry, ret_kind, params, in_words, in_off, n_in, run_prog, run_in, n_runs,
                      exp_words, exp_off, config, status, value, steps, passed, out_list, out_cap, nthreads, mode);
@@ -376,17 +375,15 @@ bool kinds_match(const int8_t* params_row, const int32_t* w, int64_t len) {
 // vg_run_batch's body: 0, or -1 when memory ran out (results then incomplete).
 int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
                   const int32_t* ret_kind, const int8_t* params, const int32_t* in_words, const int64_t* in_off,
-                  int32_t n_in,
-                  const int32_t* run_prog, const int32_t* run_in, int64_t n_runs, const int32_t* exp_words,
-                  const int64_t* exp_off, const int32_t* config, int32_t* status, int32_t* value,
-                  int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap, int32_t nthreads,
-                  int32_t mode) {
+                  int32_t n_in, const int32_t* run_prog, const int32_t* run_in, int64_t n_runs,
+                  const int32_t* exp_words, const int64_t* exp_off, const int32_t* config, int32_t* status,
+                  int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap,
+                  int32_t nthreads, int32_t mode) {
   VMConfig cfg = make_config(config);
   std::vector<int32_t> entry_pc(n_prog);
   bool ok = parallel_for(n_prog, nthreads, 256, [&](int32_t, int64_t p) {
     int32_t pc = -1;
-    int64_t len = code_off[p + 1] - code_off[p];
-    int32_t bad = len > MAX_CODE ? 0 : validate(code + code_off[p], (int32_t)len, entry[p], &pc);
+    int32_t bad = validate_words(code + code_off[p], code_off[p + 1] - code_off[p], entry[p], &pc);
     entry_pc[p] = bad >= 0 ? -2 : pc;  // -2: invalid bytecode, -1: no such entry function
   });
   // Tasks: up to LANES consecutive runs of the same program (one run each in scalar mode, or
