@@ -217,3 +217,27 @@ def test_the_gpu_compile_entry_points_check_arguments_before_the_device(toks):
         cuda.compile_tokens(toks, [0, len(toks)], code_cap=0)
     with pytest.raises(TypeError, match="list of sources"):
         cuda.compile_batch("def f() -> int:\n    return 1\n")
+
+
+MISMATCHED = [
+    "def f(a: int, b: int, c: int) -> int:\n    (a, b, c] = (b, c, a)\n    return a\n",  # found by test_fuzz
+    "def f(x: list[int]) -> int:\n    return x[(0])\n",
+    "def f(x: list[int]) -> int:\n    return len([1, (2]))\n",
+    "def f(a: int) -> int:\n    return [a + (a])[0]\n",
+]
+
+
+@pytest.mark.parametrize("src", MISMATCHED)
+def test_mismatched_brackets_are_rejected_where_cpython_rejects_them(src):
+    """The parser counts ( and [ alike, so `(a, b, c] = ...` compiled; CPython rejects a closing
+    bracket that does not match the open one, at that bracket. Sources and token arrays alike."""
+    with pytest.raises(SyntaxError) as py:
+        compile(src, "<test>", "exec")
+    with pytest.raises(CompileError) as vg:
+        compile_source(src)
+    assert (vg.value.line, vg.value.col) == (py.value.lineno, py.value.offset), vg.value
+    toks = tokenize(src)
+    res = compile_tokens(toks, np.array([0, len(toks)]))
+    assert not res.ok[0] and tuple(res.errors[0, 1:3]) == (py.value.lineno, py.value.offset)
+    assert compile_source(src.replace("c]", "c)").replace("(0])", "(0)]").replace("(2]))", "(2)])")
+                          .replace("(a])", "(a)]")) is not None

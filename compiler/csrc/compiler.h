@@ -1812,12 +1812,25 @@ VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntok
     c.err.line = c.err.col = 1;
     return -1;
   }
-  for (int32_t i = 0; i < ntoks; i++) {  // tokens may come from outside: check them first
+  // Tokens may come from outside: check them first. A closing bracket must match the open one
+  // (CPython: "closing parenthesis ']' does not match opening parenthesis '('"); the parser counts
+  // ( and [ alike. Bit d of `square`: the bracket open at depth d is '['. Unbalanced brackets and
+  // nesting past MAX_EXPR_DEPTH (= 64, the bits) are left to the parser's own errors.
+  uint64_t square = 0;
+  int32_t depth = 0;
+  for (int32_t i = 0; i < ntoks; i++) {
     const Token& t = toks[i];
     bool bad = t.kind < 0 || t.kind >= NUM_TOKENS || (t.kind == TOK_EOF && i != ntoks - 1) ||
                (t.kind == TOK_NAME && (t.value < 0 || t.value >= MAX_NAMES)) ||
                (t.kind == TOK_INT && t.value < 0) ||
                (t.kind == TOK_RESERVED && (t.value < 0 || t.value >= NUM_RESERVED_KEYWORDS));
+    if (t.kind == TOK_LPAREN || t.kind == TOK_LBRACKET) {
+      if (depth < 64) square = (square & ~(1ull << depth)) | (uint64_t)(t.kind == TOK_LBRACKET) << depth;
+      depth++;
+    } else if ((t.kind == TOK_RPAREN || t.kind == TOK_RBRACKET) && depth > 0) {
+      depth--;
+      if (depth < 64) bad |= ((square >> depth) & 1) != (uint64_t)(t.kind == TOK_RBRACKET);
+    }
     if (bad) {
       fail_at(c, ERR_INVALID_SYNTAX, t);
       return -1;
