@@ -1,9 +1,11 @@
 """The CUDA backend's launches and kernels without a GPU: cuda_kernels.cu compiled for the host
 (tests/native/cuda_emu.cpp: a std::thread per CUDA thread, warp intrinsics at a per-warp
-barrier), with numpy standing in for CuPy. cuda.evaluate_tasks and cuda.evaluate must equal the
-CPU backend exactly. This checks cuda.py's argument lists, dtypes, chunking and the kernels'
-indexing, masks and per-warp sums; not the GPU's memory model, streams, DLPack or speed (the GPU
-tests in test_cuda_backend.py and test_evaluate_tasks.py do, on a GPU).
+barrier), with numpy standing in for CuPy. cuda.evaluate_tasks, cuda.evaluate and, through the
+GPU suite of test_cuda_backend.py run here at a smaller scale, cuda.compile_batch and
+compile_tokens (bytecode, errors, signatures) and run_batch must equal the CPU backend exactly.
+This checks cuda.py's argument lists, dtypes, chunking and the kernels' indexing, masks and
+per-warp sums; not the GPU's memory model, streams, DLPack or speed (the GPU tests in
+test_cuda_backend.py and test_evaluate_tasks.py do, on a GPU).
 """
 from __future__ import annotations
 
@@ -82,11 +84,26 @@ class _Kernels(dict):
         return launch
 
 
+class _DevArray(np.ndarray):
+    """A numpy array standing in for a CuPy one: .get() copies it to the host."""
+
+    def get(self):
+        return np.array(self)
+
+
 def _fake_cupy() -> types.ModuleType:
     cp = types.ModuleType("cupy")
-    for name in ("zeros", "empty", "asarray", "ascontiguousarray", "ndarray", "int32", "int64", "uint8", "uint32",
-                 "uint64", "float32", "from_dlpack", "max", "where", "full", "bool_"):
+    for name in ("int32", "int64", "uint8", "uint32", "uint64", "float32", "from_dlpack", "max", "where", "bool_"):
         setattr(cp, name, getattr(np, name))
+
+    def dev(f):  # device arrays come back as _DevArray; asarray copies host arrays, as CuPy does
+        return lambda *a, **k: np.asarray(f(*a, **k)).view(_DevArray)
+
+    cp.zeros, cp.empty, cp.full = dev(np.zeros), dev(np.empty), dev(np.full)
+    cp.asarray = dev(lambda x, dtype=None: x if isinstance(x, _DevArray) and dtype in (None, x.dtype)
+                     else np.array(x, dtype=dtype))
+    cp.ascontiguousarray = dev(np.ascontiguousarray)
+    cp.ndarray = _DevArray
     runtime = types.SimpleNamespace(memGetInfo=lambda: (1 << 30, 1 << 31))
     cp.cuda = types.SimpleNamespace(runtime=runtime, is_available=lambda: True)
     cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_bytes=lambda: 0)
@@ -159,3 +176,44 @@ def test_execute_tasks_emulated_equals_cpu(emu, n_tests, monkeypatch):
         assert emu.launches.count("vg_validate_programs") == n_chunks
         assert emu.launches.count("vg_execute_tasks_local") == (n_chunks if n_tests else 0)
     assert want[2].sum() > 30 and (not n_tests or want[0].sum() > 0)
+
+
+# --- the GPU suite of test_cuda_backend.py, on the emulator -----------------------------------
+
+import test_cuda_backend as gpu_suite  # noqa: E402
+
+
+@pytest.mark.parametrize("config", gpu_suite.CONFIGS, ids=gpu_suite.CONFIG_IDS)
+def test_gpu_corpus_emulated(emu, config):
+    """The golden corpus compiles (sources and tokens) and runs on the emulated kernels exactly as
+    on the CPU: values, traps, steps, lists, in every configuration."""
+    if config is gpu_suite.CONFIGS[0]:
+        gpu_suite.test_corpus_compiles_identically()
+    gpu_suite.test_corpus_runs_identically(config)
+    kernel = "vg_execute_local" if config.stack_size <= cuda.LOCAL_STACK else "vg_execute_global"
+    assert kernel in emu.launches and "vg_validate_programs" in emu.launches
+
+
+def test_gpu_random_programs_emulated(emu, monkeypatch):
+    """Fresh random programs: compile kernels (signatures included), lockstep execute, chunking,
+    and evaluate (tokens and sources, with a signature check) against the CPU backend."""
+    monkeypatch.setattr(gpu_suite, "N_RANDOM", 150)
+    monkeypatch.setattr(gpu_suite, "random_corpus", _small_corpus(gpu_suite.random_corpus))
+    gpu_suite.test_random_programs_identically()
+    gpu_suite.test_evaluate_matches_cpu_pipeline()
+    gpu_suite.test_chunking_gives_the_same_results(monkeypatch)
+    assert {"vg_compile_sources", "vg_compile_tokens", "vg_validate_programs", "vg_execute_local",
+            "vg_execute_local_eval"} <= set(emu.launches)
+
+
+def _small_corpus(full):
+    return lambda n, seed=gpu_suite.SEED: full(min(n, 150), seed)
+
+
+def test_gpu_fuzz_emulated(emu, monkeypatch):
+    """Fuzzed bytecode, sources and token arrays: the kernels' validation, compile errors and
+    their positions equal the CPU's."""
+    gpu_suite.test_fuzzed_bytecode_identically()
+    gpu_suite.test_fuzzed_sources_identically()
+    gpu_suite.test_fuzzed_tokens_identically()
+    assert {"vg_compile_sources", "vg_compile_tokens", "vg_execute_local"} <= set(emu.launches)
