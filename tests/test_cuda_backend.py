@@ -520,3 +520,26 @@ def test_ray_evaluator():
             assert np.array_equal(getattr(a, f), getattr(b, f)), f
     finally:
         ray.shutdown()
+
+
+@gpu
+def test_compile_device_signatures():
+    """compile_device(with_signatures=True): the packed signatures of CompiledBatch, sources and
+    tokens alike, and the entry meta agrees with them."""
+    from vramgym.compiler.batch import unpack_signatures
+    sources = [c.source for c in CASES] + random_corpus(100, SEED + 3)[0]
+    want = compile_batch(sources)
+    flat, offsets = _tokens([s for s, ok in zip(sources, want.ok) if ok])
+    want_tok = compile_tokens(flat, offsets)
+    for kind, data, off, w in (("sources", *_packed(sources), want), ("tokens", flat, offsets, want_tok)):
+        code, lengths, errors, meta, sig = (np.asarray(x.get()) for x in cuda.compile_device(
+            kind, data, off, with_meta=True, with_signatures=True))
+        assert np.array_equal(lengths, w.lengths) and np.array_equal(errors, w.errors), kind
+        assert sig.shape == (len(lengths), oc.LIMITS["MAX_FUNCS"]) and sig.dtype == np.int64
+        assert np.array_equal(sig[:, :w.signatures.shape[1]], w.signatures) and not sig[:, w.signatures.shape[1]:].any()
+        present, ret, nparams, params = unpack_signatures(sig[:, 0])
+        ok = lengths >= 0
+        assert present[ok].all() and not present[~ok].any(), kind
+        assert np.array_equal(meta[ok, 1], nparams[ok]) and np.array_equal(meta[ok, 2], ret[ok]), kind
+        for i in np.flatnonzero(ok):
+            assert np.array_equal(meta[i, 3:3 + nparams[i]], params[i, :nparams[i]]), (kind, i)

@@ -202,6 +202,7 @@ def test_gpu_random_programs_emulated(emu, monkeypatch):
     gpu_suite.test_random_programs_identically()
     gpu_suite.test_evaluate_matches_cpu_pipeline()
     gpu_suite.test_chunking_gives_the_same_results(monkeypatch)
+    gpu_suite.test_compile_device_signatures()
     assert {"vg_compile_sources", "vg_compile_tokens", "vg_validate_programs", "vg_execute_local",
             "vg_execute_local_eval"} <= set(emu.launches)
 

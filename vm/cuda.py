@@ -325,14 +325,16 @@ def token_capacity(max_source_len: int) -> int:
 
 
 def compile_device(kind: str, data, offsets, *, code_cap: int = 1024, entry: int = 0, max_source_len: int | None = None,
-                   with_meta: bool = False):
+                   with_meta: bool = False, with_signatures: bool = False):
     """Compile on the device; device arrays in and out (CuPy, or torch CUDA tensors without a
     copy). kind "tokens": data (T, 4) int32 rows (kind, value, line, col); kind "sources": data
     uint8 bytes. offsets (N + 1,) int64. Returns (code (N, code_cap) uint32, lengths (N,) int32,
-    errors (N, 4) int32[, entry_meta (N, ENTRY_META) int32]), the layout of CompiledBatch without its
-    signatures (compile_batch / compile_tokens below return those: a CompiledBatch made from these
-    arrays runs unchecked, with the ret_kind given to to_programs).
-    max_source_len (sources) sizes the token scratch; None reads it from offsets (one sync)."""
+    errors (N, 4) int32[, entry_meta (N, ENTRY_META) int32][, signatures (N, MAX_FUNCS) int64]):
+    the layout of CompiledBatch. signatures (with_signatures) are packed as CompiledBatch.signatures
+    (vramgym.compiler.batch.unpack_signatures reads them, 0 past a program's last function);
+    without them a CompiledBatch made from these arrays runs unchecked, with the ret_kind given to
+    to_programs. max_source_len (sources) sizes the token scratch; None reads it from offsets
+    (one sync)."""
     import cupy as cp
     if kind not in ("tokens", "sources"):
         raise ValueError("kind must be 'tokens' or 'sources'")
@@ -354,8 +356,9 @@ def compile_device(kind: str, data, offsets, *, code_cap: int = 1024, entry: int
         lengths = cp.zeros(n, dtype=cp.int32)
         errors = cp.zeros((n, 4), dtype=cp.int32)
         meta = cp.zeros((n, ENTRY_META), dtype=cp.int32) if with_meta else None
-        _compile_launch(d, kind, data, off, n, code, lengths, errors, code_cap, entry, meta, tok_cap)
-        outs = (code, lengths, errors) + ((meta,) if with_meta else ())
+        sig = cp.zeros((n, oc.LIMITS["MAX_FUNCS"]), dtype=cp.int64) if with_signatures else None
+        _compile_launch(d, kind, data, off, n, code, lengths, errors, code_cap, entry, meta, tok_cap, sig=sig)
+        outs = (code, lengths, errors) + ((meta,) if with_meta else ()) + ((sig,) if with_signatures else ())
         return tuple(_out(x, as_torch) for x in outs)
 
 
