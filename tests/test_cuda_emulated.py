@@ -218,3 +218,51 @@ def test_gpu_fuzz_emulated(emu, monkeypatch):
     gpu_suite.test_fuzzed_sources_identically()
     gpu_suite.test_fuzzed_tokens_identically()
     assert {"vg_compile_sources", "vg_compile_tokens", "vg_execute_local"} <= set(emu.launches)
+
+
+def _garbled(enc, items):
+    """enc with the given items replaced by one word of no value kind (bad_input for any function)."""
+    from vramgym.vm import Encoded
+    parts = [np.full(1, 99, np.int32) if j in items else enc.words[enc.offsets[j]: enc.offsets[j + 1]]
+             for j in range(len(enc.offsets) - 1)]
+    lens = [len(p) for p in parts]
+    return Encoded(np.concatenate(parts).astype(np.int32), np.concatenate([[0], np.cumsum(lens)]).astype(np.int64))
+
+
+def test_device_offsets_outside_the_words_emulated(emu):
+    """(words, offsets) pairs that live on the device are not checked on the host (a sync): an
+    offset outside the words, or decreasing, must end that run as bad_input (an input) or a
+    failed test (an expected value) in the kernel, never read past the buffer. The CPU
+    backend, with those inputs garbled (bad_input there too), gives the same passes and steps."""
+    rng = np.random.default_rng([SEED, 11])
+    n_tests = 9
+    inputs, expected, ret_kinds = make_bank(rng, n_tests)
+    progs = make_programs(rng, 120)
+    imgs = make_images(rng, 120)
+    n_items = len(inputs.offsets) - 1
+    for trial in range(4):
+        k = int(rng.integers(1, n_items))
+        bad_in, bad_exp = inputs.offsets.copy(), expected.offsets.copy()
+        if trial % 2 == 0:  # past the end: items k - 1 and k are both out
+            bad_in[k] = len(inputs.words) + int(rng.integers(1, 1 << 40))
+            bad_exp[k] = len(expected.words) + 7
+        else:  # negative start / decreasing: items k - 1 and k
+            bad_in[k] = -int(rng.integers(1, 1 << 20))
+            bad_exp[k] = -3
+        hit = {k - 1, k}
+        want_in, want_exp = _garbled(inputs, hit), expected  # those runs trap: their expected values never count
+        dev_in, dev_exp = (inputs.words, bad_in), (expected.words, bad_exp)
+        want = evaluate_tasks_cpu(*progs, want_in, want_exp, n_tests, ret_kinds)
+        got = cuda.evaluate_tasks(*progs, dev_in, dev_exp, n_tests, ret_kinds)
+        for name, g, w in zip(("passed", "steps", "ok"), got, want):
+            assert np.array_equal(np.asarray(g), w), (name, trial, SEED)
+        want = execute_tasks_cpu(*imgs, want_in, want_exp, n_tests, ret_kinds)
+        got = cuda.execute_tasks(*imgs, dev_in, dev_exp, n_tests, ret_kinds)
+        for name, g, w in zip(("passed", "steps", "valid"), got, want):
+            assert np.array_equal(np.asarray(g), w), (name, trial, SEED)
+    # expected values out of bounds alone: the runs happen (their steps count), no test passes
+    bad_exp = expected.offsets.copy()
+    bad_exp[1:] = len(expected.words) + 1
+    got = cuda.evaluate_tasks(*progs, inputs, (expected.words, bad_exp), n_tests, ret_kinds)
+    want = evaluate_tasks_cpu(*progs, inputs, expected, n_tests, ret_kinds)
+    assert not np.asarray(got[0]).any() and np.array_equal(np.asarray(got[1]), want[1]) and want[0].any()

@@ -510,7 +510,8 @@ def run_batch(programs, inputs, run_prog, run_in, expected, config, out_cap, nth
         d_list = cp.zeros((n, out_cap), dtype=cp.int32) if out_cap > 0 else None
         kernel((blocks,), (EXEC_BLOCK,), (
             code, code_off, _i64(0), _NULL, _i32(n_prog), entry_pc, ret_kind, _i32(0), in_words, in_off, _i32(n_in),
-            d_prog, d_in, d_starts, _i64(t1 - t0), _i32(1), _ptr(exp_words), _ptr(exp_off), *_cfg_args(config),
+            _i64(in_words.size), d_prog, d_in, d_starts, _i64(t1 - t0), _i32(1), _ptr(exp_words), _ptr(exp_off),
+            _i64(0 if exp_words is None else exp_words.size), *_cfg_args(config),
             scratch, d_status, d_value, d_steps, _ptr(d_passed), _ptr(d_list), _i32(out_cap), _NULL, _NULL))
         status[r0:r1], value[r0:r1], steps[r0:r1] = d_status.get(), d_value.get(), d_steps.get()
         if passed is not None:
@@ -552,8 +553,8 @@ def evaluate(programs, offsets, inputs, expected, *, source: bool = False, signa
     programs/offsets: tokens (T, 4) int32 with (N + 1,) int64 token offsets, or with
     source=True a uint8 byte buffer with byte offsets; torch CUDA tensors (used in place, on
     torch's current stream), CuPy or host arrays. inputs/expected: Encoded (or (words, offsets)
-    pairs), M values each. signature: ((param kinds), ret kind), e.g. (("int", "int"), "int"):
-    candidates whose entry function (number `entry`) has another signature pass no test
+    pairs, as in evaluate_tasks), M values each. signature: ((param kinds), ret kind), e.g.
+    (("int", "int"), "int"): candidates whose entry function (number `entry`) has another signature pass no test
     (their runs trap bad_input); None checks nothing and compares results as ints.
     Batches are compiled and run in chunks that fit in free device memory."""
     import cupy as cp
@@ -600,7 +601,8 @@ def evaluate(programs, offsets, inputs, expected, *, source: bool = False, signa
             entry_pc = _validate(d, code, None, code_cap, lengths[a:b], k, None, entry, meta, want_dev)
             kernel((blocks,), (EXEC_BLOCK,), (
                 code, _NULL, _i64(code_cap), lengths[a:b], _i32(k), entry_pc, _NULL, _i32(ret_kind), in_words, in_off,
-                _i32(m), _NULL, _NULL, _NULL, _i64(k * wpp), _i32(wpp), exp_words, exp_off, *_cfg_args(config),
+                _i32(m), _i64(in_words.size), _NULL, _NULL, _NULL, _i64(k * wpp), _i32(wpp), exp_words, exp_off,
+                _i64(exp_words.size), *_cfg_args(config),
                 scratch, _NULL, _NULL, _NULL, _NULL, _NULL, _i32(0), passed[a:b], steps[a:b]))
         if not m:  # no tests: nothing runs, but compile errors are still reported
             for a in range(0, n, chunk):
@@ -661,6 +663,8 @@ def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: 
         active (N,) bool (None: all): inactive rows are neither compiled nor run.
     inputs, expected: Encoded (uploaded on each call) or (words, offsets) device pairs (no
         copy), T * n_tests values: task t's tests are items t * n_tests .. (t + 1) * n_tests - 1.
+        Device pairs are not checked on the host (a sync): an item whose offsets fall outside
+        its words traps bad_input (an input) or never matches (an expected value) in the kernel.
     ret_kinds (T,) int32: each task's return kind (opcodes.KIND_*), for comparing results.
     Returns (passed (N,) int32: tests whose result equals the expected value, steps (N,) int64:
     executed steps summed over the tests, ok (N,) bool: compiled); passed and steps are 0 where
@@ -704,7 +708,8 @@ def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: 
             entry_pc = _validate(d, code, None, code_cap, lengths[a:b], k, None, 0, None, None)
             kernel((blocks,), (EXEC_BLOCK,), (
                 code, _i32(code_cap), lengths[a:b], _i32(k), entry_pc, task_of[a:b], task_ret, _i32(n_task),
-                _i32(n_tests), in_words, in_off, _i32(n_in), exp_words, exp_off, _i64(k * wpp), _i32(wpp),
+                _i32(n_tests), in_words, in_off, _i32(n_in), _i64(in_words.size), exp_words, exp_off,
+                _i64(exp_words.size), _i64(k * wpp), _i32(wpp),
                 *_cfg_args(config), scratch, passed[a:b], steps[a:b]))
         ok = _out(lengths, as_torch) >= 0  # compared after the hand-over: no bool through DLPack
         return _out(passed, as_torch), _out(steps.view(cp.int64), as_torch), ok
@@ -760,7 +765,8 @@ def execute_tasks(code, code_len, task_ids, active, inputs, expected, n_tests: i
                 continue
             kernel((blocks,), (EXEC_BLOCK,), (
                 sub, _i32(width), lengths[a:b], _i32(k), pc, task_of[a:b], task_ret, _i32(n_task),
-                _i32(n_tests), in_words, in_off, _i32(n_in), exp_words, exp_off, _i64(k * wpp), _i32(wpp),
+                _i32(n_tests), in_words, in_off, _i32(n_in), _i64(in_words.size), exp_words, exp_off,
+                _i64(exp_words.size), _i64(k * wpp), _i32(wpp),
                 *_cfg_args(config), scratch, passed[a:b], steps[a:b]))
         valid = _out(entry_pc[:n], as_torch) >= 0  # compared after the hand-over: no bool through DLPack
         return _out(passed, as_torch), _out(steps.view(cp.int64), as_torch), valid

@@ -101,25 +101,35 @@ __device__ inline LaneLayout lane_layout(const VMConfig& cfg, bool with_stack) {
   return l;
 }
 
+// Whether item j of an Encoded batch (offsets off, n_words words) lies inside its words: device
+// arrays that a caller hands in are not checked on the host (that would take a sync), so a bad
+// offset must end the run here rather than read outside the buffer.
+__device__ inline bool item_in_bounds(const int64_t* off, int32_t j, int64_t n_words) {
+  int64_t a = off[j], b = off[j + 1];
+  return 0 <= a && a <= b && b <= n_words && b - a <= 0x7fffffff;
+}
+
 // One run: program p (entry_pc[p]: -2 invalid bytecode, -3 signature mismatch) on input j, then
 // vg::finish_run, as on the CPU: a list result is checked and copied out, the result compared
-// with expected value j. Returns whether it passed; *nsteps receives the executed steps.
+// with expected value j. Returns whether it passed; *nsteps receives the executed steps. An
+// input outside its words traps bad_input; an expected value outside its words is never met.
 __device__ inline bool run_one(const ProgRef& pr, int32_t p, int32_t n_prog, const int32_t* entry_pc,
                                int32_t rk, const int32_t* in_words, const int64_t* in_off, int32_t j,
-                               int32_t n_in, const int32_t* exp_words, const int64_t* exp_off,
-                               const VMConfig& cfg, Workspace& ws, int64_t r, int32_t* status, int32_t* value,
+                               int32_t n_in, int64_t n_in_words, const int32_t* exp_words,
+                               const int64_t* exp_off, int64_t n_exp_words, const VMConfig& cfg, Workspace& ws, int64_t r, int32_t* status, int32_t* value,
                                int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap,
                                int32_t* nsteps) {
   RunResult res;
   res.value = res.steps = 0;
   ws.nlists = 0;
   int32_t pc = (uint32_t)p < (uint32_t)n_prog ? entry_pc[p] : -1;
-  if ((uint32_t)p >= (uint32_t)n_prog || (uint32_t)j >= (uint32_t)n_in) res.status = TRAP_BAD_INPUT;
+  if ((uint32_t)p >= (uint32_t)n_prog || (uint32_t)j >= (uint32_t)n_in || !item_in_bounds(in_off, j, n_in_words))
+    res.status = TRAP_BAD_INPUT;
   else if (pc == -2) res.status = TRAP_BAD_BYTECODE;
   else if (pc == -3) res.status = TRAP_BAD_INPUT;
   else
     res = run(pr.code, pr.len, pc, in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws);
-  bool have_exp = exp_words && (uint32_t)j < (uint32_t)n_in;
+  bool have_exp = exp_words && (uint32_t)j < (uint32_t)n_in && item_in_bounds(exp_off, j, n_exp_words);
   bool ok;
   res = finish_run(res, rk, ws, have_exp ? exp_words + exp_off[j] : nullptr,
                    have_exp ? (int32_t)(exp_off[j + 1] - exp_off[j]) : 0, out_list ? out_list + r * out_cap : nullptr,
@@ -172,10 +182,11 @@ __device__ inline void execute(const uint32_t* __restrict__ code, const int64_t*
                                int64_t code_stride, const int32_t* __restrict__ code_len, int32_t n_prog,
                                const int32_t* __restrict__ entry_pc, const int32_t* __restrict__ ret_kind,
                                int32_t ret_kind_all, const int32_t* __restrict__ in_words,
-                               const int64_t* __restrict__ in_off, int32_t n_in, const int32_t* __restrict__ run_prog,
-                               const int32_t* __restrict__ run_in, const int64_t* __restrict__ task_start,
-                               int64_t n_tasks, int32_t wpp, const int32_t* __restrict__ exp_words,
-                               const int64_t* __restrict__ exp_off, VMConfig cfg, int32_t* __restrict__ scratch,
+                               const int64_t* __restrict__ in_off, int32_t n_in, int64_t n_in_words,
+                               const int32_t* __restrict__ run_prog, const int32_t* __restrict__ run_in,
+                               const int64_t* __restrict__ task_start, int64_t n_tasks, int32_t wpp,
+                               const int32_t* __restrict__ exp_words, const int64_t* __restrict__ exp_off,
+                               int64_t n_exp_words, VMConfig cfg, int32_t* __restrict__ scratch,
                                int32_t* status, int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list,
                                int32_t out_cap, int32_t* pass_count, unsigned long long* step_sum,
                                int32_t* local_stack) {
@@ -205,7 +216,8 @@ __device__ inline void execute(const uint32_t* __restrict__ code, const int64_t*
       pr.len = 0;
       if ((uint32_t)p < (uint32_t)n_prog) pr = prog_ref(code, code_off, code_stride, code_len, p);
       int32_t rk = (uint32_t)p < (uint32_t)n_prog ? (ret_kind ? ret_kind[p] : ret_kind_all) : KIND_INT;
-      ok = run_one(pr, p, n_prog, entry_pc, rk, in_words, in_off, j, n_in, exp_words, exp_off, cfg, ws, r,
+      ok = run_one(pr, p, n_prog, entry_pc, rk, in_words, in_off, j, n_in, n_in_words, exp_words, exp_off,
+                   n_exp_words, cfg, ws, r,
                    status, value, steps, passed, out_list, out_cap, &ns);
     }
     if (EVAL) {
@@ -225,8 +237,9 @@ __device__ inline void execute_tasks(const uint32_t* __restrict__ code, int32_t 
                                      const int32_t* __restrict__ entry_pc, const int64_t* __restrict__ task_of,
                                      const int32_t* __restrict__ task_ret, int32_t n_task, int32_t n_tests,
                                      const int32_t* __restrict__ in_words, const int64_t* __restrict__ in_off,
-                                     int32_t n_in, const int32_t* __restrict__ exp_words,
-                                     const int64_t* __restrict__ exp_off, int64_t n_items, int32_t wpp, VMConfig cfg,
+                                     int32_t n_in, int64_t n_in_words, const int32_t* __restrict__ exp_words,
+                                     const int64_t* __restrict__ exp_off, int64_t n_exp_words, int64_t n_items,
+                                     int32_t wpp, VMConfig cfg,
                                      int32_t* __restrict__ scratch, int32_t* pass_count,
                                      unsigned long long* step_sum, int32_t* local_stack) {
   const int32_t lane = threadIdx.x & 31;
@@ -244,7 +257,7 @@ __device__ inline void execute_tasks(const uint32_t* __restrict__ code, int32_t 
       int64_t j = task * n_tests + jj;
       ProgRef pr = prog_ref(code, nullptr, code_cap, code_len, p);
       ok = run_one(pr, p, n_prog, entry_pc, task_ret[task], in_words, in_off, j < n_in ? (int32_t)j : n_in, n_in,
-                   exp_words, exp_off, cfg, ws, 0, nullptr, nullptr, nullptr, nullptr, nullptr, 0, &ns);
+                   n_in_words, exp_words, exp_off, n_exp_words, cfg, ws, 0, nullptr, nullptr, nullptr, nullptr, nullptr, 0, &ns);
     }
     warp_add(ok, ns, lane, pass_count + p, step_sum + p);
   }
@@ -258,16 +271,17 @@ using vgk::ENTRY_META;
   const uint32_t *__restrict__ code, const int64_t *__restrict__ code_off, int64_t code_stride,                  \
       const int32_t *__restrict__ code_len, int32_t n_prog, const int32_t *__restrict__ entry_pc,                \
       const int32_t *__restrict__ ret_kind, int32_t ret_kind_all, const int32_t *__restrict__ in_words,          \
-      const int64_t *__restrict__ in_off, int32_t n_in, const int32_t *__restrict__ run_prog,                    \
-      const int32_t *__restrict__ run_in, const int64_t *__restrict__ task_start, int64_t n_tasks, int32_t wpp,  \
-      const int32_t *__restrict__ exp_words, const int64_t *__restrict__ exp_off, int32_t fuel, int32_t max_depth, \
+      const int64_t *__restrict__ in_off, int32_t n_in, int64_t n_in_words,                                      \
+      const int32_t *__restrict__ run_prog, const int32_t *__restrict__ run_in,                                  \
+      const int64_t *__restrict__ task_start, int64_t n_tasks, int32_t wpp, const int32_t *__restrict__ exp_words, \
+      const int64_t *__restrict__ exp_off, int64_t n_exp_words, int32_t fuel, int32_t max_depth,                 \
       int32_t heap_size, int32_t max_lists, int32_t stack_size, int32_t *__restrict__ scratch, int32_t *status,   \
       int32_t *value, int32_t *steps, uint8_t *passed, int32_t *out_list, int32_t out_cap, int32_t *pass_count,   \
       unsigned long long *step_sum
 #define VG_EXEC_ARGS(stack)                                                                                          \
   code, code_off, code_stride, code_len, n_prog, entry_pc, ret_kind, ret_kind_all, in_words, in_off, n_in,         \
-      run_prog, run_in, task_start, n_tasks, wpp, exp_words, exp_off, cfg, scratch, status, value, steps, passed,  \
-      out_list, out_cap, pass_count, step_sum, stack
+      n_in_words, run_prog, run_in, task_start, n_tasks, wpp, exp_words, exp_off, n_exp_words, cfg, scratch,       \
+      status, value, steps, passed, out_list, out_cap, pass_count, step_sum, stack
 #define VG_MAKE_CFG        \
   vg::VMConfig cfg;        \
   cfg.fuel = fuel;         \
@@ -411,12 +425,13 @@ __global__ void VG_EXEC_BOUNDS vg_execute_global_eval(VG_EXEC_PARAMS) {
   const uint32_t *__restrict__ code, int32_t code_cap, const int32_t *__restrict__ code_len, int32_t n_prog,     \
       const int32_t *__restrict__ entry_pc, const int64_t *__restrict__ task_of, const int32_t *__restrict__ task_ret, \
       int32_t n_task, int32_t n_tests, const int32_t *__restrict__ in_words, const int64_t *__restrict__ in_off,   \
-      int32_t n_in, const int32_t *__restrict__ exp_words, const int64_t *__restrict__ exp_off, int64_t n_items,   \
+      int32_t n_in, int64_t n_in_words, const int32_t *__restrict__ exp_words, const int64_t *__restrict__ exp_off, \
+      int64_t n_exp_words, int64_t n_items,                                                                      \
       int32_t wpp, int32_t fuel, int32_t max_depth, int32_t heap_size, int32_t max_lists, int32_t stack_size,      \
       int32_t *__restrict__ scratch, int32_t *pass_count, unsigned long long *step_sum
 #define VG_TASK_ARGS(stack)                                                                                     \
   code, code_cap, code_len, n_prog, entry_pc, task_of, task_ret, n_task, n_tests, in_words, in_off, n_in,      \
-      exp_words, exp_off, n_items, wpp, cfg, scratch, pass_count, step_sum, stack
+      n_in_words, exp_words, exp_off, n_exp_words, n_items, wpp, cfg, scratch, pass_count, step_sum, stack
 
 __global__ void VG_EXEC_BOUNDS vg_execute_tasks_local(VG_TASK_PARAMS) {
   int32_t stack[VG_LOCAL_STACK];
