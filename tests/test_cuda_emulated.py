@@ -266,3 +266,31 @@ def test_device_offsets_outside_the_words_emulated(emu):
     got = cuda.evaluate_tasks(*progs, inputs, (expected.words, bad_exp), n_tests, ret_kinds)
     want = evaluate_tasks_cpu(*progs, inputs, expected, n_tests, ret_kinds)
     assert not np.asarray(got[0]).any() and np.array_equal(np.asarray(got[1]), want[1]) and want[0].any()
+
+
+def test_device_source_offsets_outside_the_data_emulated(emu):
+    """compile_device with device offsets outside the bytes or tokens (or decreasing): those
+    programs report code_len -1 and error -1 (the caller's mistake), the others compile as on
+    the CPU, and nothing is read past the buffers."""
+    from vramgym.compiler import compile_batch, compile_tokens, tokenize
+    from vramgym.compiler.batch import pack_sources
+    srcs = ["def f(x: int) -> int:\n    return x + %d\n" % i for i in range(40)]
+    blob, off = pack_sources(srcs)
+    toks = [tokenize(s) for s in srcs]
+    flat = np.concatenate(toks).astype(np.int32)
+    toff = np.cumsum([0] + [len(t) for t in toks]).astype(np.int64)
+    for kind, data, good, size, want in (("sources", np.frombuffer(blob, np.uint8), off, len(blob), compile_batch(srcs)),
+                                         ("tokens", flat, toff, len(flat), compile_tokens(flat, toff))):
+        bad = good.copy()
+        bad[5] = size + (1 << 33)  # programs 4 and 5 end / start past the data
+        bad[20] = -7               # program 19 ends before it starts, 20 starts before the data
+        bad[31] = bad[30] - 1      # program 30 ends before it starts (31 starts early: some text)
+        out, touched = {4, 5, 19, 20, 30}, {31}
+        code, lengths, errors, sig = (np.asarray(x) for x in cuda.compile_device(
+            kind, data, bad, max_source_len=64, with_signatures=True))
+        for i in range(len(srcs)):
+            if i in out:
+                assert lengths[i] == -1 and errors[i].tolist() == [-1, 0, 0, 0] and not sig[i].any(), (kind, i)
+            elif i not in touched:
+                assert lengths[i] == want.lengths[i] > 0, (kind, i)
+                assert np.array_equal(code[i, :lengths[i]], want.code[i, :lengths[i]]), (kind, i)

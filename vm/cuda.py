@@ -312,11 +312,11 @@ def _compile_launch(d: _Device, kind: str, data, off, n: int, code, code_len, er
         lexers = cp.empty(slots * d.lexer_bytes, dtype=cp.uint8)
         tokens = cp.empty(slots * tok_cap * 4, dtype=cp.int32)
         d.k["vg_compile_sources"]((blocks,), (COMPILE_BLOCK,), (
-            data, off, _i32(n), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta), _ptr(sig), lexers,
+            data, off, _i32(n), _i64(data.size), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta), _ptr(sig), lexers,
             compilers, tokens, _i32(tok_cap)))
     else:
         d.k["vg_compile_tokens"]((blocks,), (COMPILE_BLOCK,), (
-            data, off, _i32(n), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta), _ptr(sig), compilers))
+            data, off, _i32(n), _i64(data.size // 4), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta), _ptr(sig), compilers))
 
 
 def token_capacity(max_source_len: int) -> int:
@@ -328,7 +328,8 @@ def compile_device(kind: str, data, offsets, *, code_cap: int = 1024, entry: int
                    with_meta: bool = False, with_signatures: bool = False):
     """Compile on the device; device arrays in and out (CuPy, or torch CUDA tensors without a
     copy). kind "tokens": data (T, 4) int32 rows (kind, value, line, col); kind "sources": data
-    uint8 bytes. offsets (N + 1,) int64. Returns (code (N, code_cap) uint32, lengths (N,) int32,
+    uint8 bytes. offsets (N + 1,) int64 (not checked on the host: a program whose offsets fall
+    outside data gets code_len -1 and error code -1). Returns (code (N, code_cap) uint32, lengths (N,) int32,
     errors (N, 4) int32[, entry_meta (N, ENTRY_META) int32][, signatures (N, MAX_FUNCS) int64]):
     the layout of CompiledBatch. signatures (with_signatures) are packed as CompiledBatch.signatures
     (vramgym.compiler.batch.unpack_signatures reads them, 0 past a program's last function);

@@ -101,10 +101,10 @@ __device__ inline LaneLayout lane_layout(const VMConfig& cfg, bool with_stack) {
   return l;
 }
 
-// Whether item j of an Encoded batch (offsets off, n_words words) lies inside its words: device
-// arrays that a caller hands in are not checked on the host (that would take a sync), so a bad
-// offset must end the run here rather than read outside the buffer.
-__device__ inline bool item_in_bounds(const int64_t* off, int32_t j, int64_t n_words) {
+// Whether item j of a packed batch (offsets off over n_words words, bytes or tokens) lies inside
+// it: device arrays that a caller hands in are not checked on the host (that would take a sync),
+// so a bad offset must end that item's run or compile here rather than read outside the buffer.
+__device__ inline bool item_in_bounds(const int64_t* off, int64_t j, int64_t n_words) {
   int64_t a = off[j], b = off[j + 1];
   return 0 <= a && a <= b && b <= n_words && b - a <= 0x7fffffff;
 }
@@ -308,8 +308,10 @@ __global__ void vg_sizes(int64_t* out) {
 // thread of the grid. A source needs at most 2 * len + 2 tokens (every token but DEDENT and the
 // final NEWLINE/EOF starts at its own byte, and DEDENTs pair with INDENTs), so tok_cap =
 // min(MAX_TOKENS, 2 * max_len + 4) gives the CPU's results exactly; a source that would not
-// fit a smaller tok_cap (a wrong max_len from the caller) reports code_len -1 and error -1.
+// fit a smaller tok_cap (a wrong max_len from the caller) reports code_len -1 and error -1, and so
+// does a source whose offsets fall outside the n_src bytes of src.
 __global__ void vg_compile_sources(const char* __restrict__ src, const int64_t* __restrict__ src_off, int32_t n,
+                                   int64_t n_src,
                                    uint32_t* code, int32_t code_cap, int32_t* code_len, int32_t* err, int32_t entry,
                                    int32_t* entry_meta, int64_t* sig, vg::Lexer* lexers, vg::Compiler* compilers,
                                    vg::Token* tokens, int32_t tok_cap) {
@@ -318,10 +320,11 @@ __global__ void vg_compile_sources(const char* __restrict__ src, const int64_t* 
   vg::Compiler& c = compilers[slot];
   vg::Token* toks = tokens + slot * tok_cap;
   for (int64_t i = slot; i < n; i += vgk::grid_threads()) {
-    int64_t len = src_off[i + 1] - src_off[i];
+    bool inside = vgk::item_in_bounds(src_off, i, n_src);
+    int64_t len = inside ? src_off[i + 1] - src_off[i] : 0;
     vg::CompileError e;
     int32_t m;
-    if (tok_cap < vg::MAX_TOKENS && 2 * len + 4 > tok_cap && len <= vg::MAX_SOURCE) {
+    if (!inside || (tok_cap < vg::MAX_TOKENS && 2 * len + 4 > tok_cap && len <= vg::MAX_SOURCE)) {
       m = -1;
       e.code = -1;
       e.line = e.col = e.arg = 0;
@@ -335,14 +338,26 @@ __global__ void vg_compile_sources(const char* __restrict__ src, const int64_t* 
   }
 }
 
-// Token arrays ((kind, value, line, col) int32 quadruples) with offsets tok_off[n + 1]; outputs
-// as vg_compile_sources. Scratch: one Compiler per thread of the grid.
+// Token arrays ((kind, value, line, col) int32 quadruples) with offsets tok_off[n + 1] into n_toks
+// tokens; outputs as vg_compile_sources (offsets outside the tokens: code_len -1, error -1).
+// Scratch: one Compiler per thread of the grid.
 __global__ void vg_compile_tokens(const vg::Token* __restrict__ toks, const int64_t* __restrict__ tok_off, int32_t n,
+                                  int64_t n_toks,
                                   uint32_t* code, int32_t code_cap, int32_t* code_len, int32_t* err, int32_t entry,
                                   int32_t* entry_meta, int64_t* sig, vg::Compiler* compilers) {
   int64_t slot = vgk::global_tid();
   vg::Compiler& c = compilers[slot];
   for (int64_t i = slot; i < n; i += vgk::grid_threads()) {
+    if (!vgk::item_in_bounds(tok_off, i, n_toks)) {
+      vg::CompileError e;
+      e.code = -1;
+      e.line = e.col = e.arg = 0;
+      code_len[i] = -1;
+      vgk::write_err(err, i, e);
+      if (entry_meta) vgk::write_entry_meta(c, -1, entry, entry_meta + i * ENTRY_META);
+      if (sig) vg::write_signatures(c, -1, sig + i * (int64_t)vg::MAX_FUNCS);
+      continue;
+    }
     int32_t m = vg::compile_tokens(c, toks + tok_off[i], (int32_t)(tok_off[i + 1] - tok_off[i]),
                                    code + i * (int64_t)code_cap, code_cap);
     code_len[i] = m;
