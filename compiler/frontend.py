@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from vramgym.vm import cpu
+from vramgym.vm.opcodes import BUILTIN_NAMES
 from vramgym.vm.program import Function, Program
 from vramgym.vm.values import KIND_NAME
 
@@ -26,7 +27,7 @@ def compile_source(source: str) -> Program:
     functions = []
     for i, m in enumerate(meta):
         pc, off, ln, nparams, ret, nlocals = (int(x) for x in m[:6])
-        name = raw[off:off + ln].decode("ascii")
+        name = raw[off:off + ln].decode("ascii") if off >= 0 else BUILTIN_NAMES[ln]  # ln: the builtin's id
         params = tuple(KIND_NAME[int(k)] for k in m[6:6 + nparams])
         functions.append(Function(name, i, pc, params, KIND_NAME[ret], nlocals, _param_names(text, name)))
     return Program(code, functions, source=text)

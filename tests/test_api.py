@@ -48,6 +48,33 @@ def test_functions_and_signatures(prog):
         prog.function("nope")
 
 
+METHOD_NAMED = """\
+def append(x: int) -> int:
+    return x + 1
+
+def pop(xs: list[int]) -> int:
+    xs.append(7)
+    return xs.pop() + len(xs)
+
+def main(y: int) -> int:
+    xs = [y]
+    xs.append(append(y))
+    return pop(xs) + xs.pop() + append(append(y))
+"""
+
+
+def test_functions_named_like_list_methods():
+    """append and pop are method names, not builtins: Python lets a function take them. The
+    compiler interns them as builtin names; the functions keep their names (found by name, in
+    the disassembly) and compute what CPython computes (test_fuzz found them reported as '')."""
+    p = compile_source(METHOD_NAMED)
+    assert [f.name for f in p.functions] == ["append", "pop", "main"]
+    assert [f.param_names for f in p.functions] == [("x",), ("xs",), ("y",)]
+    assert "def append(x: int) -> int:" in str(p) and "(pop)" in str(p)
+    for entry, args in (("append", [(3,), (-1,)]), ("pop", [([1, 2],), ([],)]), ("main", [(3,), (-1,)])):
+        assert execute(p, entry, args) == [cpython(METHOD_NAMED, entry, a) for a in args], entry
+
+
 def test_disassembly_lists_every_function(prog):
     text = str(prog)
     for f in prog.functions:

@@ -33,7 +33,8 @@ struct CompileError {
 
 // Per-function metadata returned to the host.
 // [pc, name_off, name_len, nparams, ret_kind, nlocals, kinds[MAX_PARAMS]]
-// (name_off = -1 and name_len = name id when compiling from tokens without source).
+// (name_off = -1 and name_len = name id when compiling from tokens without source, and for a
+// function named like a builtin, append or pop: ids below NUM_BUILTIN_NAMES are not in the source).
 constexpr int FUNC_META = 6 + MAX_PARAMS;
 
 // ---------------------------------------------------------------------------------------------
@@ -1847,8 +1848,8 @@ VG_HD inline void write_meta(const Compiler& c, const Lexer* L, int32_t* meta) {
     const FuncSig& f = c.funcs[i];
     int32_t* m = meta + i * FUNC_META;
     m[0] = f.pc;
-    if (L) {
-      m[1] = (int32_t)(L->names[f.name].ptr - L->src);
+    if (L && f.name >= NUM_BUILTIN_NAMES) {  // builtin names (a function may be named append or
+      m[1] = (int32_t)(L->names[f.name].ptr - L->src);  // pop) point into the builtin table, not src
       m[2] = L->names[f.name].len;
     } else {
       m[1] = -1;
