@@ -2,10 +2,11 @@
 (tests/native/cuda_emu.cpp: a std::thread per CUDA thread, warp intrinsics at a per-warp
 barrier), with numpy standing in for CuPy. cuda.evaluate_tasks, cuda.evaluate and, through the
 GPU suite of test_cuda_backend.py run here at a smaller scale, cuda.compile_batch and
-compile_tokens (bytecode, errors, signatures) and run_batch must equal the CPU backend exactly.
-This checks cuda.py's argument lists, dtypes, chunking and the kernels' indexing, masks and
-per-warp sums; not the GPU's memory model, streams, DLPack or speed (the GPU tests in
-test_cuda_backend.py and test_evaluate_tasks.py do, on a GPU).
+compile_tokens (bytecode, errors, signatures) and run_batch must equal the CPU backend exactly;
+a child run under AddressSanitizer and UBSan checks the kernels' memory accesses. This checks
+cuda.py's argument lists, dtypes, chunking and the kernels' indexing, masks and per-warp sums;
+not the GPU's memory model, streams, DLPack or speed (the GPU tests in test_cuda_backend.py and
+test_evaluate_tasks.py do, on a GPU).
 """
 from __future__ import annotations
 
@@ -34,10 +35,17 @@ FLAGS = ["-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", f"-DVG_LOCAL_STACK
 SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
 
 
+# VRAMGYM_EMU_SANITIZE=1: the emulator under AddressSanitizer and UBSan (the process must preload
+# the runtime: test_emulated_kernels_under_sanitizers below runs this module so)
+SANITIZE = ["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"] \
+    if os.environ.get("VRAMGYM_EMU_SANITIZE") == "1" else []
+
+
 def _library(switch_fuse: bool = False) -> Path:
     """Build (or reuse) the emulator; the key covers its source, every header and the flags.
     switch_fuse: the VM with its peephole superinstructions (cuda.SWITCH_FUSE)."""
-    return native_build.build("vramgym-cuda-emu", "cuda_emu.so", EMU, [*FLAGS, f"-DVG_SWITCH_FUSE={int(switch_fuse)}"],
+    return native_build.build("vramgym-cuda-emu", "cuda_emu.so", EMU,
+                              [*FLAGS, *SANITIZE, f"-DVG_SWITCH_FUSE={int(switch_fuse)}"],
                               INCLUDES, sorted(f for d in INCLUDES for f in list(d.glob("*.h")) + list(d.glob("*.cu"))))
 
 
@@ -220,11 +228,14 @@ def test_gpu_fuzz_emulated(emu, monkeypatch):
     assert {"vg_compile_sources", "vg_compile_tokens", "vg_execute_local"} <= set(emu.launches)
 
 
-def _garbled(enc, items):
-    """enc with the given items replaced by one word of no value kind (bad_input for any function)."""
+def _host_view(words, offsets):
+    """The Encoded batch that device (words, offsets) stand for: each item whose offsets lie
+    inside the words as those words, any other as one word of no value kind (bad_input for every
+    function, as the kernels must treat it)."""
     from vramgym.vm import Encoded
-    parts = [np.full(1, 99, np.int32) if j in items else enc.words[enc.offsets[j]: enc.offsets[j + 1]]
-             for j in range(len(enc.offsets) - 1)]
+    parts = []
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        parts.append(words[a:b] if 0 <= a <= b <= len(words) else np.full(1, 99, np.int32))
     lens = [len(p) for p in parts]
     return Encoded(np.concatenate(parts).astype(np.int32), np.concatenate([[0], np.cumsum(lens)]).astype(np.int64))
 
@@ -232,26 +243,29 @@ def _garbled(enc, items):
 def test_device_offsets_outside_the_words_emulated(emu):
     """(words, offsets) pairs that live on the device are not checked on the host (a sync): an
     offset outside the words, or decreasing, must end that run as bad_input (an input) or a
-    failed test (an expected value) in the kernel, never read past the buffer. The CPU
-    backend, with those inputs garbled (bad_input there too), gives the same passes and steps."""
+    failed test (an expected value) in the kernel, never read past the buffer (under
+    VRAMGYM_EMU_SANITIZE, AddressSanitizer would report it). The CPU backend on what the
+    offsets stand for (_host_view) gives the same passes and steps."""
     rng = np.random.default_rng([SEED, 11])
     n_tests = 9
     inputs, expected, ret_kinds = make_bank(rng, n_tests)
     progs = make_programs(rng, 120)
     imgs = make_images(rng, 120)
     n_items = len(inputs.offsets) - 1
-    for trial in range(4):
-        k = int(rng.integers(1, n_items))
-        bad_in, bad_exp = inputs.offsets.copy(), expected.offsets.copy()
-        if trial % 2 == 0:  # past the end: items k - 1 and k are both out
+    for trial in range(6):
+        k = int(rng.integers(1, n_items - 1))
+        words, bad_in, bad_exp = inputs.words, inputs.offsets.copy(), expected.offsets.copy()
+        if trial % 3 == 0:  # past the end: items k - 1 and k are both out
             bad_in[k] = len(inputs.words) + int(rng.integers(1, 1 << 40))
             bad_exp[k] = len(expected.words) + 7
-        else:  # negative start / decreasing: items k - 1 and k
+        elif trial % 3 == 1:  # negative start / decreasing: items k - 1 and k
             bad_in[k] = -int(rng.integers(1, 1 << 20))
             bad_exp[k] = -3
-        hit = {k - 1, k}
-        want_in, want_exp = _garbled(inputs, hit), expected  # those runs trap: their expected values never count
-        dev_in, dev_exp = (inputs.words, bad_in), (expected.words, bad_exp)
+        else:  # item k: a list header at the very end of the words that claims 3 more words
+            words = np.concatenate([inputs.words, np.array([oc.KIND_LIST, 3], np.int32)])
+            bad_in[k], bad_in[k + 1] = len(inputs.words), len(inputs.words) + 5
+        want_in, want_exp = _host_view(words, bad_in), expected  # runs with a bad input trap: no expected counts
+        dev_in, dev_exp = (words, bad_in), (expected.words, bad_exp)
         want = evaluate_tasks_cpu(*progs, want_in, want_exp, n_tests, ret_kinds)
         got = cuda.evaluate_tasks(*progs, dev_in, dev_exp, n_tests, ret_kinds)
         for name, g, w in zip(("passed", "steps", "ok"), got, want):
@@ -294,3 +308,31 @@ def test_device_source_offsets_outside_the_data_emulated(emu):
             elif i not in touched:
                 assert lengths[i] == want.lengths[i] > 0, (kind, i)
                 assert np.array_equal(code[i, :lengths[i]], want.code[i, :lengths[i]]), (kind, i)
+
+
+def test_emulated_kernels_under_sanitizers(tmp_path):
+    """A host memcheck of the kernels: part of this module again in a child process whose
+    emulator is built with AddressSanitizer and UBSan (their runtimes preloaded into Python), so
+    an out-of-bounds access or undefined behaviour in cuda_kernels.cu, vm.h or compiler.h on
+    these paths (fuzzed bytecode, sources and tokens, bad device offsets, the corpus under the
+    tight configuration, the scorers) fails the test. The GPU's own compute-sanitizer run is in
+    experiments/gpu_check.sh."""
+    import subprocess
+    from test_native_fuzz import ENV, SANITIZER_REPORT, _sanitizers_work
+    cxx = native_build.compiler()
+    reason = _sanitizers_work(cxx, tmp_path)
+    if reason:
+        pytest.skip(reason)
+    runtimes = []
+    for lib in ("libasan.so", "libubsan.so"):
+        path = subprocess.run([cxx, f"-print-file-name={lib}"], capture_output=True, text=True).stdout.strip()
+        if not os.path.isabs(path):
+            pytest.skip(f"{cxx} does not locate {lib} for preloading")
+        runtimes.append(path)
+    env = {**ENV, "LD_PRELOAD": " ".join(runtimes), "VRAMGYM_EMU_SANITIZE": "1", "VRAMGYM_SEED": str(SEED)}
+    pick = "plain and not sanitizers and (fuzz or offsets or tasks or evaluate or tight)"
+    r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-s", "-p", "no:cacheprovider", __file__,
+                        "-k", pick], capture_output=True, text=True, env=env, cwd=ROOT, timeout=1500)
+    out = r.stdout + r.stderr
+    assert not SANITIZER_REPORT.search(out), out[-6000:]
+    assert r.returncode == 0 and " passed" in out, out[-6000:]
