@@ -48,6 +48,8 @@ TYPE_TEXT = {"int": "int", "bool": "bool", "list": "list[int]"}
 FUNC_NAMES = ("f", "g", "h", "helper", "compute", "combine", "walk", "fold", "scan", "solve",
               "check", "mix", "build", "shuffle", "measure", "pick", "merge", "probe", "tally",
               "rotate", "blend", "count_up", "digest", "visit")
+METHOD_NAMED_POOL = ("append", "pop", "f", "g", "h")
+_BUILTIN_FUNCTIONS = set(_BUILTIN_NAMES) - {"append", "pop"}  # not allowed as function names
 VAR_NAMES = {
     "int": ("a", "b", "c", "i", "j", "k", "m", "n", "p", "q", "r", "s", "t", "u", "v", "w", "x",
             "y", "z", "acc", "total", "idx", "lo", "hi", "mid", "val", "tmp", "best", "cur",
@@ -116,6 +118,10 @@ class GeneratorConfig:
     p_multiline: float = 0.1        # a list literal or call is split over lines (implicit joining)
     p_trailing_comma: float = 0.1   # in calls, list literals and tuple assignments
     p_annotated: float = 0.15       # a declaration is an annotated assignment
+    # The pool of function names (at least max_functions of them). METHOD_NAMED_POOL adds append
+    # and pop: list methods, which Python allows as function names and the compiler interns with
+    # the builtins.
+    func_names: tuple[str, ...] = FUNC_NAMES
     # A fixed entry signature, so that many programs can run as one batch on the same
     # arguments (None: random). The name must not be a builtin or in FUNC_NAMES/VAR_NAMES.
     entry_name: str | None = None
@@ -123,7 +129,9 @@ class GeneratorConfig:
     entry_ret: str | None = None
 
     def __post_init__(self):
-        taken = set(FUNC_NAMES) | {n for pool in VAR_NAMES.values() for n in pool}
+        if len(set(self.func_names)) < self.max_functions or set(self.func_names) & _BUILTIN_FUNCTIONS:
+            raise ValueError(f"func_names needs {self.max_functions} distinct names, none of them a builtin function")
+        taken = set(FUNC_NAMES) | set(self.func_names) | {n for pool in VAR_NAMES.values() for n in pool}
         if self.entry_name is not None and (self.entry_name in taken or self.entry_name in _BUILTIN_NAMES):
             raise ValueError(f"entry_name {self.entry_name!r} is a builtin or a name the generator uses itself")
 
@@ -188,7 +196,7 @@ class _ProgramGen:
     def program(self) -> tuple[GeneratedProgram, _Func]:
         r, cfg = self.r, self.cfg
         nfun = r.randint(1, cfg.max_functions)
-        names = r.sample(FUNC_NAMES, nfun)
+        names = r.sample(cfg.func_names, nfun)
         if cfg.entry_name is not None:
             names[0] = cfg.entry_name
         funcs: list[_Func] = []

@@ -245,3 +245,24 @@ def test_cuda_matches_cpu():
             if bad or len(c) != len(g):
                 pytest.fail(f"program {j} of signature {s}, VRAMGYM_SEED={SEED}: cpu and cuda "
                             f"disagree on {bad[:3]}\n{sources[j]}")
+
+
+def test_functions_named_like_list_methods_match_cpython():
+    """Programs whose functions are named append and pop (list methods, which Python allows as
+    names; the compiler interns them with the builtins, and reported them as '' until session 10):
+    each entry is found by its name and agrees with CPython."""
+    from vramgym.compiler.random_programs import METHOD_NAMED_POOL
+    cfg = GeneratorConfig(func_names=METHOD_NAMED_POOL)
+    named = 0
+    for i in range(300):
+        rng = np.random.default_rng([SEED, 77, i])
+        prog = generate_program(rng, cfg)
+        args = random_args(rng, prog.params, ARGS_PER_PROGRAM)
+        compiled = compile_source(prog.source)
+        names = [f.name for f in compiled.functions]
+        assert all(f"def {n}(" in prog.source for n in names) and len(set(names)) == len(names), prog.source
+        named += prog.entry in ("append", "pop")
+        want = run_python(prog.source, prog.entry, args)
+        got = execute(compiled, prog.entry, args, backend="cpu")
+        assert all(_same(g, w) for g, w in zip(got, want)), _report(SEED, i, prog, args, want, got)
+    assert named > 50, named
