@@ -312,11 +312,12 @@ def _compile_launch(d: _Device, kind: str, data, off, n: int, code, code_len, er
         lexers = cp.empty(slots * d.lexer_bytes, dtype=cp.uint8)
         tokens = cp.empty(slots * tok_cap * 4, dtype=cp.int32)
         d.k["vg_compile_sources"]((blocks,), (COMPILE_BLOCK,), (
-            data, off, _i32(n), _i64(data.size), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta), _ptr(sig), lexers,
-            compilers, tokens, _i32(tok_cap)))
+            data, off, _i32(n), _i64(data.size), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta),
+            _ptr(sig), lexers, compilers, tokens, _i32(tok_cap)))
     else:
         d.k["vg_compile_tokens"]((blocks,), (COMPILE_BLOCK,), (
-            data, off, _i32(n), _i64(data.size // 4), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta), _ptr(sig), compilers))
+            data, off, _i32(n), _i64(data.size // 4), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta),
+            _ptr(sig), compilers))
 
 
 def token_capacity(max_source_len: int) -> int:

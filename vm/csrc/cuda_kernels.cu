@@ -116,9 +116,9 @@ __device__ inline bool item_in_bounds(const int64_t* off, int64_t j, int64_t n_w
 __device__ inline bool run_one(const ProgRef& pr, int32_t p, int32_t n_prog, const int32_t* entry_pc,
                                int32_t rk, const int32_t* in_words, const int64_t* in_off, int32_t j,
                                int32_t n_in, int64_t n_in_words, const int32_t* exp_words,
-                               const int64_t* exp_off, int64_t n_exp_words, const VMConfig& cfg, Workspace& ws, int64_t r, int32_t* status, int32_t* value,
-                               int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap,
-                               int32_t* nsteps) {
+                               const int64_t* exp_off, int64_t n_exp_words, const VMConfig& cfg, Workspace& ws,
+                               int64_t r, int32_t* status, int32_t* value, int32_t* steps, uint8_t* passed,
+                               int32_t* out_list, int32_t out_cap, int32_t* nsteps) {
   RunResult res;
   res.value = res.steps = 0;
   ws.nlists = 0;
@@ -217,8 +217,7 @@ __device__ inline void execute(const uint32_t* __restrict__ code, const int64_t*
       if ((uint32_t)p < (uint32_t)n_prog) pr = prog_ref(code, code_off, code_stride, code_len, p);
       int32_t rk = (uint32_t)p < (uint32_t)n_prog ? (ret_kind ? ret_kind[p] : ret_kind_all) : KIND_INT;
       ok = run_one(pr, p, n_prog, entry_pc, rk, in_words, in_off, j, n_in, n_in_words, exp_words, exp_off,
-                   n_exp_words, cfg, ws, r,
-                   status, value, steps, passed, out_list, out_cap, &ns);
+                   n_exp_words, cfg, ws, r, status, value, steps, passed, out_list, out_cap, &ns);
     }
     if (EVAL) {
       warp_add(ok, ns, lane, pass_count + p, step_sum + p);
@@ -239,8 +238,7 @@ __device__ inline void execute_tasks(const uint32_t* __restrict__ code, int32_t 
                                      const int32_t* __restrict__ in_words, const int64_t* __restrict__ in_off,
                                      int32_t n_in, int64_t n_in_words, const int32_t* __restrict__ exp_words,
                                      const int64_t* __restrict__ exp_off, int64_t n_exp_words, int64_t n_items,
-                                     int32_t wpp, VMConfig cfg,
-                                     int32_t* __restrict__ scratch, int32_t* pass_count,
+                                     int32_t wpp, VMConfig cfg, int32_t* __restrict__ scratch, int32_t* pass_count,
                                      unsigned long long* step_sum, int32_t* local_stack) {
   const int32_t lane = threadIdx.x & 31;
   const int64_t warp = global_tid() >> 5, nwarps = grid_threads() >> 5;
@@ -257,7 +255,8 @@ __device__ inline void execute_tasks(const uint32_t* __restrict__ code, int32_t 
       int64_t j = task * n_tests + jj;
       ProgRef pr = prog_ref(code, nullptr, code_cap, code_len, p);
       ok = run_one(pr, p, n_prog, entry_pc, task_ret[task], in_words, in_off, j < n_in ? (int32_t)j : n_in, n_in,
-                   n_in_words, exp_words, exp_off, n_exp_words, cfg, ws, 0, nullptr, nullptr, nullptr, nullptr, nullptr, 0, &ns);
+                   n_in_words, exp_words, exp_off, n_exp_words, cfg, ws, 0, nullptr, nullptr, nullptr, nullptr,
+                   nullptr, 0, &ns);
     }
     warp_add(ok, ns, lane, pass_count + p, step_sum + p);
   }
@@ -311,10 +310,9 @@ __global__ void vg_sizes(int64_t* out) {
 // fit a smaller tok_cap (a wrong max_len from the caller) reports code_len -1 and error -1, and so
 // does a source whose offsets fall outside the n_src bytes of src.
 __global__ void vg_compile_sources(const char* __restrict__ src, const int64_t* __restrict__ src_off, int32_t n,
-                                   int64_t n_src,
-                                   uint32_t* code, int32_t code_cap, int32_t* code_len, int32_t* err, int32_t entry,
-                                   int32_t* entry_meta, int64_t* sig, vg::Lexer* lexers, vg::Compiler* compilers,
-                                   vg::Token* tokens, int32_t tok_cap) {
+                                   int64_t n_src, uint32_t* code, int32_t code_cap, int32_t* code_len, int32_t* err,
+                                   int32_t entry, int32_t* entry_meta, int64_t* sig, vg::Lexer* lexers,
+                                   vg::Compiler* compilers, vg::Token* tokens, int32_t tok_cap) {
   int64_t slot = vgk::global_tid();
   vg::Lexer& L = lexers[slot];
   vg::Compiler& c = compilers[slot];
@@ -342,9 +340,8 @@ __global__ void vg_compile_sources(const char* __restrict__ src, const int64_t* 
 // tokens; outputs as vg_compile_sources (offsets outside the tokens: code_len -1, error -1).
 // Scratch: one Compiler per thread of the grid.
 __global__ void vg_compile_tokens(const vg::Token* __restrict__ toks, const int64_t* __restrict__ tok_off, int32_t n,
-                                  int64_t n_toks,
-                                  uint32_t* code, int32_t code_cap, int32_t* code_len, int32_t* err, int32_t entry,
-                                  int32_t* entry_meta, int64_t* sig, vg::Compiler* compilers) {
+                                  int64_t n_toks, uint32_t* code, int32_t code_cap, int32_t* code_len, int32_t* err,
+                                  int32_t entry, int32_t* entry_meta, int64_t* sig, vg::Compiler* compilers) {
   int64_t slot = vgk::global_tid();
   vg::Compiler& c = compilers[slot];
   for (int64_t i = slot; i < n; i += vgk::grid_threads()) {
