@@ -16,6 +16,7 @@ import ctypes
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -443,8 +444,14 @@ def test_nvcc_compiles_kernels(tmp_path):
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in part, part
 
 
+# VRAMGYM_EMU_SANITIZE=1: the emulator under AddressSanitizer and UBSan (the process must preload
+# the runtime: test_emulated_kernels_under_sanitizers runs this module so)
+EMU_SANITIZE = ["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"] \
+    if os.environ.get("VRAMGYM_EMU_SANITIZE") == "1" else []
+
+
 def _emu_library() -> Path:
-    return native_build.build("vramgym-grammar-emu", "grammar_emu.so", EMU, EMU_FLAGS, [CSRC],
+    return native_build.build("vramgym-grammar-emu", "grammar_emu.so", EMU, EMU_FLAGS + EMU_SANITIZE, [CSRC],
                               sorted(CSRC.glob("*.h")) + sorted(CSRC.glob("*.cu")))
 
 
@@ -555,6 +562,63 @@ def test_cuda_initial_wraps_and_clamps_ids(monkeypatch):
     monkeypatch.setattr(gpu_, "_vec", lambda v, n: torch.as_tensor(v, dtype=torch.int64))
     g = [0, 2, -1, -3, -4, 3, 2**40, -2**40]
     assert torch.equal(gpu_.initial(g), torch.from_numpy(na.initial([0, 2, 2, 0, 0, 2, 2, 0])))
+
+
+def test_emulated_kernels_on_garbage_rows():
+    """Rows no rollout reaches (random and extreme fields, as device tensors may hold) and
+    grammar ids out of range, through the emulated kernels: the CPU library's results (the same
+    clamping), every output written and nothing read outside the tables (the sanitized run below
+    checks that)."""
+    from vramgym.envs import grammar_cuda
+    k = _EmuKernels()
+    rng = np.random.default_rng([SEED, 12])
+    grammars = [grammar(sig, 32) for sig in SIGNATURES[:3]]
+    na, auto = NativeAutomaton(grammars), BatchedAutomaton(grammars)
+    n = 300
+    base = auto.initial(rng.integers(0, 3, n))
+    noise = np.where(rng.random((n, STATE_SIZE)) < 0.3,
+                     rng.choice([-2**31, -7, -1, 0, 1, 2, 5, 17, 99, 2**20, 2**31 - 1], (n, STATE_SIZE)), base)
+    rows = np.ascontiguousarray(noise, dtype=np.int32)
+    raw_gid = rng.integers(-5, 8, n)
+    args = (na._addrs, na.nfid, len(grammars))
+    want = np.zeros((n, V.VOCAB_SIZE), bool)
+    N.lib().gm_mask(N._p(rows), N._p(raw_gid), n, N._p(want), na._addr, na.nfid, len(grammars), 0)
+    out = np.full((n, V.VOCAB_SIZE), 7, np.uint8)
+    grammar_cuda.launch_mask(k, rows, raw_gid, out, *args, n)
+    assert np.array_equal(out.view(bool), want), SEED
+    gid = np.where((raw_gid >= -3) & (raw_gid < 0), raw_gid + 3, np.clip(raw_gid, 0, 2))  # the kernels' gm_gid
+    cost = np.full(n, -9, np.int64)
+    grammar_cuda.launch_min_tokens(k, rows, raw_gid, cost, *args, n)
+    assert np.array_equal(cost, na.min_tokens_to_finish(rows, gid)), SEED
+    actions = rng.integers(-3, 80, n).astype(np.int64)
+    new, inv = na.step(rows, actions, gid)
+    enew, einv = np.full_like(rows, -9), np.full(n, 7, np.uint8)
+    grammar_cuda.launch_step(k, rows, actions, raw_gid, enew, einv, *args, n)
+    assert np.array_equal(einv.view(bool), inv) and np.array_equal(enew, new), SEED
+
+
+def test_emulated_kernels_under_sanitizers(tmp_path):
+    """The emulated-kernel tests of this module again in a child process whose emulator is built
+    with AddressSanitizer and UBSan: an out-of-bounds access or undefined behaviour in
+    grammar.h's kernels, on rollouts or on garbage rows, fails the test."""
+    from test_native_fuzz import ENV, SANITIZER_REPORT, _sanitizers_work
+    cxx = native_build.compiler()
+    reason = _sanitizers_work(cxx, tmp_path)
+    if reason:
+        pytest.skip(reason)
+    runtimes = []
+    for lib in ("libasan.so", "libubsan.so"):
+        path = subprocess.run([cxx, f"-print-file-name={lib}"], capture_output=True, text=True).stdout.strip()
+        if not os.path.isabs(path):
+            pytest.skip(f"{cxx} does not locate {lib} for preloading")
+        runtimes.append(path)
+    env = {**ENV, "LD_PRELOAD": " ".join(runtimes), "VRAMGYM_EMU_SANITIZE": "1", "VRAMGYM_SEED": str(SEED)}
+    pick = "emulated and not sanitizers"
+    r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-s", "-p", "no:cacheprovider", __file__,
+                        "-k", pick], capture_output=True, text=True, env=env, cwd=ROOT, timeout=1500)
+    out = r.stdout + r.stderr
+    assert not SANITIZER_REPORT.search(out), out[-6000:]
+    assert r.returncode == 0 and " passed" in out, out[-6000:]
 
 
 def _gpu_reason():
