@@ -317,22 +317,6 @@ def test_emulated_kernels_under_sanitizers(tmp_path):
     these paths (fuzzed bytecode, sources and tokens, bad device offsets, the corpus under the
     tight configuration, the scorers) fails the test. The GPU's own compute-sanitizer run is in
     experiments/gpu_check.sh."""
-    import subprocess
-    from test_native_fuzz import ENV, SANITIZER_REPORT, _sanitizers_work
-    cxx = native_build.compiler()
-    reason = _sanitizers_work(cxx, tmp_path)
-    if reason:
-        pytest.skip(reason)
-    runtimes = []
-    for lib in ("libasan.so", "libubsan.so"):
-        path = subprocess.run([cxx, f"-print-file-name={lib}"], capture_output=True, text=True).stdout.strip()
-        if not os.path.isabs(path):
-            pytest.skip(f"{cxx} does not locate {lib} for preloading")
-        runtimes.append(path)
-    env = {**ENV, "LD_PRELOAD": " ".join(runtimes), "VRAMGYM_EMU_SANITIZE": "1", "VRAMGYM_SEED": str(SEED)}
-    pick = "plain and not sanitizers and (fuzz or offsets or tasks or evaluate or tight)"
-    r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-s", "-p", "no:cacheprovider", __file__,
-                        "-k", pick], capture_output=True, text=True, env=env, cwd=ROOT, timeout=1500)
-    out = r.stdout + r.stderr
-    assert not SANITIZER_REPORT.search(out), out[-6000:]
-    assert r.returncode == 0 and " passed" in out, out[-6000:]
+    from test_native_fuzz import pytest_sanitized
+    pytest_sanitized(__file__, "plain and not sanitizers and (fuzz or offsets or tasks or evaluate or tight)", SEED,
+                     tmp_path)

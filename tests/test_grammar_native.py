@@ -16,7 +16,6 @@ import ctypes
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -178,6 +177,13 @@ def test_empty_batch_and_shape_errors():
         na.step(na.initial([0, 0]), [1], [0, 0])
 
 
+def _garbage_rows(rng, auto, n: int) -> np.ndarray:
+    """n initial states (grammars 0..2) with 30% of their fields replaced by extreme or random ints."""
+    base = auto.initial(rng.integers(0, 3, n))
+    return np.where(rng.random((n, STATE_SIZE)) < 0.3,
+                    rng.choice([-2**31, -7, -1, 0, 1, 2, 5, 17, 99, 2**20, 2**31 - 1], (n, STATE_SIZE)), base)
+
+
 def test_garbage_rows_never_crash():
     """Rows no rollout reaches (random ints, huge values, negative fields): every call returns
     (indices are wrapped/clamped in the C++), outputs keep their shapes. Grammar ids numpy rejects
@@ -186,9 +192,7 @@ def test_garbage_rows_never_crash():
     grammars = [grammar(sig, 32) for sig in SIGNATURES[:3]]
     na, auto = NativeAutomaton(grammars), BatchedAutomaton(grammars)
     n = 3000
-    base = auto.initial(rng.integers(0, 3, n))
-    noise = np.where(rng.random((n, STATE_SIZE)) < 0.3,
-                     rng.choice([-2**31, -7, -1, 0, 1, 2, 5, 17, 99, 2**20, 2**31 - 1], (n, STATE_SIZE)), base)
+    noise = _garbage_rows(rng, auto, n)
     gid = rng.integers(-5, 8, n)
     with pytest.raises(IndexError):
         na.mask(noise.astype(np.int32), gid)
@@ -575,10 +579,7 @@ def test_emulated_kernels_on_garbage_rows():
     grammars = [grammar(sig, 32) for sig in SIGNATURES[:3]]
     na, auto = NativeAutomaton(grammars), BatchedAutomaton(grammars)
     n = 300
-    base = auto.initial(rng.integers(0, 3, n))
-    noise = np.where(rng.random((n, STATE_SIZE)) < 0.3,
-                     rng.choice([-2**31, -7, -1, 0, 1, 2, 5, 17, 99, 2**20, 2**31 - 1], (n, STATE_SIZE)), base)
-    rows = np.ascontiguousarray(noise, dtype=np.int32)
+    rows = np.ascontiguousarray(_garbage_rows(rng, auto, n), dtype=np.int32)
     raw_gid = rng.integers(-5, 8, n)
     args = (na._addrs, na.nfid, len(grammars))
     want = np.zeros((n, V.VOCAB_SIZE), bool)
@@ -601,24 +602,8 @@ def test_emulated_kernels_under_sanitizers(tmp_path):
     """The emulated-kernel tests of this module again in a child process whose emulator is built
     with AddressSanitizer and UBSan: an out-of-bounds access or undefined behaviour in
     grammar.h's kernels, on rollouts or on garbage rows, fails the test."""
-    from test_native_fuzz import ENV, SANITIZER_REPORT, _sanitizers_work
-    cxx = native_build.compiler()
-    reason = _sanitizers_work(cxx, tmp_path)
-    if reason:
-        pytest.skip(reason)
-    runtimes = []
-    for lib in ("libasan.so", "libubsan.so"):
-        path = subprocess.run([cxx, f"-print-file-name={lib}"], capture_output=True, text=True).stdout.strip()
-        if not os.path.isabs(path):
-            pytest.skip(f"{cxx} does not locate {lib} for preloading")
-        runtimes.append(path)
-    env = {**ENV, "LD_PRELOAD": " ".join(runtimes), "VRAMGYM_EMU_SANITIZE": "1", "VRAMGYM_SEED": str(SEED)}
-    pick = "emulated and not sanitizers"
-    r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-s", "-p", "no:cacheprovider", __file__,
-                        "-k", pick], capture_output=True, text=True, env=env, cwd=ROOT, timeout=1500)
-    out = r.stdout + r.stderr
-    assert not SANITIZER_REPORT.search(out), out[-6000:]
-    assert r.returncode == 0 and " passed" in out, out[-6000:]
+    from test_native_fuzz import pytest_sanitized
+    pytest_sanitized(__file__, "emulated and not sanitizers", SEED, tmp_path)
 
 
 def _gpu_reason():

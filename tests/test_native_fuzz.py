@@ -16,6 +16,8 @@ import subprocess
 from pathlib import Path
 
 
+import pytest
+
 import native_build
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +42,29 @@ def _sanitizers_work(cxx: str, tmp: Path) -> str | None:
     if run.returncode:
         return f"sanitized binaries do not run here ({run.stderr.strip()[:200]})"
     return None
+
+
+def pytest_sanitized(test_file: str, pick: str, seed: int, tmp_path: Path) -> None:
+    """Run `pytest test_file -k pick` in a child process with VRAMGYM_EMU_SANITIZE=1 and the
+    ASan/UBSan runtimes preloaded into Python (the kernel emulators are then built sanitized);
+    fails on any sanitizer report or failed test, skips where sanitizers do not work here."""
+    import sys
+    cxx = native_build.compiler()
+    reason = _sanitizers_work(cxx, tmp_path)
+    if reason:
+        pytest.skip(reason)
+    runtimes = []
+    for lib in ("libasan.so", "libubsan.so"):
+        path = subprocess.run([cxx, f"-print-file-name={lib}"], capture_output=True, text=True).stdout.strip()
+        if not os.path.isabs(path):
+            pytest.skip(f"{cxx} does not locate {lib} for preloading")
+        runtimes.append(path)
+    env = {**ENV, "LD_PRELOAD": " ".join(runtimes), "VRAMGYM_EMU_SANITIZE": "1", "VRAMGYM_SEED": str(seed)}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-s", "-p", "no:cacheprovider", test_file,
+                        "-k", pick], capture_output=True, text=True, env=env, cwd=ROOT, timeout=1500)
+    out = r.stdout + r.stderr
+    assert not SANITIZER_REPORT.search(out), f"sanitizer report (VRAMGYM_SEED={seed}):\n{out[-6000:]}"
+    assert r.returncode == 0 and " passed" in out, out[-6000:]
 
 
 def _binary() -> Path:
