@@ -130,7 +130,8 @@ class GeneratorConfig:
 
     def __post_init__(self):
         if len(set(self.func_names)) < self.max_functions or set(self.func_names) & _BUILTIN_FUNCTIONS:
-            raise ValueError(f"func_names needs {self.max_functions} distinct names, none of them a builtin function")
+            raise ValueError(f"func_names needs {self.max_functions} distinct names, none of them a builtin "
+                             "function")
         taken = set(FUNC_NAMES) | set(self.func_names) | {n for pool in VAR_NAMES.values() for n in pool}
         if self.entry_name is not None and (self.entry_name in taken or self.entry_name in _BUILTIN_NAMES):
             raise ValueError(f"entry_name {self.entry_name!r} is a builtin or a name the generator uses itself")

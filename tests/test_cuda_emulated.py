@@ -293,8 +293,9 @@ def test_device_source_offsets_outside_the_data_emulated(emu):
     toks = [tokenize(s) for s in srcs]
     flat = np.concatenate(toks).astype(np.int32)
     toff = np.cumsum([0] + [len(t) for t in toks]).astype(np.int64)
-    for kind, data, good, size, want in (("sources", np.frombuffer(blob, np.uint8), off, len(blob), compile_batch(srcs)),
-                                         ("tokens", flat, toff, len(flat), compile_tokens(flat, toff))):
+    cases = (("sources", np.frombuffer(blob, np.uint8), off, len(blob), compile_batch(srcs)),
+             ("tokens", flat, toff, len(flat), compile_tokens(flat, toff)))
+    for kind, data, good, size, want in cases:
         bad = good.copy()
         bad[5] = size + (1 << 33)  # programs 4 and 5 end / start past the data
         bad[20] = -7               # program 19 ends before it starts, 20 starts before the data

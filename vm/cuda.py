@@ -330,13 +330,13 @@ def compile_device(kind: str, data, offsets, *, code_cap: int = 1024, entry: int
     """Compile on the device; device arrays in and out (CuPy, or torch CUDA tensors without a
     copy). kind "tokens": data (T, 4) int32 rows (kind, value, line, col); kind "sources": data
     uint8 bytes. offsets (N + 1,) int64 (not checked on the host: a program whose offsets fall
-    outside data gets code_len -1 and error code -1). Returns (code (N, code_cap) uint32, lengths (N,) int32,
-    errors (N, 4) int32[, entry_meta (N, ENTRY_META) int32][, signatures (N, MAX_FUNCS) int64]):
-    the layout of CompiledBatch. signatures (with_signatures) are packed as CompiledBatch.signatures
-    (vramgym.compiler.batch.unpack_signatures reads them, 0 past a program's last function);
-    without them a CompiledBatch made from these arrays runs unchecked, with the ret_kind given to
-    to_programs. max_source_len (sources) sizes the token scratch; None reads it from offsets
-    (one sync)."""
+    outside data gets code_len -1 and error code -1). Returns (code (N, code_cap) uint32,
+    lengths (N,) int32, errors (N, 4) int32[, entry_meta (N, ENTRY_META) int32][, signatures
+    (N, MAX_FUNCS) int64]): the layout of CompiledBatch. signatures (with_signatures) are packed
+    as CompiledBatch.signatures (vramgym.compiler.batch.unpack_signatures reads them, 0 past a
+    program's last function); without them a CompiledBatch made from these arrays runs
+    unchecked, with the ret_kind given to to_programs. max_source_len (sources) sizes the token
+    scratch; None reads it from offsets (one sync)."""
     import cupy as cp
     if kind not in ("tokens", "sources"):
         raise ValueError("kind must be 'tokens' or 'sources'")
@@ -556,8 +556,9 @@ def evaluate(programs, offsets, inputs, expected, *, source: bool = False, signa
     source=True a uint8 byte buffer with byte offsets; torch CUDA tensors (used in place, on
     torch's current stream), CuPy or host arrays. inputs/expected: Encoded (or (words, offsets)
     pairs, as in evaluate_tasks), M values each. signature: ((param kinds), ret kind), e.g.
-    (("int", "int"), "int"): candidates whose entry function (number `entry`) has another signature pass no test
-    (their runs trap bad_input); None checks nothing and compares results as ints.
+    (("int", "int"), "int"): candidates whose entry function (number `entry`) has another
+    signature pass no test (their runs trap bad_input); None checks nothing and compares results
+    as ints.
     Batches are compiled and run in chunks that fit in free device memory."""
     import cupy as cp
     from .batch import VMConfig
