@@ -100,7 +100,7 @@ stage_memcheck() {
   # the sanitizer is ~100x slower: small random corpora
   VRAMGYM_GPU_RANDOM_PROGRAMS=300 step memcheck compute-sanitizer --tool memcheck --leak-check no \
     --error-exitcode 99 python -m pytest -q -x tests/test_cuda_backend.py \
-    -k "corpus or fuzzed or random_programs or evaluate or switch_fuse"
+    -k "corpus or fuzzed or random_programs or evaluate or switch_fuse or outside"
   VRAMGYM_GPU_TASK_PROGRAMS=300 step memcheck_tasks compute-sanitizer --tool memcheck --leak-check no \
     --error-exitcode 99 python -m pytest -q -x tests/test_evaluate_tasks.py -k gpu
   if [ -f tests/test_token_slots.py ]; then

@@ -22,7 +22,7 @@ import pytest
 from corpus_runner import load_cases
 from vramgym.compiler import compile_batch, compile_source, compile_tokens, tokenize
 from vramgym.compiler.random_programs import GeneratorConfig, generate_program, random_args
-from vramgym.vm import (BackendUnavailable, Encoded, Program, ProgramBatch, VMConfig, cross_runs, encode_results,
+from vramgym.vm import (BackendUnavailable, Encoded, Program, ProgramBatch, VMConfig, encode_results,
                         encode_tuples, get_backend, opcodes as oc, run_batch)
 from vramgym.vm import cuda
 
@@ -543,3 +543,32 @@ def test_compile_device_signatures():
         assert np.array_equal(meta[ok, 1], nparams[ok]) and np.array_equal(meta[ok, 2], ret[ok]), kind
         for i in np.flatnonzero(ok):
             assert np.array_equal(meta[i, 3:3 + nparams[i]], params[i, :nparams[i]]), (kind, i)
+
+
+@gpu
+def test_compile_device_offsets_outside_the_data():
+    """compile_device with device offsets outside the bytes or tokens (or decreasing): those
+    programs report code_len -1 and error -1 (the caller's mistake), the others compile as on
+    the CPU, and nothing is read past the buffers."""
+    from vramgym.compiler.batch import pack_sources
+    srcs = ["def f(x: int) -> int:\n    return x + %d\n" % i for i in range(40)]
+    blob, off = pack_sources(srcs)
+    toks = [tokenize(s) for s in srcs]
+    flat = np.concatenate(toks).astype(np.int32)
+    toff = np.cumsum([0] + [len(t) for t in toks]).astype(np.int64)
+    cases = (("sources", np.frombuffer(blob, np.uint8), off, len(blob), compile_batch(srcs)),
+             ("tokens", flat, toff, len(flat), compile_tokens(flat, toff)))
+    for kind, data, good, size, want in cases:
+        bad = good.copy()
+        bad[5] = size + (1 << 33)  # programs 4 and 5 end / start past the data
+        bad[20] = -7               # program 19 ends before it starts, 20 starts before the data
+        bad[31] = bad[30] - 1      # program 30 ends before it starts (31 starts early: some text)
+        out, touched = {4, 5, 19, 20, 30}, {31}
+        outs = cuda.compile_device(kind, data, bad, max_source_len=64, with_signatures=True)
+        code, lengths, errors, sig = (np.asarray(x.get() if hasattr(x, "get") else x) for x in outs)
+        for i in range(len(srcs)):
+            if i in out:
+                assert lengths[i] == -1 and errors[i].tolist() == [-1, 0, 0, 0] and not sig[i].any(), (kind, i)
+            elif i not in touched:
+                assert lengths[i] == want.lengths[i] > 0, (kind, i)
+                assert np.array_equal(code[i, :lengths[i]], want.code[i, :lengths[i]]), (kind, i)

@@ -21,7 +21,7 @@ import pytest
 
 import native_build
 
-from test_evaluate_tasks import make_bank, make_images, make_programs
+from test_evaluate_tasks import check_offsets_outside_the_words, make_bank, make_images, make_programs
 from vramgym.vm import VMConfig, cuda, opcodes as oc
 from vramgym.vm.evaluate import evaluate_tasks_cpu, execute_tasks_cpu
 
@@ -228,87 +228,12 @@ def test_gpu_fuzz_emulated(emu, monkeypatch):
     assert {"vg_compile_sources", "vg_compile_tokens", "vg_execute_local"} <= set(emu.launches)
 
 
-def _host_view(words, offsets):
-    """The Encoded batch that device (words, offsets) stand for: each item whose offsets lie
-    inside the words as those words, any other as one word of no value kind (bad_input for every
-    function, as the kernels must treat it)."""
-    from vramgym.vm import Encoded
-    parts = []
-    for a, b in zip(offsets[:-1], offsets[1:]):
-        parts.append(words[a:b] if 0 <= a <= b <= len(words) else np.full(1, 99, np.int32))
-    lens = [len(p) for p in parts]
-    return Encoded(np.concatenate(parts).astype(np.int32), np.concatenate([[0], np.cumsum(lens)]).astype(np.int64))
-
-
 def test_device_offsets_outside_the_words_emulated(emu):
-    """(words, offsets) pairs that live on the device are not checked on the host (a sync): an
-    offset outside the words, or decreasing, must end that run as bad_input (an input) or a
-    failed test (an expected value) in the kernel, never read past the buffer (under
-    VRAMGYM_EMU_SANITIZE, AddressSanitizer would report it). The CPU backend on what the
-    offsets stand for (_host_view) gives the same passes and steps."""
-    rng = np.random.default_rng([SEED, 11])
-    n_tests = 9
-    inputs, expected, ret_kinds = make_bank(rng, n_tests)
-    progs = make_programs(rng, 120)
-    imgs = make_images(rng, 120)
-    n_items = len(inputs.offsets) - 1
-    for trial in range(6):
-        k = int(rng.integers(1, n_items - 1))
-        words, bad_in, bad_exp = inputs.words, inputs.offsets.copy(), expected.offsets.copy()
-        if trial % 3 == 0:  # past the end: items k - 1 and k are both out
-            bad_in[k] = len(inputs.words) + int(rng.integers(1, 1 << 40))
-            bad_exp[k] = len(expected.words) + 7
-        elif trial % 3 == 1:  # negative start / decreasing: items k - 1 and k
-            bad_in[k] = -int(rng.integers(1, 1 << 20))
-            bad_exp[k] = -3
-        else:  # item k: a list header at the very end of the words that claims 3 more words
-            words = np.concatenate([inputs.words, np.array([oc.KIND_LIST, 3], np.int32)])
-            bad_in[k], bad_in[k + 1] = len(inputs.words), len(inputs.words) + 5
-        want_in, want_exp = _host_view(words, bad_in), expected  # runs with a bad input trap: no expected counts
-        dev_in, dev_exp = (words, bad_in), (expected.words, bad_exp)
-        want = evaluate_tasks_cpu(*progs, want_in, want_exp, n_tests, ret_kinds)
-        got = cuda.evaluate_tasks(*progs, dev_in, dev_exp, n_tests, ret_kinds)
-        for name, g, w in zip(("passed", "steps", "ok"), got, want):
-            assert np.array_equal(np.asarray(g), w), (name, trial, SEED)
-        want = execute_tasks_cpu(*imgs, want_in, want_exp, n_tests, ret_kinds)
-        got = cuda.execute_tasks(*imgs, dev_in, dev_exp, n_tests, ret_kinds)
-        for name, g, w in zip(("passed", "steps", "valid"), got, want):
-            assert np.array_equal(np.asarray(g), w), (name, trial, SEED)
-    # expected values out of bounds alone: the runs happen (their steps count), no test passes
-    bad_exp = expected.offsets.copy()
-    bad_exp[1:] = len(expected.words) + 1
-    got = cuda.evaluate_tasks(*progs, inputs, (expected.words, bad_exp), n_tests, ret_kinds)
-    want = evaluate_tasks_cpu(*progs, inputs, expected, n_tests, ret_kinds)
-    assert not np.asarray(got[0]).any() and np.array_equal(np.asarray(got[1]), want[1]) and want[0].any()
+    check_offsets_outside_the_words(SEED)
 
 
 def test_device_source_offsets_outside_the_data_emulated(emu):
-    """compile_device with device offsets outside the bytes or tokens (or decreasing): those
-    programs report code_len -1 and error -1 (the caller's mistake), the others compile as on
-    the CPU, and nothing is read past the buffers."""
-    from vramgym.compiler import compile_batch, compile_tokens, tokenize
-    from vramgym.compiler.batch import pack_sources
-    srcs = ["def f(x: int) -> int:\n    return x + %d\n" % i for i in range(40)]
-    blob, off = pack_sources(srcs)
-    toks = [tokenize(s) for s in srcs]
-    flat = np.concatenate(toks).astype(np.int32)
-    toff = np.cumsum([0] + [len(t) for t in toks]).astype(np.int64)
-    cases = (("sources", np.frombuffer(blob, np.uint8), off, len(blob), compile_batch(srcs)),
-             ("tokens", flat, toff, len(flat), compile_tokens(flat, toff)))
-    for kind, data, good, size, want in cases:
-        bad = good.copy()
-        bad[5] = size + (1 << 33)  # programs 4 and 5 end / start past the data
-        bad[20] = -7               # program 19 ends before it starts, 20 starts before the data
-        bad[31] = bad[30] - 1      # program 30 ends before it starts (31 starts early: some text)
-        out, touched = {4, 5, 19, 20, 30}, {31}
-        code, lengths, errors, sig = (np.asarray(x) for x in cuda.compile_device(
-            kind, data, bad, max_source_len=64, with_signatures=True))
-        for i in range(len(srcs)):
-            if i in out:
-                assert lengths[i] == -1 and errors[i].tolist() == [-1, 0, 0, 0] and not sig[i].any(), (kind, i)
-            elif i not in touched:
-                assert lengths[i] == want.lengths[i] > 0, (kind, i)
-                assert np.array_equal(code[i, :lengths[i]], want.code[i, :lengths[i]]), (kind, i)
+    gpu_suite.test_compile_device_offsets_outside_the_data()
 
 
 def test_emulated_kernels_under_sanitizers(tmp_path):

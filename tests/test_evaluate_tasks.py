@@ -280,3 +280,61 @@ def test_execute_tasks_gpu_equals_cpu(monkeypatch):
         for name, g, w in zip(("passed", "steps", "valid"), got, want):
             g = _host(g)
             assert g.dtype == w.dtype and np.array_equal(g, w), (name, chunk, np.flatnonzero(g != w)[:5], SEED)
+
+
+def _host_view(words, offsets):
+    """The Encoded batch that device (words, offsets) stand for: each item whose offsets lie
+    inside the words as those words, any other as one word of no value kind (bad_input for every
+    function, as the kernels must treat it)."""
+    parts = []
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        parts.append(words[a:b] if 0 <= a <= b <= len(words) else np.full(1, 99, np.int32))
+    lens = [len(p) for p in parts]
+    return Encoded(np.concatenate(parts).astype(np.int32), np.concatenate([[0], np.cumsum(lens)]).astype(np.int64))
+
+
+def check_offsets_outside_the_words(seed: int):
+    """(words, offsets) pairs that live on the device are not checked on the host (a sync): an
+    offset outside the words, or decreasing, must end that run as bad_input (an input) or a
+    failed test (an expected value) in the kernel, never read past the buffer (AddressSanitizer
+    on the emulator and compute-sanitizer on the GPU would report it). The CPU backend on what
+    the offsets stand for (_host_view) gives the same passes and steps."""
+    rng = np.random.default_rng([seed, 11])
+    n_tests = 9
+    inputs, expected, ret_kinds = make_bank(rng, n_tests)
+    progs = make_programs(rng, 120)
+    imgs = make_images(rng, 120)
+    n_items = len(inputs.offsets) - 1
+    for trial in range(6):
+        k = int(rng.integers(1, n_items - 1))
+        words, bad_in, bad_exp = inputs.words, inputs.offsets.copy(), expected.offsets.copy()
+        if trial % 3 == 0:  # past the end: items k - 1 and k are both out
+            bad_in[k] = len(inputs.words) + int(rng.integers(1, 1 << 40))
+            bad_exp[k] = len(expected.words) + 7
+        elif trial % 3 == 1:  # negative start / decreasing: items k - 1 and k
+            bad_in[k] = -int(rng.integers(1, 1 << 20))
+            bad_exp[k] = -3
+        else:  # item k: a list header at the very end of the words that claims 3 more words
+            words = np.concatenate([inputs.words, np.array([oc.KIND_LIST, 3], np.int32)])
+            bad_in[k], bad_in[k + 1] = len(inputs.words), len(inputs.words) + 5
+        want_in, want_exp = _host_view(words, bad_in), expected  # runs with a bad input trap: no expected counts
+        dev_in, dev_exp = (words, bad_in), (expected.words, bad_exp)
+        want = evaluate_tasks_cpu(*progs, want_in, want_exp, n_tests, ret_kinds)
+        got = cuda.evaluate_tasks(*progs, dev_in, dev_exp, n_tests, ret_kinds)
+        for name, g, w in zip(("passed", "steps", "ok"), got, want):
+            assert np.array_equal(_host(g), w), (name, trial, seed)
+        want = execute_tasks_cpu(*imgs, want_in, want_exp, n_tests, ret_kinds)
+        got = cuda.execute_tasks(*imgs, dev_in, dev_exp, n_tests, ret_kinds)
+        for name, g, w in zip(("passed", "steps", "valid"), got, want):
+            assert np.array_equal(_host(g), w), (name, trial, seed)
+    # expected values out of bounds alone: the runs happen (their steps count), no test passes
+    bad_exp = expected.offsets.copy()
+    bad_exp[1:] = len(expected.words) + 1
+    got = cuda.evaluate_tasks(*progs, inputs, (expected.words, bad_exp), n_tests, ret_kinds)
+    want = evaluate_tasks_cpu(*progs, inputs, expected, n_tests, ret_kinds)
+    assert not _host(got[0]).any() and np.array_equal(_host(got[1]), want[1]) and want[0].any()
+
+
+@gpu
+def test_gpu_offsets_outside_the_words():
+    check_offsets_outside_the_words(SEED)
