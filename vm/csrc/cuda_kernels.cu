@@ -345,20 +345,17 @@ __global__ void vg_compile_tokens(const vg::Token* __restrict__ toks, const int6
   int64_t slot = vgk::global_tid();
   vg::Compiler& c = compilers[slot];
   for (int64_t i = slot; i < n; i += vgk::grid_threads()) {
-    if (!vgk::item_in_bounds(tok_off, i, n_toks)) {
-      vg::CompileError e;
-      e.code = -1;
-      e.line = e.col = e.arg = 0;
-      code_len[i] = -1;
-      vgk::write_err(err, i, e);
-      if (entry_meta) vgk::write_entry_meta(c, -1, entry, entry_meta + i * ENTRY_META);
-      if (sig) vg::write_signatures(c, -1, sig + i * (int64_t)vg::MAX_FUNCS);
-      continue;
+    vg::CompileError e;  // offsets outside the tokens: code_len -1, error -1, as in vg_compile_sources
+    e.code = -1;
+    e.line = e.col = e.arg = 0;
+    int32_t m = -1;
+    if (vgk::item_in_bounds(tok_off, i, n_toks)) {
+      m = vg::compile_tokens(c, toks + tok_off[i], (int32_t)(tok_off[i + 1] - tok_off[i]),
+                             code + i * (int64_t)code_cap, code_cap);
+      e = c.err;
     }
-    int32_t m = vg::compile_tokens(c, toks + tok_off[i], (int32_t)(tok_off[i + 1] - tok_off[i]),
-                                   code + i * (int64_t)code_cap, code_cap);
     code_len[i] = m;
-    vgk::write_err(err, i, c.err);
+    vgk::write_err(err, i, e);
     if (entry_meta) vgk::write_entry_meta(c, m, entry, entry_meta + i * ENTRY_META);
     if (sig) vg::write_signatures(c, m, sig + i * (int64_t)vg::MAX_FUNCS);
   }
