@@ -355,21 +355,33 @@ VG_EXPORT int32_t vg_run_batch(const uint32_t* code, const int64_t* code_off, in
 
 namespace {
 
-// Whether input j's kind words are params_row (the entry's parameter kinds, -1 past the last),
-// read as vramgym.vm.batch.input_kinds reads them: a value at position k when two words remain,
-// its kind word (127 outside 0..126), then past it (2 words, or 2 + n for a list).
-bool kinds_match(const int8_t* params_row, const int32_t* w, int64_t len) {
+// The entry's parameter kinds of one program (a params row, -1 past the last), read once per
+// task: n leading kinds, then -1 to the row's end (else no input can match: ok false).
+struct WantKinds {
+  const int8_t* row;
+  int32_t n;
+  bool ok;
+};
+WantKinds want_kinds(const int8_t* row) {
+  WantKinds k = {row, 0, true};
+  while (k.n <= MAX_PARAMS && row[k.n] != -1) k.n++;
+  for (int32_t i = k.n; i <= MAX_PARAMS; i++) k.ok = k.ok && row[i] == -1;
+  return k;
+}
+
+// Whether input j's kind words are the wanted kinds, read as vramgym.vm.batch.input_kinds
+// reads them: a value at position k when two words remain, its kind word (127 outside 0..126),
+// then past it (2 words, or 2 + n for a list); no value past the last parameter.
+bool kinds_match(const WantKinds& want, const int32_t* w, int64_t len) {
+  if (!want.ok) return false;
   int64_t pos = 0;
-  for (int32_t k = 0; k <= MAX_PARAMS; k++) {
-    int32_t kind = -1;
-    if (pos + 1 < len) {
-      int32_t wk = w[pos];
-      kind = wk >= 0 && wk < 127 ? wk : 127;
-      pos += wk == KIND_LIST ? 2 + (int64_t)(w[pos + 1] > 0 ? w[pos + 1] : 0) : 2;
-    }
-    if (kind != params_row[k]) return false;
+  for (int32_t k = 0; k < want.n; k++) {
+    if (pos + 1 >= len) return false;
+    int32_t wk = w[pos];
+    if ((wk >= 0 && wk < 127 ? wk : 127) != want.row[k]) return false;
+    pos += wk == KIND_LIST ? 2 + (int64_t)(w[pos + 1] > 0 ? w[pos + 1] : 0) : 2;
   }
-  return true;
+  return want.n > MAX_PARAMS || pos + 1 >= len;
 }
 
 // vg_run_batch's body: 0, or -1 when memory ran out (results then incomplete).
@@ -409,11 +421,11 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
     int32_t p = run_prog[r0];
     // Runs whose input's kinds are not the entry's parameter kinds (params row p; a row of -2 is
     // not checked) trap bad_input, before any other outcome (as the Python check of other backends).
-    const int8_t* want = params && (uint32_t)p < (uint32_t)n_prog && params[(int64_t)p * (MAX_PARAMS + 1)] != -2
-                             ? params + (int64_t)p * (MAX_PARAMS + 1) : nullptr;
+    const bool check = params && (uint32_t)p < (uint32_t)n_prog && params[(int64_t)p * (MAX_PARAMS + 1)] != -2;
+    const WantKinds want = check ? want_kinds(params + (int64_t)p * (MAX_PARAMS + 1)) : WantKinds{nullptr, 0, true};
     auto wrong_kinds = [&](int64_t r) {
       int32_t j = run_in[r];
-      return want && (uint32_t)j < (uint32_t)n_in && !kinds_match(want, in_words + in_off[j], in_off[j + 1] - in_off[j]);
+      return check && (uint32_t)j < (uint32_t)n_in && !kinds_match(want, in_words + in_off[j], in_off[j + 1] - in_off[j]);
     };
     bool lockstep = r1 - r0 > 1 && (uint32_t)p < (uint32_t)n_prog && entry_pc[p] != -2;
     const int32_t* ins[LANES];
