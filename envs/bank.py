@@ -381,14 +381,21 @@ class TaskBank:
             passed, steps, ok = cuda.evaluate_tasks(slots, count, task_ids, active, t["inputs"], t["expected"],
                                                     self.n_tests, t["ret_kind"], config=self.config)
             return ok, passed.long(), steps.long()
-        # CPU: only the active rows are turned into tokens (a host sync costs nothing here)
+        # CPU: only the active rows are turned into tokens (a host sync costs nothing here), by the
+        # native builder where its library is built (one pass per row; the torch ops cost more
+        # than compiling and running the programs), else by the torch ops
         from vramgym.vm.evaluate import evaluate_tasks_cpu
+        from . import grammar_native
         n = bodies.shape[0]
         ok = torch.zeros(n, dtype=torch.bool, device=dev)
         passed, steps = torch.zeros(n, dtype=torch.int64, device=dev), torch.zeros(n, dtype=torch.int64, device=dev)
         rows = torch.arange(n, device=dev) if active is None else torch.nonzero(active).reshape(-1)
         if len(rows):
-            slots, count = self.compiler_token_slots(bodies[rows], lengths[rows], task_ids[rows])
+            if dev.type == "cpu" and grammar_native.available():
+                from .token_slots import token_slots
+                slots, count = token_slots(self, bodies[rows], lengths[rows], task_ids[rows])
+            else:
+                slots, count = self.compiler_token_slots(bodies[rows], lengths[rows], task_ids[rows])
             p, s, o = evaluate_tasks_cpu(slots, count, task_ids[rows], None, self.inputs, self.expected,
                                          self.n_tests, self.ret_kind, config=self.config)
             ok[rows], passed[rows], steps[rows] = o.to(dev), p.to(dev).long(), s.to(dev)
