@@ -371,7 +371,8 @@ class TaskBank:
         compiled or run and give (False, 0, 0). On a CUDA device everything stays there
         (one native kernel builds the active rows' token slots, envs/token_slots.py, and
         vm.cuda.evaluate_tasks runs them: the tests live on the device, nothing waits for the host); on
-        the CPU, the CPU backend runs the active rows (vm.evaluate.evaluate_tasks_cpu)."""
+        the CPU, the native builder (or the torch ops where its library is not built) and the CPU
+        backend run the active rows (vm.evaluate.evaluate_tasks_cpu)."""
         import torch
         dev = bodies.device
         if dev.type == "cuda":

@@ -7,8 +7,9 @@ but the outputs, and copies of inputs that are not contiguous int64).
 
 Only the `active` rows (None: all) are built: an inactive row gets count 0 and its slots are left
 as the output buffer held them. For the rows it builds the result is compiler_token_slots' (the
-oracle, and the CPU scorer's path; tests/test_token_slots.py compares them), except that a task
-id outside [0, T) gives count 0 and zero slots where the torch code fails on its indexing.
+oracle, and the CPU scorer's path where the library is not built; tests/test_token_slots.py
+compares them), except that a task id outside [0, T) gives count 0 and zero slots where the
+torch code fails on its indexing.
 
 The torch code costs ~50 full-width launches per call on a GPU (every row, active or not); this
 is one launch whose threads of inactive rows return at once.

@@ -112,6 +112,37 @@ def test_cpu_equals_oracle_on_masked_rollouts_and_references(bank):
         assert_equal_oracle(bank, b, lens, tasks, None, (torch.from_numpy(slots), torch.from_numpy(count)), name)
 
 
+def test_cpu_scorer_takes_the_native_builder_and_scores_as_the_torch_one(bank, monkeypatch):
+    """TaskBank.evaluate on the CPU builds its token slots natively where the library is built,
+    and scores every row (compiled, tests passed, steps) as with the torch builder, on masked
+    rollouts, the reference bodies and random bodies with bad actions and an active mask."""
+    from test_envs import REFERENCES
+    import vramgym.envs.token_slots as TS
+    rng = np.random.default_rng([SEED, 2])
+    b, lens, tasks = masked_rollout_bodies(bank, rng, 300, 24)
+    names = [t.name for t in bank.tasks]
+    refs = [np.array(V.encode(text)) for text in REFERENCES.values()]
+    width = max(24, max(len(a) for a in refs))
+    pad = lambda a: np.concatenate([a, np.full(width - len(a), V.END)])  # noqa: E731
+    rb, rl, rt, ra = random_batch(rng, len(bank), 300, width)
+    bodies = np.concatenate([np.array([pad(x) for x in b]), np.array([pad(a) for a in refs]), rb])
+    lengths = np.concatenate([lens, [len(a) - 1 for a in refs], np.clip(rl, 0, width)])
+    task_ids = np.concatenate([tasks, [names.index(n) for n in REFERENCES], rt])
+    active = np.concatenate([np.ones(len(b) + len(refs), bool), np.ones(len(rb), bool) if ra is None else ra])
+    args = [torch.from_numpy(x) for x in (bodies, lengths, task_ids, active)]
+    calls = []
+    native = TS.token_slots
+    monkeypatch.setattr(TS, "token_slots", lambda *a, **k: calls.append(1) or native(*a, **k))
+    got = [x.numpy() for x in bank.evaluate(*args)]
+    assert calls, "the CPU scorer did not take the native builder"
+    monkeypatch.setattr(N, "available", lambda: False)
+    want = [x.numpy() for x in bank.evaluate(*args)]
+    for g, w, what in zip(got, want, ("compiled", "passed", "steps")):
+        assert np.array_equal(g, w), (what, SEED, np.flatnonzero(g != w)[:5])
+    k = len(b)   # every reference body compiles and passes every test
+    assert want[0][k:k + len(refs)].all() and (want[1][k:k + len(refs)] == bank.n_tests).all()
+
+
 def test_slots_follow_the_body_the_task_and_the_length(bank):
     """What a broken builder would miss: changing one body token, the task or the length changes
     the row (and the oracle agrees)."""
