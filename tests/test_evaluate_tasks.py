@@ -138,6 +138,10 @@ def test_cpu_reference_torch_and_edge_cases():
                            torch.from_numpy(active), (inputs.words, inputs.offsets), expected, 3, ret_kinds)
     assert all(isinstance(x, torch.Tensor) for x in b)
     assert all(np.array_equal(x, y.numpy()) for x, y in zip(a, b))
+    c = evaluate_tasks_cpu(np.asfortranarray(tokens), counts, task_ids, active, inputs, expected, 3, ret_kinds)
+    assert all(np.array_equal(x, y) for x, y in zip(a, c))  # a strided token array: the same
+    p, s, ok = evaluate_tasks_cpu(tokens[:, :0], counts, task_ids, None, inputs, expected, 3, ret_kinds)
+    assert not ok.any() and not p.any() and not s.any()  # slots of no tokens: nothing compiles
     # no tests: compiled or not, nothing runs
     empty = Encoded(np.zeros(0, np.int32), np.zeros(1, np.int64))
     p, s, ok = evaluate_tasks_cpu(tokens, counts, task_ids, active, empty, empty, 0, ret_kinds)

@@ -152,7 +152,10 @@ def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tes
         used = np.arange(slot)[None, :] < count[rows, None]      # (R, S)
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(count[rows], out=offsets[1:])
-        compiled = compile_tokens(toks[rows][used], offsets, code_cap=code_cap)
+        # each token's 4 words as one 16-byte item: a boolean mask copies those 4x faster than ints
+        items = np.ascontiguousarray(toks).view("V16")[:, :, 0]
+        packed = (items if len(rows) == n else items[rows])[used].view(np.int32).reshape(-1, 4)
+        compiled = compile_tokens(packed, offsets, code_cap=code_cap)
         ok[rows] = compiled.ok
         good = compiled.ok
         programs = CompiledBatch(compiled.code[good], compiled.lengths[good], compiled.errors[good]).to_programs(
