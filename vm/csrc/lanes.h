@@ -13,6 +13,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include "fuse.h"
 #include "vm.h"
 
@@ -140,25 +143,28 @@ inline void floor_divmod_const(const int32_t* xs, int32_t c, int32_t* out, bool 
       for (int32_t l = 0; l < LANES; l++) out[l] = xs[l] & (c - 1);
     return;
   }
-  const bool small_c = c < (1 << 24) && c > -(1 << 24);
-  const vf8 yf = {(float)c, (float)c, (float)c, (float)c, (float)c, (float)c, (float)c, (float)c};
-  const vi8 y = {c, c, c, c, c, c, c, c};
+  // One range check over all lanes, then one path for all of them (lanes outside the group
+  // hold stale values: they may only send the whole call the exact double way).
+  const vi8 lim = {1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24};
+  vi8 big = {};
   for (int32_t l = 0; l < LANES; l += 8) {
     vi8 x;
     __builtin_memcpy(&x, xs + l, sizeof x);
-    if (!((mask >> l) & 0xFFu)) {  // no lane of this group here
-      __builtin_memcpy(out + l, &x, sizeof x);
-      continue;
-    }
-    const vi8 lim = {1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24, 1 << 24};
-    vi8 big = (x >= lim) | (x <= -lim);
-    uint64_t b4[4];
-    __builtin_memcpy(b4, &big, sizeof b4);
-    vi8 q;
-    if (small_c && !(b4[0] | b4[1] | b4[2] | b4[3])) {
+    big |= (x >= lim) | (x <= -lim);
+  }
+  uint64_t b4[4];  // any lane big: OR the vector as four words (no per-lane extraction)
+  __builtin_memcpy(b4, &big, sizeof b4);
+  const bool floats = c < (1 << 24) && c > -(1 << 24) && !(b4[0] | b4[1] | b4[2] | b4[3]);
+  (void)mask;
+  const vf8 yf = {(float)c, (float)c, (float)c, (float)c, (float)c, (float)c, (float)c, (float)c};
+  const vd4 yd = {(double)c, (double)c, (double)c, (double)c};
+  const vi8 y = {c, c, c, c, c, c, c, c};
+  for (int32_t l = 0; l < LANES; l += 8) {
+    vi8 x, q;
+    __builtin_memcpy(&x, xs + l, sizeof x);
+    if (floats) {
       q = __builtin_convertvector(__builtin_convertvector(x, vf8) / yf, vi8);
     } else {
-      const vd4 yd = {(double)c, (double)c, (double)c, (double)c};
       for (int32_t h = 0; h < 8; h += 4) {
         vi4 x4;
         __builtin_memcpy(&x4, (const int32_t*)&x + h, sizeof x4);
@@ -248,6 +254,29 @@ inline std::atomic<int32_t>& lane_isa() {
   return isa;
 }
 
+namespace lanes_detail {
+
+// nonzero_mask for the build of run_lanes_body (V3: the x86-64-v3 one, where 8-wide compares
+// take half the instructions of SSE2's 4-wide ones; the mask is made at every branch and trap).
+template <bool V3>
+inline uint32_t lane_mask(const int32_t* v) {
+  return nonzero_mask(v);
+}
+#ifdef VG_LANE_V3
+template <>
+__attribute__((target("arch=x86-64-v3"))) inline uint32_t lane_mask<true>(const int32_t* v) {
+  uint32_t zero = 0;
+  for (int32_t i = 0; i < LANES; i += 8) {
+    __m256i eq = _mm256_cmpeq_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + i)), _mm256_setzero_si256());
+    zero |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(eq)) << i;
+  }
+  return ~zero;
+}
+#endif
+
+}  // namespace lanes_detail
+
+template <bool V3>
 __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, int32_t len, int32_t entry_pc,
                                                           const int32_t* const* in, const int32_t* in_len,
                                                           int32_t nlanes, const VMConfig& cfg, LaneState& S,
@@ -536,8 +565,8 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
                 pending += j;
                 const bool ix = fp->op == OP_INDEX;
                 if (fp->op == OP_BINARY_DIV || fp->op == OP_BINARY_MOD || ix)
-                  LN_TRAP_LANES(nonzero_mask(zero), ix ? TRAP_INDEX_ERROR : TRAP_ZERO_DIVISION);
-                LN_TRAP_LANES(nonzero_mask(bad), ix ? TRAP_BAD_BYTECODE : TRAP_OVERFLOW);
+                  LN_TRAP_LANES(lane_mask<V3>(zero), ix ? TRAP_INDEX_ERROR : TRAP_ZERO_DIVISION);
+                LN_TRAP_LANES(lane_mask<V3>(bad), ix ? TRAP_BAD_BYTECODE : TRAP_OVERFLOW);
                 pending += fp->n - j;
               } else {
                 pending += fp->n;
@@ -562,7 +591,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
                     if ((nop == OP_JUMP_IF_FALSE || nop == OP_JUMP_IF_TRUE) && cnext < yield_pc &&
                         max_steps + pending < fuel) {
                       pending += 1;
-                      uint32_t nz = nonzero_mask(res);
+                      uint32_t nz = lane_mask<V3>(res);
                       LN_FORK(nop == OP_JUMP_IF_TRUE ? nz : ~nz, (int32_t)(code[cnext] >> 8), s0, cnext + 1, s0);
                       break;
                     }
@@ -581,14 +610,14 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
                   break;
                 }
                 case TAIL_JIF: case TAIL_JIT: {
-                  uint32_t nz = nonzero_mask(res);
+                  uint32_t nz = lane_mask<V3>(res);
                   LN_FORK(fp->tail == TAIL_JIT ? nz : ~nz, fp->t, s0, cnext, s0);
                   break;
                 }
                 default: {  // JUMP_IF_*_OR_POP: the value stays where the jump is taken
                   int32_t* d = COL(s0);
                   for (int32_t l = 0; l < LANES; l++) BLEND(d[l], res[l]);
-                  uint32_t nz = nonzero_mask(res);
+                  uint32_t nz = lane_mask<V3>(res);
                   LN_FORK(fp->tail == TAIL_JIT_OR_POP ? nz : ~nz, fp->t, s0 + 1, cnext, s0);
                   break;
                 }
@@ -613,7 +642,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
             }
             case FX_TEST: {
               pending += n;
-              uint32_t nz = nonzero_mask(COL(base + f.a));
+              uint32_t nz = lane_mask<V3>(COL(base + f.a));
               LN_FORK(f.tail == TAIL_JIT ? nz : ~nz, f.t, sp, next, sp);
               break;
             }
@@ -670,7 +699,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
                 anyz |= go[l];
               }
               pending += n - 1;  // FOR_RANGE is the last step but one
-              if (anyz) LN_TRAP_LANES(nonzero_mask(go), TRAP_VALUE_ERROR);
+              if (anyz) LN_TRAP_LANES(lane_mask<V3>(go), TRAP_VALUE_ERROR);
               pending += 1;
               int32_t anyg = 0;
               for (int32_t l = 0; l < LANES; l++) {
@@ -684,7 +713,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
                 go[l] = g;
                 anyg |= g;
               }
-              LN_FORK(anyg ? nonzero_mask(go) : 0u, f.b, sp, f.t2, sp);
+              LN_FORK(anyg ? lane_mask<V3>(go) : 0u, f.b, sp, f.t2, sp);
               break;
             }
           }
@@ -806,7 +835,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
       BLEND(a[l], r);                                                          \
     }                                                                          \
     sp--;                                                                      \
-    if (any) LN_TRAP_LANES(nonzero_mask(bad), TRAP_OVERFLOW);                  \
+    if (any) LN_TRAP_LANES(lane_mask<V3>(bad), TRAP_OVERFLOW);                  \
     break;                                                                     \
   }
         // Wrapped sums overflowed when both operands' signs differ from the result's.
@@ -834,8 +863,8 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
     for (int32_t l = 0; l < LANES; l++) BLEND(a[l], res[l]);                         \
     sp--;                                                                            \
     if (any) {                                                                       \
-      LN_TRAP_LANES(nonzero_mask(zero), TRAP_ZERO_DIVISION);                         \
-      LN_TRAP_LANES(nonzero_mask(ovf), TRAP_OVERFLOW);                               \
+      LN_TRAP_LANES(lane_mask<V3>(zero), TRAP_ZERO_DIVISION);                         \
+      LN_TRAP_LANES(lane_mask<V3>(ovf), TRAP_OVERFLOW);                               \
     }                                                                                \
     break;                                                                           \
   }
@@ -892,7 +921,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
           bool on_true = op == OP_JUMP_IF_TRUE || op == OP_JUMP_IF_TRUE_OR_POP;
           bool keep = op == OP_JUMP_IF_FALSE_OR_POP || op == OP_JUMP_IF_TRUE_OR_POP;
           const int32_t* c = COL(sp - 1);
-          uint32_t taken = on_true ? nonzero_mask(c) : ~nonzero_mask(c);
+          uint32_t taken = on_true ? lane_mask<V3>(c) : ~lane_mask<V3>(c);
           LN_FORK(taken, arg, keep ? sp : sp - 1, pc, sp - 1);
           break;
         }
@@ -904,13 +933,13 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
             zero[l] = -(int32_t)(step[l] == 0) & mk[l];
             anyz |= zero[l];
           }
-          if (anyz) LN_TRAP_LANES(nonzero_mask(zero), TRAP_VALUE_ERROR);
+          if (anyz) LN_TRAP_LANES(lane_mask<V3>(zero), TRAP_VALUE_ERROR);
           int32_t anyg = 0;
           for (int32_t l = 0; l < LANES; l++) {
             go[l] = -(int32_t)(step[l] > 0 ? ctr[l] < stop[l] : ctr[l] > stop[l]) & mk[l];
             anyg |= go[l];
           }
-          uint32_t gm = anyg ? nonzero_mask(go) : 0;
+          uint32_t gm = anyg ? lane_mask<V3>(go) : 0;
           if (gm && sp + 1 > stack_size) {
             LN_TRAP_LANES(gm, TRAP_RECURSION);
             gm = 0;
@@ -1168,7 +1197,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
 __attribute__((target("arch=x86-64-v3"), noinline)) inline void run_lanes_v3(
     const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* const* in, const int32_t* in_len,
     int32_t nlanes, const VMConfig& cfg, LaneState& S, RunResult* out, const LaneFast* fast) {
-  run_lanes_body(code, len, entry_pc, in, in_len, nlanes, cfg, S, out, fast);
+  run_lanes_body<true>(code, len, entry_pc, in, in_len, nlanes, cfg, S, out, fast);
 }
 #endif
 
@@ -1176,7 +1205,7 @@ __attribute__((noinline)) inline void run_lanes_base(const uint32_t* code, int32
                                                      const int32_t* const* in, const int32_t* in_len, int32_t nlanes,
                                                      const VMConfig& cfg, LaneState& S, RunResult* out,
                                                      const LaneFast* fast) {
-  run_lanes_body(code, len, entry_pc, in, in_len, nlanes, cfg, S, out, fast);
+  run_lanes_body<false>(code, len, entry_pc, in, in_len, nlanes, cfg, S, out, fast);
 }
 
 // Run function `entry_pc` of a validated program on nlanes (<= LANES) encoded inputs.
