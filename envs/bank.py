@@ -148,6 +148,50 @@ def bank_for(bank: "TaskBank | None", tasks, n_tests: int, seed: int, backend: s
     return TaskBank.from_names(tasks, n_tests=n_tests, seed=seed, backend=backend, config=config)
 
 
+def _row_hash(bodies: np.ndarray, used: np.ndarray, lengths: np.ndarray, task_ids: np.ndarray) -> np.ndarray:
+    """A 64-bit hash per row of its task, length and first used[i] tokens (int64 arithmetic
+    wraps around), column by column (Horner's rule: no (N, width) temporaries)."""
+    step = np.int64(0x100000001B3)  # the FNV-1 64-bit prime
+    h = task_ids * np.int64(0x9E3779B97F4A7C15 - 2**64) + lengths
+    for j in range(bodies.shape[1]):
+        live = (used > j).astype(np.int64)
+        h += live * (h * (step - 1) + bodies[:, j])
+    return h
+
+
+def distinct_candidates(bodies: np.ndarray, lengths: np.ndarray, task_ids: np.ndarray):
+    """(first, inverse) over N candidates: first[k] is the row of the k-th distinct one, and row
+    i is candidate inverse[i], so results of bodies[first] taken at inverse are every row's.
+    Rows are equal when their task, length and tokens before the length are (tokens after it
+    are padding). Rows are grouped by a 64-bit hash, then each repeat is compared whole with
+    its group's first row: a hash collision only costs a run, never a wrong result."""
+    bodies = np.asarray(bodies, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    task_ids = np.asarray(task_ids, dtype=np.int64)
+    n, width = bodies.shape
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    used = np.clip(lengths, 0, width)  # the tokens that count
+    h = _row_hash(bodies, used, lengths, task_ids)
+    order = np.argsort(h)
+    hs = h[order]
+    start = np.flatnonzero(np.concatenate([[True], hs[1:] != hs[:-1]]))
+    first = np.minimum.reduceat(order, start)  # each group's earliest row
+    inverse = np.empty(n, np.int64)
+    inverse[order] = np.cumsum(np.concatenate([[0], (hs[1:] != hs[:-1]).astype(np.int64)]))
+    rep = first[inverse]
+    dup = np.flatnonzero(rep != np.arange(n))  # rows taken as repeats of an earlier row: check them
+    r = rep[dup]
+    differ = (task_ids[dup] != task_ids[r]) | (lengths[dup] != lengths[r])
+    if width:
+        differ |= ((bodies[dup] != bodies[r]) & (np.arange(width) < used[dup, None])).any(axis=1)
+    clash = dup[differ]
+    if len(clash):  # equal hashes, different rows: each runs on its own
+        inverse[clash] = len(first) + np.arange(len(clash))
+        first = np.concatenate([first, clash])
+    return first.astype(np.int64), inverse.astype(np.int64)
+
+
 class TaskBank:
     """Tasks with their tests, ready for batched scoring. Every task's signature must fit the
     vocabulary (at most 4 parameters). n_examples of each task's n_tests tests are shown to the
@@ -372,7 +416,9 @@ class TaskBank:
         (one native kernel builds the active rows' token slots, envs/token_slots.py, and
         vm.cuda.evaluate_tasks runs them: the tests live on the device, nothing waits for the host); on
         the CPU, the native builder (or the torch ops where its library is not built) and the CPU
-        backend run the active rows (vm.evaluate.evaluate_tasks_cpu)."""
+        backend run the active rows (vm.evaluate.evaluate_tasks_cpu), each distinct candidate
+        once (distinct_candidates: repeats take its results). The CUDA path runs every row: there
+        the grouping would need a host sync."""
         import torch
         dev = bodies.device
         if dev.type == "cuda":
@@ -392,14 +438,26 @@ class TaskBank:
         passed, steps = torch.zeros(n, dtype=torch.int64, device=dev), torch.zeros(n, dtype=torch.int64, device=dev)
         rows = torch.arange(n, device=dev) if active is None else torch.nonzero(active).reshape(-1)
         if len(rows):
+            # A candidate that another active row repeats (same task, same body) runs once: a
+            # policy that has learned a task writes the same program in many envs
+            first, inverse = distinct_candidates(bodies[rows].cpu().numpy(), lengths[rows].cpu().numpy(),
+                                                 task_ids[rows].cpu().numpy())
+            if len(first) < len(rows):
+                first_t, inverse_t = torch.from_numpy(first).to(dev), torch.from_numpy(inverse).to(dev)
+                run_rows = rows[first_t]
+            else:
+                inverse_t, run_rows = None, rows
             if dev.type == "cpu" and grammar_native.available():
                 from .token_slots import token_slots
-                slots, count = token_slots(self, bodies[rows], lengths[rows], task_ids[rows])
+                slots, count = token_slots(self, bodies[run_rows], lengths[run_rows], task_ids[run_rows])
             else:
-                slots, count = self.compiler_token_slots(bodies[rows], lengths[rows], task_ids[rows])
-            p, s, o = evaluate_tasks_cpu(slots, count, task_ids[rows], None, self.inputs, self.expected,
+                slots, count = self.compiler_token_slots(bodies[run_rows], lengths[run_rows], task_ids[run_rows])
+            p, s, o = evaluate_tasks_cpu(slots, count, task_ids[run_rows], None, self.inputs, self.expected,
                                          self.n_tests, self.ret_kind, config=self.config)
-            ok[rows], passed[rows], steps[rows] = o.to(dev), p.to(dev).long(), s.to(dev)
+            o, p, s = o.to(dev), p.to(dev).long(), s.to(dev)
+            if inverse_t is not None:
+                o, p, s = o[inverse_t], p[inverse_t], s[inverse_t]
+            ok[rows], passed[rows], steps[rows] = o, p, s
         return ok, passed, steps
 
     def scores(self, ok, passed, steps, length) -> Scores:
