@@ -17,8 +17,9 @@ the random policy runs on the device too, so nothing crosses to the host in the 
 automaton of the token env (auto, native, numpy, torch; several: side by side); SynthesisBatch-v0
 does not step the automaton, so it runs once per device.
 Synthesis-v0 counts token steps (one action per env per step); SynthesisBatch-v0 counts
-candidate programs (one whole body per env per step; bodies are sampled once under the mask,
-outside the timed loop, and reused).
+candidate programs (one whole body per env per step; a body per env is sampled once under the
+mask, outside the timed loop, and reused; the table gives the share of distinct candidates in
+the batch: the CPU scorer runs each distinct one once).
 """
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-from vramgym.envs.bank import bank_for  # noqa: E402
+from vramgym.envs import vocab as V  # noqa: E402
+from vramgym.envs.bank import bank_for, distinct_candidates  # noqa: E402
 from vramgym.envs.synthesis import SynthesisVectorEnv  # noqa: E402
 
 
@@ -258,12 +260,17 @@ def sample_bodies(bank, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return bodies, tasks
 
 
-def bench_batch_env(bank, num_envs: int, seconds: float, seed: int, device: str) -> dict:
+def bench_batch_env(bank, num_envs: int, seconds: float, seed: int, device: str, repeats: int = 1) -> dict:
     env = _env(bank, num_envs, device, batch=True)
-    bodies, tasks = sample_bodies(bank, min(num_envs, 512), seed)
-    reps = -(-num_envs // len(bodies))
-    bodies = torch.from_numpy(np.tile(bodies, (reps, 1))[:num_envs]).to(env.device)
-    env.reset(seed=seed, options={"task": np.tile(tasks, reps)[:num_envs]})
+    # A masked random body per `repeats` envs, each in `repeats` envs side by side (1: every env
+    # its own; a policy that has learned a task repeats itself). The CPU scorer runs each
+    # distinct candidate once, so the share of distinct ones goes into the results.
+    bodies, tasks = sample_bodies(bank, -(-num_envs // repeats), seed)
+    bodies, tasks = np.repeat(bodies, repeats, 0)[:num_envs], np.repeat(tasks, repeats)[:num_envs]
+    lengths = np.where((bodies == V.END).any(1), (bodies == V.END).argmax(1), bodies.shape[1])
+    distinct = len(distinct_candidates(bodies, lengths, tasks)[0]) / num_envs
+    bodies = torch.from_numpy(bodies).to(env.device)
+    env.reset(seed=seed, options={"task": tasks})
     n = 0
     _sync(device)
     t0 = time.perf_counter()
@@ -274,7 +281,12 @@ def bench_batch_env(bank, num_envs: int, seconds: float, seed: int, device: str)
         _sync(device)
     dt = time.perf_counter() - t0
     return {"env": "SynthesisBatch-v0", "device": device, "automaton": "-", "num_envs": num_envs,
-            "programs_per_s": n / dt, "steps_per_s": 2 * n / dt, **op_counts(bank, num_envs, device, True)}
+            "programs_per_s": n / dt, "steps_per_s": 2 * n / dt, "distinct": distinct,
+            **op_counts(bank, num_envs, device, True)}
+
+
+def _distinct(row) -> str:
+    return f"{row['distinct']:.1%}" if "distinct" in row else ""
 
 
 def _ops(row) -> str:
@@ -315,10 +327,14 @@ def main(argv=None) -> dict:
                    help="untimed token-env steps before the clock starts (default: the env's max_len, after "
                         "which episodes no longer start together; 0: time from reset, as before session 5)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-repeats", type=int, default=1,
+                   help="batch env: each sampled body in this many envs (default 1: all sampled apart)")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default=str(Path(__file__).parent / "results"))
     p.add_argument("--name", default="bench_envs", help="file name of the results (json and md)")
     a = p.parse_args(argv)
+    if a.batch_repeats < 1:
+        p.error("--batch-repeats must be at least 1")
     if a.quick:
         a.num_envs, a.seconds = [1, 8], 0.3
     if a.torch_threads:
@@ -335,7 +351,7 @@ def main(argv=None) -> dict:
                 runs = [lambda m=m: bench_token_env(bank, n, a.seconds, a.seed, device, m, a.warmup_steps)
                         for m in a.automaton]
             runs = (runs if a.env != "batch" else []) + \
-                ([lambda: bench_batch_env(bank, n, a.seconds, a.seed, device)] if a.env in ("batch", "both") else [])
+                ([lambda: bench_batch_env(bank, n, a.seconds, a.seed, device, a.batch_repeats)] if a.env in ("batch", "both") else [])
             best = [None] * len(runs)
             for _ in range(a.repeat):
                 for i, run in enumerate(runs):
@@ -363,10 +379,11 @@ def main(argv=None) -> dict:
              "on a GPU (the native automaton's mask/step: 1 each; the scorer: 6 CuPy launches per call; on CUDA "
              "the token builder is one native kernel, token_slots, where CuPy is). "
              "On a GPU each is a launch: the proxy for launch count that a CPU can measure.\n",
-             "| env | device | automaton | num_envs | env steps/s | programs scored/s | aten ops per step |",
-             "| --- | --- | --- | ---: | ---: | ---: | --- |"]
+             "| env | device | automaton | num_envs | env steps/s | programs scored/s | distinct | aten ops per step |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
     lines += [f"| {r['env']} | {r['device']} | {r['automaton']} | {r['num_envs']} | {r['steps_per_s']:,.0f} | "
-              f"{r['programs_per_s']:,.0f} | {_ops(r)} |" for r in rows]
+              f"{r['programs_per_s']:,.0f} | {_distinct(r)} | "
+              f"{_ops(r)} |" for r in rows]
     (out / f"{a.name}.md").write_text("\n".join(lines) + "\n")
     return result
 

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parent.parent / "experiments" / "bench_cpu.py"
 
 
@@ -52,3 +54,16 @@ def test_bench_envs_quick(tmp_path):
         (e, d) for e in ("Synthesis-v0", "SynthesisBatch-v0") for d in ("numpy", "cpu")}
     assert all(r["steps_per_s"] > 0 for r in res["rows"])
     assert "| env | device |" in (tmp_path / "bench_envs.md").read_text()
+
+
+def test_bench_envs_batch_repeats(tmp_path):
+    """--batch-repeats K puts each sampled body in K envs: at most 1/K of a batch is distinct."""
+    spec = importlib.util.spec_from_file_location("vramgym_bench_envs", BENCH.parent / "bench_envs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    res = mod.main(["--quick", "--env", "batch", "--batch-repeats", "4", "--out", str(tmp_path)])
+    share = {r["num_envs"]: r["distinct"] for r in res["rows"]}
+    assert share[1] == 1.0 and 0 < share[8] <= 0.25, share
+    assert "| distinct |" in (tmp_path / "bench_envs.md").read_text()
+    with pytest.raises(SystemExit):
+        mod.main(["--quick", "--env", "batch", "--batch-repeats", "0", "--out", str(tmp_path)])
