@@ -177,8 +177,12 @@ def distinct_candidates(bodies: np.ndarray, lengths: np.ndarray, task_ids: np.nd
     hs = h[order]
     start = np.flatnonzero(np.concatenate([[True], hs[1:] != hs[:-1]]))
     first = np.minimum.reduceat(order, start)  # each group's earliest row
-    inverse = np.empty(n, np.int64)
-    inverse[order] = np.cumsum(np.concatenate([[0], (hs[1:] != hs[:-1]).astype(np.int64)]))
+    group = np.empty(n, np.int64)
+    group[order] = np.cumsum(np.concatenate([[0], (hs[1:] != hs[:-1]).astype(np.int64)]))
+    by_row = np.argsort(first)  # number the candidates in row order: the scorer sees rows as given
+    rank = np.empty_like(by_row)
+    rank[by_row] = np.arange(len(by_row))
+    first, inverse = first[by_row], rank[group]
     rep = first[inverse]
     dup = np.flatnonzero(rep != np.arange(n))  # rows taken as repeats of an earlier row: check them
     r = rep[dup]

@@ -93,3 +93,10 @@ def test_scores_of_repeats_are_those_of_each_row_alone(bank, monkeypatch):
     for g, w, what in zip(got, want, ("compiled", "passed", "steps")):
         assert np.array_equal(g, w), (what, SEED, np.flatnonzero(g != w)[:5])
     assert not got[0][~active].any() and got[0][active].any() and (got[1][active] == bank.n_tests).any()
+
+
+def test_candidates_come_in_row_order(bank):
+    rng = np.random.default_rng([SEED, 3])
+    bodies, lengths, tasks = repeated_batch(bank, rng, 300, 16)
+    first, inverse = distinct_candidates(bodies, lengths, tasks)
+    assert (np.diff(first) > 0).all() and first[0] == 0 and inverse[0] == 0
