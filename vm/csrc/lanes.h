@@ -134,7 +134,7 @@ inline void floor_divmod(const int32_t* xs, const int32_t* ys, int32_t* out, boo
 // floor_divmod by a constant c (not 0 or -1): a shift or a mask for c a power of two (Python's
 // floor division and modulo are the arithmetic shift and the low bits), else as floor_divmod
 // without the checks on the divisor.
-inline void floor_divmod_const(const int32_t* xs, int32_t c, int32_t* out, bool div, uint32_t mask) {
+inline void floor_divmod_const(const int32_t* xs, int32_t c, int32_t* out, bool div) {
   if (c > 0 && (c & (c - 1)) == 0) {
     const int32_t k = __builtin_ctz((uint32_t)c);
     if (div)
@@ -155,7 +155,6 @@ inline void floor_divmod_const(const int32_t* xs, int32_t c, int32_t* out, bool 
   uint64_t b4[4];  // any lane big: OR the vector as four words (no per-lane extraction)
   __builtin_memcpy(b4, &big, sizeof b4);
   const bool floats = c < (1 << 24) && c > -(1 << 24) && !(b4[0] | b4[1] | b4[2] | b4[3]);
-  (void)mask;
   const vf8 yf = {(float)c, (float)c, (float)c, (float)c, (float)c, (float)c, (float)c, (float)c};
   const vd4 yd = {(double)c, (double)c, (double)c, (double)c};
   const vi8 y = {c, c, c, c, c, c, c, c};
@@ -534,7 +533,7 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
                 case OP_BINARY_DIV: case OP_BINARY_MOD: {
                   bool div = fp->op == OP_BINARY_DIV;
                   if (fp->rk == SRC_CONST && fp->b != 0 && fp->b != -1) {  // cannot trap
-                    floor_divmod_const(L, fp->b, res, div, mask);
+                    floor_divmod_const(L, fp->b, res, div);
                     break;
                   }
                   for (int32_t l = 0; l < LANES; l++) {
