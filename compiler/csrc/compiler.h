@@ -54,6 +54,9 @@ struct Lexer {
   int32_t indents[MAX_BLOCK_DEPTH + 2];
   int32_t nindent;
   int32_t depth;  // open brackets: newlines inside them are ignored
+  uint64_t square;    // bit d: the bracket open at depth d is '[' (depths below 64)
+  int32_t mismatch;   // the first closing bracket that does not match the open one (a token
+                      // index), or -1: compile_tokens' check of untrusted tokens, done here
   NameEntry names[MAX_NAMES];
   int32_t nnames;
   int16_t bucket[256];          // hash of a name -> its latest entry (-1: none); chained by next
@@ -274,11 +277,15 @@ VG_HD inline bool lex(Lexer& L) {
     int32_t tok = -1, width = 1;
     switch (c) {
       case '(': case '[':
+        if (L.depth < 64) L.square = (L.square & ~(1ull << L.depth)) | (uint64_t)(c == '[') << L.depth;
         if (++L.depth > MAX_EXPR_DEPTH) return lx_fail(L, ERR_TOO_DEEP, at, MAX_EXPR_DEPTH);
         tok = c == '(' ? TOK_LPAREN : TOK_LBRACKET;
         break;
       case ')': case ']':
-        if (L.depth > 0) L.depth--;
+        if (L.depth > 0) {
+          L.depth--;
+          if (L.mismatch < 0 && L.depth < 64 && ((L.square >> L.depth) & 1) != (uint64_t)(c == ']')) L.mismatch = L.n;
+        }
         tok = c == ')' ? TOK_RPAREN : TOK_RBRACKET;
         break;
       case ',': tok = TOK_COMMA; break;
@@ -347,6 +354,12 @@ VG_HD inline bool lex(Lexer& L) {
 // Scan a source for NUL and non-ASCII bytes up front: CPython rejects NUL anywhere, and a
 // comment may otherwise hide them from the lexer.
 VG_HD inline bool lx_check_bytes(Lexer& L) {
+  // First a branch-free pass that the host compiler vectorizes: c - 1 wraps 0 to 0xFF, so one
+  // compare finds both NUL and 0x80..0xFF. Only a source that has one is scanned again.
+  const unsigned char* u = (const unsigned char*)L.src;
+  uint32_t any = 0;
+  for (int64_t i = 0; i < L.len; i++) any |= (uint8_t)(u[i] - 1u) > 0x7Eu;
+  if (!any) return true;
   for (int64_t i = 0; i < L.len; i++) {
     unsigned char c = (unsigned char)L.src[i];
     if (c == 0 || c >= 0x80) {
@@ -1796,7 +1809,11 @@ VG_HD inline bool function(Compiler& c, int32_t fi) {
 
 // Compile a token array (ending with EOF) into `code`. Returns the number of words, or -1 with
 // c.err set. `meta` (nullable) receives FUNC_META ints per function; *nfuncs their count.
-VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntoks, uint32_t* code, int32_t cap) {
+// lexed: the Lexer that made toks from a source (compile_source). Its tokens' kinds and values are
+// valid by construction, and it found the first mismatched bracket itself, so the check of
+// untrusted tokens below is skipped (it costs about a sixth of compiling a small program).
+VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntoks, uint32_t* code, int32_t cap,
+                                    const Lexer* lexed = nullptr) {
   c.t = toks;
   c.nt = ntoks;
   c.p = 0;
@@ -1817,9 +1834,13 @@ VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntok
   // (CPython: "closing parenthesis ']' does not match opening parenthesis '('"); the parser counts
   // ( and [ alike. Bit d of `square`: the bracket open at depth d is '['. Unbalanced brackets and
   // nesting past MAX_EXPR_DEPTH (= 64, the bits) are left to the parser's own errors.
+  if (lexed && lexed->mismatch >= 0) {
+    fail_at(c, ERR_INVALID_SYNTAX, toks[lexed->mismatch]);
+    return -1;
+  }
   uint64_t square = 0;
   int32_t depth = 0;
-  for (int32_t i = 0; i < ntoks; i++) {
+  for (int32_t i = 0; !lexed && i < ntoks; i++) {
     const Token& t = toks[i];
     bool bad = t.kind < 0 || t.kind >= NUM_TOKENS || (t.kind == TOK_EOF && i != ntoks - 1) ||
                (t.kind == TOK_NAME && (t.value < 0 || t.value >= MAX_NAMES)) ||
@@ -1874,7 +1895,9 @@ VG_HD inline int64_t packed_signature(const FuncSig& f) {
 // sig[0 .. MAX_FUNCS): each function's packed signature, zeros after the last (all zeros when the
 // compile failed, n < 0).
 VG_HD inline void write_signatures(const Compiler& c, int32_t n, int64_t* sig) {
-  for (int32_t i = 0; i < MAX_FUNCS; i++) sig[i] = n >= 0 && i < c.nfuncs ? packed_signature(c.funcs[i]) : 0;
+  const int32_t nf = n >= 0 ? c.nfuncs : 0;
+  for (int32_t i = 0; i < nf; i++) sig[i] = packed_signature(c.funcs[i]);
+  for (int32_t i = nf; i < MAX_FUNCS; i++) sig[i] = 0;
 }
 
 // Source text -> tokens in toks[0 .. L.n), ending with EOF. False with L.err set on error.
@@ -1890,6 +1913,8 @@ VG_HD inline bool tokenize_source(Lexer& L, const char* src, int64_t len, Token*
   L.indents[0] = 0;
   L.nindent = 1;
   L.depth = 0;
+  L.square = 0;
+  L.mismatch = -1;
   L.failed = false;
   L.err.code = ERR_OK;
   L.err.line = L.err.col = L.err.arg = 0;
@@ -1913,7 +1938,7 @@ VG_HD inline int32_t compile_source(Lexer& L, Compiler& c, const char* src, int6
     *err = L.err;
     return -1;
   }
-  int32_t n = compile_tokens(c, toks, L.n, code, code_cap);
+  int32_t n = compile_tokens(c, toks, L.n, code, code_cap, &L);
   *err = c.err;
   return n;
 }

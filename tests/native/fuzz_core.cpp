@@ -307,6 +307,7 @@ struct CompileOut {
   std::vector<uint32_t> code;
   std::vector<Token> toks;
   int32_t ntoks;
+  bool lexed;  // the lexer succeeded: toks[0 .. ntoks) are its whole output
   int32_t nfuncs;
   std::vector<std::vector<int32_t>> params;
   std::vector<int32_t> ret;
@@ -326,6 +327,7 @@ CompileOut compile_exact(const std::string& src, int32_t tok_cap, int32_t code_c
   o.n = compile_source(*L, *C, buf.get(), (int64_t)src.size(), o.toks.data(), tok_cap, o.code.data(), code_cap,
                        &o.err);
   o.ntoks = L->n;
+  o.lexed = !L->failed;
   o.nfuncs = o.n >= 0 ? C->nfuncs : 0;
   for (int i = 0; i < o.nfuncs; i++) {
     o.params.emplace_back(C->funcs[i].params, C->funcs[i].params + C->funcs[i].nparams);
@@ -363,6 +365,27 @@ void fuzz_source(Rng& r, const std::string& src, std::vector<std::vector<uint32_
       (o.n > 0 && memcmp(o.code.data(), p.code.data(), o.n * sizeof(uint32_t)) != 0)) {
     dump_source(src);
     fail("compile result depends on the initial Lexer/Compiler contents");
+  }
+  if (o.lexed) {
+    // compile_source skips compile_tokens' check of untrusted tokens (the lexer did its part):
+    // the same tokens through the checked path must give the same code or the same error.
+    g_stage = "compile_tokens of the lexer's output";
+    std::unique_ptr<Token[]> tb(new Token[o.ntoks]);
+    memcpy(tb.get(), o.toks.data(), o.ntoks * sizeof(Token));
+    std::unique_ptr<Compiler> C(new Compiler);
+    memset((void*)C.get(), 0x5A, sizeof(Compiler));
+    std::vector<uint32_t> tcode(code_cap);
+    int32_t n = compile_tokens(*C, tb.get(), o.ntoks, tcode.data(), code_cap);
+    const CompileError& e = C->err;
+    if (n != o.n || (n < 0 && (e.code != o.err.code || e.line != o.err.line || e.col != o.err.col ||
+                               e.arg != o.err.arg)) ||
+        (n > 0 && memcmp(tcode.data(), o.code.data(), n * sizeof(uint32_t)) != 0)) {
+      dump_source(src);
+      fprintf(stderr, "compile_source: %d (error %d at %d:%d), compile_tokens: %d (error %d at %d:%d)\n", o.n,
+              o.err.code, o.err.line, o.err.col, n, e.code, e.line, e.col);
+      fail("compile_source and compile_tokens of its tokens differ");
+    }
+    g_stage = "compile_source";
   }
   if (o.n < 0) {
     g_rejected++;
