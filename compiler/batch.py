@@ -63,11 +63,7 @@ class CompiledBatch:
         ret_kind None takes its return kind, a ret_kind given must match it (ValueError), and
         run_batch traps bad_input on a run whose arguments are not of its parameter kinds.
         Without them, ret_kind None means "int", and nothing is checked."""
-        lengths = np.maximum(self.lengths, 0).astype(np.int64)
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        mask = np.arange(self.code.shape[1])[None, :] < lengths[:, None]
-        code = self.code[mask]
+        code, offsets = packed_rows(self.code, np.maximum(self.lengths, 0))
         if self.signatures is None:
             return ProgramBatch.build(code, offsets, entry, "int" if ret_kind is None else ret_kind)
         n = len(self)
@@ -96,6 +92,29 @@ class CompiledBatch:
         kinds[~known] = UNKNOWN_KINDS  # failed compiles and missing entries: not checked (their runs trap)
         batch.params = kinds
         return batch
+
+
+def packed_rows(code: np.ndarray, lengths: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The words code[i, :lengths[i]] of the rows `rows` (default all) one after another, and
+    their offsets (len(rows) + 1,) int64. A gather of just those words: programs use some 60 of a
+    row's code_cap (1,024) words, and a boolean mask over the whole matrix reads every one.
+    ValueError where a length is negative or wider than the matrix."""
+    code = np.asarray(code)
+    if code.ndim != 2:
+        raise ValueError(f"code must be a 2-D (N, code_cap) matrix, got shape {code.shape}")
+    width = code.shape[1]
+    lengths = np.asarray(lengths)
+    take = np.arange(len(lengths)) if rows is None else np.asarray(rows, dtype=np.int64)
+    lens = lengths[take].astype(np.int64)
+    if len(lens) and (lens.min() < 0 or lens.max() > width):
+        i = int(np.flatnonzero((lens < 0) | (lens > width))[0])
+        raise ValueError(f"lengths[{int(take[i])}] = {int(lens[i])} is outside the code matrix's 0..{width} words")
+    offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    flat = code.reshape(-1)  # a view where the matrix is contiguous
+    idx = np.arange(offsets[-1], dtype=np.int64)
+    idx += np.repeat(take * width - offsets[:-1], lens)
+    return flat[idx], offsets
 
 
 def trim_signatures(sig: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ from vramgym.compiler.batch import CompiledBatch
 from vramgym.compiler.random_programs import GeneratorConfig, generate_program, random_args
 from vramgym.vm import ProgramBatch, VMConfig, cpu, cuda, encode_results, encode_tuples, opcodes as oc, run_batch
 from vramgym.vm.evaluate import evaluate_tasks_cpu, execute_tasks_cpu
+from vramgym.vm import evaluate as vm_evaluate
 from vramgym.vm.values import KIND_BY_NAME, Encoded
 
 SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
@@ -105,7 +106,12 @@ def oracle(tokens, counts, task_ids, active, inputs, expected, n_tests, ret_kind
     return passed, steps, ok
 
 
-def test_cpu_reference_matches_per_program_oracle():
+@pytest.mark.parametrize("chunk", [None, 7])
+def test_cpu_reference_matches_per_program_oracle(chunk, monkeypatch):
+    """chunk 7: the rows compile 7 at a time (evaluate_tasks_cpu bounds its code matrix so);
+    the programs of every chunk must land in their own rows."""
+    if chunk:
+        monkeypatch.setattr(vm_evaluate, "COMPILE_CHUNK", chunk)
     rng = np.random.default_rng([SEED, 1])
     inputs, expected, ret_kinds = make_bank(rng, 12)
     progs = make_programs(rng, 300)

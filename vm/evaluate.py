@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from vramgym.compiler import compile_tokens
-from vramgym.compiler.batch import CompiledBatch
+from vramgym.compiler.batch import packed_rows
 
 from . import opcodes as oc
 from .batch import ProgramBatch, VMConfig, run_batch
@@ -111,7 +111,10 @@ def _task_args(n: int, sizes_name: str, sizes, task_ids, active, inputs, expecte
     return sizes, task, act, ret, inputs, expected, n_tests
 
 
-_KINDS_CHECKED: list = []  # the last (expected words, offsets, ret_kinds bytes, n_tests) that passed
+_KINDS_CHECKED: list = []
+# Rows compiled per call of evaluate_tasks_cpu: a (rows, code_cap) uint32 matrix, 16 MiB at the
+# default code_cap (all at once, a million rows would take 4 GiB and a copy of it).
+COMPILE_CHUNK = 4096  # the last (expected words, offsets, ret_kinds bytes, n_tests) that passed
 
 
 def _run_on_tasks(programs, rows, task, inputs, expected, n_tests, config, passed, steps) -> None:
@@ -155,21 +158,27 @@ def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tes
         # each token's 4 words as one 16-byte item: a boolean mask copies those 4x faster than ints
         items = np.ascontiguousarray(toks).view("V16")[:, :, 0]
         packed = (items if len(rows) == n else items[rows])[used].view(np.int32).reshape(-1, 4)
-        compiled = compile_tokens(packed, offsets, code_cap=code_cap)
-        ok[rows] = compiled.ok
-        good = compiled.ok
-        programs = CompiledBatch(compiled.code[good], compiled.lengths[good], compiled.errors[good]).to_programs(
-            entry=0, ret_kind=ret[task[rows[good]]])
+        # Compiled in chunks: the code matrix is (rows, code_cap), 4 KiB a row at the default cap,
+        # while the programs use a few dozen words each, packed right after each chunk.
+        words, lengths = [], []
+        for a in range(0, len(rows), COMPILE_CHUNK):
+            b = min(len(rows), a + COMPILE_CHUNK)
+            compiled = compile_tokens(packed[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a], code_cap=code_cap)
+            ok[rows[a:b]] = compiled.ok
+            good = np.flatnonzero(compiled.ok)
+            words.append(packed_rows(compiled.code, compiled.lengths, good)[0])
+            lengths.append(compiled.lengths[good])
+        good = np.flatnonzero(ok[rows])
+        code_off = np.zeros(len(good) + 1, dtype=np.int64)
+        np.cumsum(np.concatenate(lengths), out=code_off[1:])
+        programs = ProgramBatch.build(np.concatenate(words), code_off, 0, ret[task[rows[good]]])
         _run_on_tasks(programs, rows[good], task, inputs, expected, n_tests, config, passed, steps)
     return _out(type(tokens).__module__.startswith("torch"), passed, steps, ok)
 
 
 def _images(words: np.ndarray, length: np.ndarray, rows: np.ndarray, ret: np.ndarray) -> ProgramBatch:
     """Rows `rows` of a (N, W) image matrix, each cut to its length, as programs with entry 0."""
-    used = np.arange(words.shape[1])[None, :] < length[rows, None]
-    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(length[rows], out=offsets[1:])
-    return ProgramBatch.build(words[rows][used], offsets, 0, ret)
+    return ProgramBatch.build(*packed_rows(words, length, rows), 0, ret)
 
 
 def execute_tasks_cpu(code, code_len, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *,
