@@ -111,10 +111,10 @@ def _task_args(n: int, sizes_name: str, sizes, task_ids, active, inputs, expecte
     return sizes, task, act, ret, inputs, expected, n_tests
 
 
-_KINDS_CHECKED: list = []
+_KINDS_CHECKED: list = []  # the last (expected words, offsets, ret_kinds bytes, n_tests) that passed
 # Rows compiled per call of evaluate_tasks_cpu: a (rows, code_cap) uint32 matrix, 16 MiB at the
 # default code_cap (all at once, a million rows would take 4 GiB and a copy of it).
-COMPILE_CHUNK = 4096  # the last (expected words, offsets, ret_kinds bytes, n_tests) that passed
+COMPILE_CHUNK = 4096
 
 
 def _run_on_tasks(programs, rows, task, inputs, expected, n_tests, config, passed, steps) -> None:
