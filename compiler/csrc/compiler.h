@@ -104,8 +104,10 @@ VG_HD inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
 // A switch on the first letter keeps this cheap: it runs for every identifier.
 VG_HD inline int32_t keyword(const char* s, int32_t n, int32_t* reserved_index) {
   if (n < 2 || n > 8) return -1;
-#define VG_KW(text, tok) if (vg_streq(s, n, text)) return tok
-#define VG_RK(text, idx) if (vg_streq(s, n, text)) { *reserved_index = idx; return TOK_RESERVED; }
+// The length first (sizeof a literal counts its NUL): most identifiers fail there.
+#define VG_KW(text, tok) if (n == (int32_t)sizeof(text) - 1 && vg_streq(s, n, text)) return tok
+#define VG_RK(text, idx) \
+  if (n == (int32_t)sizeof(text) - 1 && vg_streq(s, n, text)) { *reserved_index = idx; return TOK_RESERVED; }
   switch (s[0]) {
     case 'F': VG_KW("False", TOK_FALSE); break;
     case 'N': VG_RK("None", 0); break;
@@ -222,8 +224,6 @@ VG_HD inline bool lex(Lexer& L) {
     if (L.pos >= L.len) break;
     int64_t at = L.pos;
     char c = s[at];
-    char d = at + 1 < L.len ? s[at + 1] : 0;
-    char e = at + 2 < L.len ? s[at + 2] : 0;
     if (c == '#') {
       while (L.pos < L.len && s[L.pos] != '\n' && s[L.pos] != '\r') L.pos++;
       continue;
@@ -255,6 +255,7 @@ VG_HD inline bool lex(Lexer& L) {
       L.pos = p;
       continue;
     }
+    char d = at + 1 < L.len ? s[at + 1] : 0;  // the operators' next characters (not read for names)
     if (is_digit(c) || (c == '.' && is_digit(d))) {
       if (c == '.') return lx_fail(L, ERR_FLOAT, at);
       int64_t p = at;
@@ -274,6 +275,7 @@ VG_HD inline bool lex(Lexer& L) {
       L.pos = p;
       continue;
     }
+    char e = at + 2 < L.len ? s[at + 2] : 0;
     int32_t tok = -1, width = 1;
     switch (c) {
       case '(': case '[':
