@@ -78,8 +78,9 @@ class CompiledBatch:
         known, ret, nparams, params = unpack_signatures(sig)
         known &= self.ok
         _check_unpacked(known, ret, nparams, params, "signatures")
+        ret_kinds = batch.ret_kind
         if ret_kind is None:
-            batch.ret_kind = np.where(known, ret, oc.KIND_INT).astype(np.int32)
+            ret_kinds = np.where(known, ret, oc.KIND_INT).astype(np.int32)
         else:
             wrong = np.flatnonzero(known & (batch.ret_kind != ret))
             if len(wrong):
@@ -90,8 +91,7 @@ class CompiledBatch:
         kinds = np.full((n, oc.LIMITS["MAX_PARAMS"] + 1), -1, dtype=np.int8)
         kinds[:, :-1] = params
         kinds[~known] = UNKNOWN_KINDS  # failed compiles and missing entries: not checked (their runs trap)
-        batch.params = kinds
-        return batch
+        return ProgramBatch(batch.code, batch.offsets, batch.entry, ret_kinds, kinds)
 
 
 def packed_rows(code: np.ndarray, lengths: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -272,7 +272,9 @@ class TaskBank:
         device = torch.device(device)
         key = str(device)
         if key not in self._tensors:
-            as_t = lambda a: torch.as_tensor(np.ascontiguousarray(a)).to(device)  # noqa: E731
+            # copies: the tests' arrays are read-only (a checked batch cannot change), and tensors
+            # cannot be (torch warns, and a write through one would change the bank)
+            as_t = lambda a: torch.from_numpy(np.array(a, order="C")).to(device)  # noqa: E731
             self._tensors[key] = {
                 "prefix": as_t(self.prefix), "prefix_len": as_t(self.prefix_len), "actions": as_t(_ACTION_TOKENS),
                 "kinds": as_t(self.kinds), "ret_kind": as_t(self.ret_kind), "examples": as_t(self.examples),

@@ -2,6 +2,7 @@
 to_programs carries the entry's along: the return kind is taken from it (or checked against the
 one given), and run_batch traps bad_input on a run whose arguments have other kinds. Before,
 the batch path took ret_kind on trust and read an int given for a list as a list reference."""
+import dataclasses
 import os
 
 import numpy as np
@@ -134,7 +135,6 @@ def test_core_kind_check_equals_the_python_check():
     """The CPU core checks input kinds itself; other backends go through batch._trap_kind_mismatches.
     Both on the same runs: random signatures, inputs of random kinds and arities, malformed kind
     words, a program without parameters, an unchecked row, indices out of range."""
-    import copy
 
     from vramgym.vm import batch as vb
     rng = np.random.default_rng(SEED + 2)
@@ -146,7 +146,9 @@ def test_core_kind_check_equals_the_python_check():
         sources.append(f"def f({ptxt}) -> int:\n    return 7\n")
         sigs.append(params)
     programs = compile_batch(sources).to_programs()
-    programs.params[3] = UNKNOWN_KINDS
+    params = programs.params.copy()
+    params[3] = UNKNOWN_KINDS
+    programs = dataclasses.replace(programs, params=params)
     rows = []
     for _ in range(40):
         sig = sigs[int(rng.integers(len(sigs)))] if rng.random() < 0.6 else \
@@ -163,8 +165,7 @@ def test_core_kind_check_equals_the_python_check():
     run_in = np.tile(np.arange(len(rows), dtype=np.int32), len(sources))
     run_prog[:3], run_in[3:5] = [-1, len(sources), 2**31 - 1], [-1, len(rows)]
     core = run_batch(programs, inputs, (run_prog, run_in))
-    bare = copy.copy(programs)
-    bare.params = None
+    bare = dataclasses.replace(programs, params=None)
     py = run_batch(bare, inputs, (run_prog, run_in))
     vb._trap_kind_mismatches(py, programs, inputs, run_prog, run_in)
     for field in ("status", "value", "steps"):
@@ -189,9 +190,10 @@ def test_hand_made_tables_and_params_are_checked():
     for row in ([-1, -1, 0] + [-1] * 14, [0] * 17):  # a hole before a kind; 17 kinds
         with pytest.raises(ValueError, match="followed by -1s"):
             ProgramBatch(b.code, b.offsets, b.entry, b.ret_kind, np.array([row]))
-    b.params = b.params[:, :5]  # reassigned after construction: checked before the core reads it
-    with pytest.raises(ValueError, match="C-contiguous int8 array of shape"):
-        run_batch(b, encode_tuples([(1,)], ("int",)))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        b.params = b.params[:, :5]  # a batch is checked once: it cannot change afterwards
+    with pytest.raises(ValueError, match="params must be an integer array of shape"):
+        dataclasses.replace(b, params=b.params[:, :5])
 
 
 def test_validators_refuse_programs_longer_than_the_core_runs():

@@ -100,6 +100,43 @@ def test_program_batch_converts_other_integer_dtypes_exactly():
             assert res.status.tolist() == [0] and res.value.tolist() == [42], (code.dtype, off.dtype)
 
 
+
+def test_batches_do_not_share_the_callers_arrays():
+    """Found by an audit: Encoded and ProgramBatch kept the caller's arrays after checking them, so
+    writing to those afterwards sent unchecked offsets to the core (a segfault). Now a batch's
+    arrays are its own, read-only, and its attributes cannot be reassigned."""
+    import dataclasses
+    import pickle
+
+    p = compile_source("def f(xs: list[int]) -> int:\n    return len(xs)\n")
+    words, offsets = np.array([2, 3, 7, 8, 9], np.int32), np.array([0, 5], np.int64)
+    inp = Encoded(words, offsets)
+    code, code_off = np.tile(p.code, 3), np.arange(4, dtype=np.int64) * len(p.code)
+    entry = np.zeros(3, np.int32)
+    pb = ProgramBatch.build(code, code_off, entry, "int")
+    before = run_batch(pb, inp).value.tolist()
+    assert before == [3, 3, 3]
+    words[1], offsets[1] = 60_000_000, 60_000_002  # the caller reuses its buffers
+    code_off[:] = np.arange(4) * 60_000
+    code[:] = 0
+    entry[:] = 7
+    assert run_batch(pb, inp).value.tolist() == before
+    for arr in (inp.words, inp.offsets, pb.code, pb.offsets, pb.entry, pb.ret_kind, pb.params):
+        if arr is not None:
+            with pytest.raises(ValueError, match="read-only"):
+                arr[0] = 1
+    with pytest.raises(AttributeError, match="immutable"):
+        inp.words = np.zeros(2, np.int32)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        pb.entry = np.zeros(0, np.int32)
+    with pytest.raises(ValueError, match="one value per program"):
+        dataclasses.replace(pb, entry=np.zeros(0, np.int32))
+    typed = ProgramBatch.from_programs([p], "f")
+    for obj in (inp, pb, typed):  # a round trip (how Ray ships batches) checks them again
+        back = pickle.loads(pickle.dumps(obj))
+        assert type(back) is type(obj) and run_batch(typed, back if obj is inp else inp).value.tolist() == [3]
+        assert not back.offsets.flags.writeable
+
 def test_program_from_code_rejects_words_it_would_mask():
     p = compile_source(INC)
     assert np.array_equal(Program.from_code(p.code.view(np.int32)).code, p.code)

@@ -19,7 +19,7 @@ from . import cpu
 from . import opcodes as oc
 from .backends import get_backend
 from .program import Program
-from .values import KIND_BY_NAME, Encoded, int_array, offsets_array
+from .values import KIND_BY_NAME, Encoded, int_array, offsets_array, owned
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class VMConfig:
 UNKNOWN_KINDS = -2  # a ProgramBatch.params row of these: the entry's kinds are unknown
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class ProgramBatch:
     """N programs: code words (W,) uint32 with offsets (N + 1,) int64, the entry function index
     (N,) int32, the entry's result kind (N,) int32 (opcodes.KIND_*), and optionally the entry's
@@ -62,7 +62,9 @@ class ProgramBatch:
     CompiledBatch.to_programs from the compiler's signatures; a row of UNKNOWN_KINDS is not
     checked (a program that failed to compile, or an entry it does not have).
     Checked on construction (ValueError/TypeError), so the core never reads out of bounds; code
-    words may also be given as int32 views (negative values)."""
+    words may also be given as int32 views (negative values). Immutable: the arrays are the
+    batch's own, read-only (copies where they shared the caller's memory), and a changed batch
+    is a new one (`dataclasses.replace(batch, params=...)`, checked again)."""
 
     code: np.ndarray
     offsets: np.ndarray
@@ -71,18 +73,20 @@ class ProgramBatch:
     params: np.ndarray | None = None
 
     def __post_init__(self):
+        given = (self.code, self.offsets, self.entry, self.ret_kind, self.params)
         code = np.asarray(self.code)
         if code.dtype != np.uint32:  # an int32 view of the words, or wider ints holding them
             code = int_array(code, "code", -(2**31), 2**32 - 1, np.int64) & 0xFFFFFFFF
-        self.code = int_array(code, "code", 0, 2**32 - 1, np.uint32)
-        self.offsets = offsets_array(self.offsets, len(self.code), "code-word", "len(code)")
-        n = len(self.offsets) - 1
-        self.entry = int_array(self.entry, "entry", -(2**31), 2**31 - 1, np.int32)
+        code = int_array(code, "code", 0, 2**32 - 1, np.uint32)
+        offsets = offsets_array(self.offsets, len(code), "code-word", "len(code)")
+        n = len(offsets) - 1
+        entry = int_array(self.entry, "entry", -(2**31), 2**31 - 1, np.int32)
         kinds = (oc.KIND_INT, oc.KIND_BOOL, oc.KIND_LIST)  # contiguous codes: the range check suffices
-        self.ret_kind = int_array(self.ret_kind, "ret_kind", min(kinds), max(kinds), np.int32)
-        if len(self.entry) != n or len(self.ret_kind) != n:
-            raise ValueError(f"entry and ret_kind need one value per program ({n}), got {len(self.entry)} and "
-                             f"{len(self.ret_kind)}")
+        ret_kind = int_array(self.ret_kind, "ret_kind", min(kinds), max(kinds), np.int32)
+        if len(entry) != n or len(ret_kind) != n:
+            raise ValueError(f"entry and ret_kind need one value per program ({n}), got {len(entry)} and "
+                             f"{len(ret_kind)}")
+        params = None
         if self.params is not None:
             p = np.asarray(self.params)
             if p.shape != (n, oc.LIMITS["MAX_PARAMS"] + 1) or not np.issubdtype(p.dtype, np.integer):
@@ -93,7 +97,13 @@ class ProgramBatch:
             used = p[~unknown] >= 0  # the kinds, then -1 to the end (the last position always -1)
             if (used[:, 1:] > used[:, :-1]).any() or used[:, -1].any():
                 raise ValueError(f"params rows must be at most {oc.LIMITS['MAX_PARAMS']} kinds followed by -1s")
-            self.params = np.ascontiguousarray(p, dtype=np.int8)
+            params = np.ascontiguousarray(p, dtype=np.int8)
+        for name, arr, g in zip(("code", "offsets", "entry", "ret_kind", "params"),
+                                (code, offsets, entry, ret_kind, params), given):
+            object.__setattr__(self, name, None if arr is None else owned(arr, g))
+
+    def __reduce__(self):  # unpickling checks again
+        return ProgramBatch, (self.code, self.offsets, self.entry, self.ret_kind, self.params)
 
     @classmethod
     def build(cls, code, offsets, entry=0, ret_kind="int") -> "ProgramBatch":
@@ -130,8 +140,7 @@ class ProgramBatch:
         params = np.full((len(fns), oc.LIMITS["MAX_PARAMS"] + 1), -1, dtype=np.int8)
         for i, f in enumerate(fns):
             params[i, :len(f.params)] = [KIND_BY_NAME[k] for k in f.params]
-        b.params = params
-        return b
+        return cls(b.code, b.offsets, b.entry, b.ret_kind, params)
 
     def __len__(self):
         return len(self.offsets) - 1
@@ -188,12 +197,6 @@ def run_batch(programs: ProgramBatch, inputs: Encoded, runs: tuple[np.ndarray, n
         out_cap = 256 if np.any(programs.ret_kind == oc.KIND_LIST) else 0
     if isinstance(out_cap, bool) or not isinstance(out_cap, (int, np.integer)) or not 0 <= out_cap <= MAX_OUT_CAP:
         raise ValueError(f"out_cap must be an int in [0, {MAX_OUT_CAP}], got {out_cap!r}")
-    if programs.params is not None:  # checked on construction, but an attribute can be reassigned
-        p = programs.params
-        if not (isinstance(p, np.ndarray) and p.dtype == np.int8 and p.flags.c_contiguous
-                and p.shape == (len(programs), oc.LIMITS["MAX_PARAMS"] + 1)):
-            raise ValueError("programs.params must be a C-contiguous int8 array of shape "
-                             f"({len(programs)}, {oc.LIMITS['MAX_PARAMS'] + 1}); build a new ProgramBatch")
     impl = get_backend(backend)
     res = impl.run_batch(programs, inputs, run_prog, run_in, expected, config, int(out_cap), nthreads,
                          lockstep=lockstep)

@@ -14,6 +14,9 @@ from .program import Program
 from .values import Encoded, Trap, encode_tuples
 
 _TRAPS = {code: Trap(name) for code, name, _ in oc.TRAPS if code}
+# List results longer than 64 are fetched by running those runs again with room for them: in
+# calls of at most this many ints of output (a (runs, out_cap) matrix), whatever the heap size.
+_RERUN_CELLS = 1 << 22
 
 
 def execute(program_or_programs: Program | Sequence[Program], entry: str, args_list: Iterable[Sequence], *,
@@ -56,12 +59,16 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
     out_list = res.out_list
     if has_list:  # rerun the few runs whose list result did not fit, with room for any list
         long = np.flatnonzero((res.status == 0) & (batch.ret_kind[run_prog] == oc.KIND_LIST) & (res.value > 64))
-        if len(long):
-            again = run_batch(batch, inputs, (run_prog[long], run_in[long]), config=config,
-                              out_cap=max(heap_size, 1), backend=backend, nthreads=nthreads)
-            long_lists = {int(r): again.out_list[i, : again.value[i]].tolist() for i, r in enumerate(long)}
-        else:
-            long_lists = {}
+        long = long[np.argsort(-res.value[long], kind="stable")]
+        long_lists = {}
+        i = 0
+        while i < len(long):  # longest first, out_cap their actual length, at most _RERUN_CELLS ints a call
+            cap = int(res.value[long[i]])
+            part = long[i: i + max(1, _RERUN_CELLS // cap)]
+            again = run_batch(batch, inputs, (run_prog[part], run_in[part]), config=config, out_cap=cap,
+                              backend=backend, nthreads=nthreads)
+            long_lists.update((int(r), again.out_list[k, : again.value[k]].tolist()) for k, r in enumerate(part))
+            i += len(part)
     results = []
     status, value, nsteps = res.status.tolist(), res.value.tolist(), res.steps.tolist()
     for p, f in enumerate(fns):

@@ -83,8 +83,16 @@ class Encoded:
     __slots__ = ("words", "offsets")
 
     def __init__(self, words: np.ndarray, offsets: np.ndarray):
-        self.words = int_array(words, "words", INT32_MIN, INT32_MAX, np.int32)
-        self.offsets = offsets_array(offsets, len(self.words), "word", "len(words)")
+        w = owned(int_array(words, "words", INT32_MIN, INT32_MAX, np.int32), words)
+        object.__setattr__(self, "words", w)
+        object.__setattr__(self, "offsets", owned(offsets_array(offsets, len(w), "word", "len(words)"), offsets))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Encoded is immutable (the core trusts what its constructor checked): "
+                             f"build a new one instead of setting {name!r}")
+
+    def __reduce__(self):  # unpickling checks again
+        return Encoded, (self.words, self.offsets)
 
     def __len__(self):
         return len(self.offsets) - 1
@@ -128,6 +136,17 @@ def check_int(value, name: str, lo: int | None = None, hi: int | None = None) ->
         want = f"in {lo}..{hi}" if lo is not None and hi is not None else f">= {lo}" if lo is not None else f"<= {hi}"
         raise ValueError(f"{name} must be {want}, got {v}")
     return v
+
+
+def owned(arr: np.ndarray, given) -> np.ndarray:
+    """`arr`, checked from the caller's `given`, as an array that nobody can change any more: a
+    copy unless it is a fresh array of its own, marked read-only. Batches are checked once, on
+    construction, and the core trusts the check: a caller who kept `given` (or a view of it) and
+    wrote to it afterwards could otherwise send it offsets past the end of its buffers."""
+    if arr is given or not arr.flags.owndata:
+        arr = arr.copy()
+    arr.flags.writeable = False
+    return arr
 
 
 _INT_RANGE = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
