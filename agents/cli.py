@@ -54,9 +54,10 @@ def _config_args(p: argparse.ArgumentParser) -> None:
 
 
 def _read(path: str) -> str:
+    from vramgym.vm import opcodes as oc
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        with open(path, "rb") as f:  # past the compiler's limit, the rest changes nothing (/dev/zero)
+            data = f.read(oc.LIMITS["MAX_SOURCE"] + 1)
     except OSError as e:  # missing, a directory, unreadable, ...
         raise _Fail(f"vramgym: {path}: {e.strerror or e}") from None
     return data.decode("utf-8", errors="surrogateescape")

@@ -13,9 +13,9 @@ from .errors import make_error
 def compile_source(source: str) -> Program:
     """Compile a program. Raises CompileError (with line and column) for anything outside the
     language; see docs/language.md."""
-    if isinstance(source, bytes):
-        raw = source
-        text = source.decode("ascii", errors="replace")
+    if isinstance(source, (bytes, bytearray, memoryview)):  # as tokenize and compile_batch take them
+        raw = bytes(source)
+        text = raw.decode("ascii", errors="replace")
     elif isinstance(source, str):
         raw = source.encode("utf-8", errors="surrogatepass")
         text = source

@@ -22,7 +22,7 @@ import numpy as np
 from vramgym.compiler import tokenize
 from vramgym.vm import opcodes as oc
 from vramgym.vm import VMConfig, encode_results, encode_tuples
-from vramgym.vm.values import KIND_BY_NAME, Encoded, check_int
+from vramgym.vm.values import KIND_BY_NAME, Encoded, check_int, int_array
 
 from . import vocab as V
 from .tasks import TASKS, Task, get_task
@@ -380,8 +380,11 @@ class TaskBank:
         sums = nl_d.sum(1, dtype=i32)
         nl = nl_d[..., 0]
         line = torch.cumsum(nl, 1, dtype=i32).sub_(nl).add_(2)   # line of each body token
-        # a NEWLINE is added unless the body is empty or ends with one
-        add_nl = 1 - torch.cat([c["one"].expand(n, 1), nl], 1).gather(1, body_len.long()[:, None])[:, 0]
+        # a NEWLINE is added unless the body is empty or its last word or NEWLINE (INDENT and
+        # DEDENT aside: `... \n DEDENT END`) is a NEWLINE
+        last = torch.cat([c["one"].expand(n, 1) - 1, (nl_d[..., 1] == 0).to(i32) * live * c["col"][..., 0]],
+                         1).amax(1)                               # 1 + its index, 0: none
+        add_nl = 1 - torch.cat([c["one"].expand(n, 1), nl], 1).gather(1, last.long()[:, None])[:, 0]
         close = (sums[:, 1] + 1).clamp_(min=0)                    # the DEDENTs that close every block
         end_line = (sums[:, 0] + add_nl).add_(2)                  # line of the DEDENTs and EOF
         plen = t["prefix_len"][task_ids].to(i32)
@@ -475,14 +478,19 @@ class TaskBank:
     def score(self, bodies: np.ndarray, task_ids: np.ndarray, lengths: np.ndarray | None = None) -> Scores:
         """Compile and run N candidate bodies on their tasks' tests in one batch (numpy in and out).
 
-        bodies: (N, L) action ids (a body ends at its first END or at L); task_ids: (N,)."""
+        bodies: (N, L) action ids (a body ends at its first END or at L; ids out of the vocabulary
+        end it as a compile error); task_ids: (N,) in [0, len(tasks)); lengths: (N,) in [0, L].
+        Integer arrays only (TypeError for floats and bools: nothing is truncated)."""
         import torch
-        bodies = np.asarray(bodies, dtype=np.int64)
-        task_ids = np.asarray(task_ids, dtype=np.int64)
+        bodies = int_array(bodies, "bodies", -(2**63), 2**63 - 1, np.int64, ndim=2)
         n, L = bodies.shape
+        task_ids = int_array(task_ids, "task_ids", 0, len(self.tasks) - 1, np.int64)
         if lengths is None:
             is_end = bodies == V.END
-            lengths = np.where(is_end.any(axis=1), is_end.argmax(axis=1), L)
+            lengths = np.where(is_end.any(axis=1), is_end.argmax(axis=1), L) if L else np.zeros(n, np.int64)
+        lengths = int_array(lengths, "lengths", 0, L, np.int64)
+        if len(task_ids) != n or len(lengths) != n:
+            raise ValueError(f"task_ids and lengths need one value per body ({n}), got {len(task_ids)} and {len(lengths)}")
         ok, passed, steps = (x.numpy() for x in self.evaluate(torch.from_numpy(bodies), torch.as_tensor(lengths),
                                                                torch.from_numpy(task_ids)))
         return self.scores(ok, passed, steps, np.asarray(lengths))

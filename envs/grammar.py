@@ -74,7 +74,7 @@ from .grammar_reference import (  # noqa: F401  (re-exported: the state layout a
     P_FOR_VAR, P_IDX_OP, P_INDENT, P_NL, P_RANGE_LP, P_TARGET, PH_AFTER, PH_BEFORE, PH_CALLEE,
     PH_DOT, PH_POP, PH_POPLP, STATE_SIZE, T_B, T_I, T_L, T_NONE, TM_INT_DIVMOD, TM_INT_MUL,
     TM_LIST_MUL, TM_NONE, TYPE_CODE, ReferenceGrammar, _after_operand, _final_type, _fresh,
-    _ftrans, _TAIL)
+    _ftrans, _TAIL, action_ids, check_count)
 from .vocab import ID, Signature, as_signature  # noqa: F401
 
 T = ID
@@ -342,6 +342,8 @@ class NumpyOps:
     def vec(v) -> np.ndarray:                  # (n,) int64
         return np.asarray(v).reshape(-1).astype(np.int64)
 
+    actions = staticmethod(action_ids)        # (n,) int64, non-integers -1
+
     @staticmethod
     def like(x, ref) -> np.ndarray:            # x in the dtype of the caller's array
         return x.astype(np.asarray(ref).dtype)
@@ -492,7 +494,8 @@ class BatchedAutomaton:
     def step(self, state, actions, gid=None):
         xp = self._xp
         S = xp.rows(state)
-        actions = xp.vec(actions)
+        actions = xp.actions(actions)
+        check_count(actions, S.shape[0])
         in_range = (actions >= 0) & (actions < _NV)
         a = xp.where(in_range, actions, 0)
         x = self._context(S, gid)

@@ -309,6 +309,14 @@ class NativeAutomaton:
             v = v.detach().cpu().numpy()
         return np.ascontiguousarray(np.asarray(v).reshape(-1), dtype=np.int64)
 
+    def _actions(self, actions):
+        """(n,) int64 actions as _vec places them; non-integers become -1 (invalid), as in
+        grammar_reference.action_ids (on the GPU without a sync: TorchOps.actions)."""
+        if self.device.type == "cuda":
+            from .grammar_torch import TorchOps
+            return TorchOps(self.device).actions(actions).contiguous()
+        return np.ascontiguousarray(G.action_ids(actions.detach().cpu().numpy() if _is_torch(actions) else actions))
+
     @staticmethod
     def _check(S, *vecs):
         if S.shape[-1] != G.STATE_SIZE:
@@ -358,7 +366,7 @@ class NativeAutomaton:
         """(new state, invalid (n,) bool); an invalid action (out of range, masked, or after END)
         leaves its row unchanged."""
         S = self._rows(state)
-        a = self._vec(actions, len(S))
+        a = self._actions(actions)
         g = self._vec(gid, len(S))
         self._check(S, a, g)
         if self.device.type == "cuda":

@@ -118,6 +118,24 @@ for _a in INT_TOKENS:
 _CLASS_REP[T["False"]] = T["True"]
 
 
+def action_ids(actions) -> np.ndarray:
+    """Actions as the automata read them, (n,) int64: a value that is no integer (4.9, NaN, inf)
+    becomes -1, an out-of-range and so invalid action, where a cast would truncate 4.9 to the
+    valid action 4 (as the envs' actions, envs/vector.py as_actions). TypeError for non-numbers."""
+    a = np.asarray(actions)
+    if a.dtype.kind == "f":
+        a = np.where((a == np.trunc(a)) & (np.abs(a) < 2.0**62), a, -1)
+    elif a.dtype.kind not in "biu":
+        raise TypeError(f"actions must be ints, got an array of {a.dtype}")
+    return a.reshape(-1).astype(np.int64)
+
+
+def check_count(actions, n: int) -> None:
+    """One action per row: ValueError otherwise (never a silent broadcast or a dropped tail)."""
+    if actions.shape[0] != n:
+        raise ValueError(f"{n} rows but {actions.shape[0]} actions")
+
+
 class ReferenceGrammar:
     """The automaton for one signature and length budget; per-env Python loops (the oracle)."""
 
@@ -154,7 +172,8 @@ class ReferenceGrammar:
         """Apply one action per env. Returns (new state, invalid (n,) bool); an invalid action
         (out of range, masked, or after END) leaves that env unchanged."""
         state = np.atleast_2d(state)
-        actions = np.asarray(actions).reshape(-1)
+        actions = action_ids(actions)
+        check_count(actions, len(state))
         new = state.copy()
         invalid = np.zeros(len(state), dtype=bool)
         for i, row in enumerate(state.tolist()):

@@ -63,6 +63,10 @@ class NeuralCompileCore:
         if not callable(reward):   # here, not at the first scored step
             raise TypeError(f"reward must be callable (like NeuralCompileReward), got {reward!r:.80}")
         self.bank, self.max_words, self.source_len = bank, max_words, source_len
+        missing = [t.name for t in bank.tasks if t.reference is None]
+        if missing:  # its observation is the reference's source
+            raise ValueError(f"NeuralCompile-v0 compiles reference programs; task(s) {', '.join(missing)} have "
+                             "only input/output cases (Task.from_examples): give tasks with a reference")
         self.n_tasks = len(bank)
         self.reward = reward
         T = len(bank)

@@ -349,7 +349,19 @@ class SynthesisCore:
             s = self.bank.score(body[None], np.array([ti]))
             lines.append(f"compiled={bool(s.compiled[0])} passed={s.pass_frac[0] * self.bank.n_tests:.0f}/"
                          f"{self.bank.n_tests} steps={s.steps[0]:.0f}")
+            error = None if s.compiled[0] else self._token_error(body, ti, source)
+            if error:  # why the tokens failed, placed in the source above (which may read as valid text)
+                lines.append(f"error: {error}")
         return "\n".join(lines) + "\n"
+
+    def _token_error(self, body, ti: int, source: str) -> str | None:
+        from vramgym.compiler import compile_tokens
+        try:
+            toks = V.to_compiler_tokens(body, self.bank.signatures[ti])
+        except ValueError as e:  # an action out of the vocabulary
+            return str(e)
+        cb = compile_tokens(toks, np.array([0, len(toks)]))
+        return None if cb.ok[0] else cb.error(0, source)
 
 
 class SynthesisEnv(CoreEnv):

@@ -14,7 +14,8 @@ Action ids (stable; append new tokens at the end only):
     32..42      + - * // % < <= > >= == !=
     43..49      len abs min max range append pop
     50          FN (the task's function)
-    51..54      P0..P3 (the task's parameters)
+    51..54      P0..P3 (the task's parameters; a slot past the last one is a name of its own,
+                rendered _p<i>, which the mask never offers)
     55..62      V0..V7 (local variables, rendered v0..v7)
     63..72      integer literals 0..9
 
@@ -114,8 +115,12 @@ def token_text(action: int, sig: Signature) -> str:
         return sig.name
     if P0 <= action < P0 + NUM_PARAMS:
         i = action - P0
-        if i >= len(sig.params):
-            raise ValueError(f"parameter slot P{i} unused by {sig.line()}")
+        if i >= len(sig.params):  # no parameter: to the compiler a name of its own (a local, if assigned)
+            taken = {sig.name, *(n for n, _ in sig.params)}
+            name = f"_p{i}"
+            while name in taken:
+                name += "_"
+            return name
         return sig.params[i][0]
     return TOKENS[action]
 
@@ -148,8 +153,7 @@ def _render(actions, sig: Signature):
     # needs the same id for the same name; the bytecode does not depend on the ids' values.
     name_id = {oc.BUILTIN_NAMES[i]: i for i in range(nb)}
     for k, slot in enumerate(NAME_SLOTS):
-        if slot == FN or (slot < V0 and slot - P0 < len(sig.params)) or slot >= V0:
-            name_id[token_text(slot, sig)] = nb + k
+        name_id[token_text(slot, sig)] = nb + k
     rows: list[list[int]] = []
 
     def emit_word(text, line, col):
@@ -169,22 +173,25 @@ def _render(actions, sig: Signature):
         col = at + len(piece)
     rows.append([_CT["NEWLINE"], 0, 1, len(lines[0]) + 1])
 
+    # The rows follow the actions one for one, in the order the scorer's token builder puts them
+    # (bank.compiler_token_slots: a body that fails there fails here, with the same error), at the
+    # places of the text: an INDENT or DEDENT takes the position of the next word.
     depth, cur, prev, unary_prev = 1, "", None, False   # cur: text of the line being built
-    pending = [_CT["INDENT"]]           # INDENT/DEDENT rows wait for the next token's position
+    rows.append([_CT["INDENT"], 0, 0, 0])
+    unplaced = [len(rows) - 1]          # INDENT/DEDENT rows waiting for the next word's position
+    last = None
     for a in actions:
         a = int(a)
         if not 0 <= a < VOCAB_SIZE:
             raise ValueError(f"action {a} out of range 0..{VOCAB_SIZE - 1}")
         if a == END:
             break
-        if a == INDENT:
-            depth += 1
-            pending.append(_CT["INDENT"])
+        if a in (INDENT, DEDENT):
+            depth += 1 if a == INDENT else -1
+            rows.append([_CT["INDENT" if a == INDENT else "DEDENT"], 0, 0, 0])
+            unplaced.append(len(rows) - 1)
             continue
-        if a == DEDENT:
-            depth -= 1
-            pending.append(_CT["DEDENT"])
-            continue
+        last = a  # the last word or NEWLINE
         if a == NEWLINE:
             rows.append([_CT["NEWLINE"], 0, len(lines) + 1, len(cur) + 1])
             lines.append(cur)
@@ -192,27 +199,29 @@ def _render(actions, sig: Signature):
             continue
         text = token_text(a, sig)
         if prev is None:
-            cur = " " * (4 * depth)
+            cur = " " * (4 * max(depth, 0))
         elif not (a in _NO_SPACE_BEFORE or prev in _NO_SPACE_AFTER
                   or (a == ID["("] and prev in _CALLABLE)
                   or (a == ID["["] and prev in _OPERAND_END)
                   or (prev == ID["-"] and unary_prev)):
             cur += " "
         line, col = len(lines) + 1, len(cur) + 1
-        for k in pending:
-            rows.append([k, 0, line, col])
-        pending = []
+        for k in unplaced:
+            rows[k][2:] = [line, col]
+        unplaced = []
         emit_word(text, line, col)
         # A minus is unary where an operand is expected, i.e. after an operator or a keyword.
         unary_prev = a == ID["-"] and (prev is None or prev in _OPERATOR_CONTEXT)
         cur += text
         prev = a
-    if cur:  # an unfinished last line
+    if last is not None and last != NEWLINE:  # the scorer's rule: a NEWLINE unless the line is ended
         rows.append([_CT["NEWLINE"], 0, len(lines) + 1, len(cur) + 1])
+    if cur:  # an unfinished last line
         lines.append(cur)
     eof_line = len(lines) + 1
-    rows += [[k, 0, eof_line, 1] for k in pending if k == _CT["DEDENT"]]
-    rows += [[_CT["DEDENT"], 0, eof_line, 1]] * max(depth, 0)
+    for k in unplaced:
+        rows[k][2:] = [eof_line, 1]
+    rows += [[_CT["DEDENT"], 0, eof_line, 1]] * max(depth, 0)   # close every open block
     rows.append([_CT["EOF"], 0, eof_line, 1])
     return "\n".join(lines) + "\n", np.asarray(rows, dtype=np.int32).reshape(-1, 4)
 
@@ -225,7 +234,9 @@ def detokenize(actions, signature: "Signature | str") -> str:
 
 def to_compiler_tokens(actions, signature: "Signature | str") -> np.ndarray:
     """(T, 4) int32 rows (kind, value, line, col) for vramgym.compiler.compile_tokens, ending
-    with EOF; positions are those of detokenize's source. Name ids: builtins 0..9, then FN,
+    with EOF: the tokens that the envs' scorer compiles (bank.compiler_token_slots), in its
+    order, so a body fails here exactly when it fails there; positions are those of detokenize's
+    source. Name ids: builtins 0..9, then FN,
     P0..P3, V0..V7 as fixed slots from len(BUILTIN_NAMES) on."""
     return _render(actions, signature)[1]
 

@@ -37,6 +37,20 @@ def test_compile_error_has_position(tmp_path):
     assert r.stderr.strip() == f"{p}:2:12: error: undefined name 'y'"
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_endless_or_huge_file_is_read_only_up_to_the_limit(tmp_path):
+    """Found by an audit: the whole FILE was read before the compiler's 1 MiB limit applied
+    (`vramgym compile /dev/zero` never ended; a 300 MB file took 4 s and 645 MB)."""
+    r = subprocess.run([sys.executable, "-m", "vramgym.agents.cli", "compile", "/dev/zero"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 1 and r.stderr.startswith("/dev/zero:1:1: error: program too long")
+    big = tmp_path / "big.py"
+    with open(big, "wb") as f:
+        f.truncate(64 << 20)  # sparse: 64 MiB of NUL bytes
+    r = vramgym("compile", str(big))
+    assert r.returncode == 1 and "program too long" in r.stderr
+
+
 def test_run_prints_value_and_traps(prog):
     r = vramgym("run", prog, "f", "1", "[3, 8]")
     assert r.returncode == 0 and r.stdout.strip() == "8"

@@ -37,6 +37,9 @@ def test_bytes_like_sources_still_compile():
 
 def test_tokenize_and_compile_source_agree_on_types():
     assert tokenize(GOOD.encode()).tolist() == tokenize(GOOD).tolist()
+    want = compile_source(GOOD).code.tolist()
+    for raw in (GOOD.encode(), bytearray(GOOD.encode()), memoryview(GOOD.encode())):  # as tokenize takes them
+        assert tokenize(raw).tolist() == tokenize(GOOD).tolist() and compile_source(raw).code.tolist() == want
     for bad in (5, None):
         with pytest.raises(TypeError, match="str or bytes"):
             compile_source(bad)

@@ -344,3 +344,42 @@ def test_tasks_may_be_any_iterable_of_names():
     from vramgym.envs.synthesis import SynthesisEnv
     env = SynthesisEnv(tasks=(t for t in ["gcd", "sum_list"]), n_tests=4)
     assert [t.name for t in env.core.bank.tasks] == ["gcd", "sum_list"]
+
+
+def test_bank_score_checks_its_arrays():
+    """Found by an audit: score cast with np.asarray(dtype=int64), so 51.9 scored as token 51,
+    task 0.9 as task 0, and a task_ids of the wrong length went through."""
+    body = np.array(SUM_LIST)
+    good = BANK.score(body[None], [1])
+    assert good.all_pass.tolist() == [True]
+    with pytest.raises(TypeError, match="bodies must be an integer array"):
+        BANK.score(body[None].astype(np.float64) + 0.9, [1])
+    with pytest.raises(TypeError, match="task_ids"):
+        BANK.score(body[None], [0.9])
+    with pytest.raises(ValueError, match="task_ids: values must lie in"):
+        BANK.score(body[None], [len(TASKS)])
+    with pytest.raises(ValueError, match="one value per body"):
+        BANK.score(body[None], [1, 1])
+    with pytest.raises(TypeError, match="lengths"):
+        BANK.score(body[None], [1], [2.5])
+    with pytest.raises(ValueError, match="lengths: values must lie in"):
+        BANK.score(body[None], [1], [len(body) + 1])
+    with pytest.raises(ValueError, match="2-D"):
+        BANK.score(body, [1])
+    empty = BANK.score(np.zeros((2, 0), np.int64), [0, 1])  # L = 0: no body, a compile error each
+    assert empty.compiled.tolist() == [False, False]
+    for bad in (10**6, -5):  # ids outside the vocabulary: a compile error, as in the envs
+        b = body.copy()
+        b[1] = bad
+        assert BANK.score(b[None], [1]).compiled.tolist() == [False]
+
+
+def test_neural_compile_needs_tasks_with_a_reference():
+    """Found by an audit: an examples-only task gave 'source must be str or bytes, not NoneType'."""
+    from vramgym.envs.tasks import Task
+    xor = Task.from_examples("xor", "def xor(a: bool, b: bool) -> bool",
+                             [((False, False), False), ((False, True), True), ((True, False), True), ((True, True), False)])
+    with pytest.raises(ValueError, match="xor have only input/output cases"):
+        gym.make(NC, bank=TaskBank([xor], n_tests=4))
+    with pytest.raises(ValueError, match="xor have only input/output cases"):
+        gym.make_vec(NC, num_envs=2, vectorization_mode="vector_entry_point", bank=TaskBank([xor], n_tests=4))

@@ -129,6 +129,32 @@ def test_masked_rollouts_always_compile():
     assert finished > 10
 
 
+def test_a_body_ending_in_a_dedent_compiles():
+    """Found while aligning render with the scorer: the scorer added a NEWLINE after a body's
+    last action unless that action was a NEWLINE, so `... return x \n <DEDENT> <END>` (an if/else
+    that returns on both sides: the mask allows it) became `... NEWLINE DEDENT NEWLINE` and
+    scored as a compile error. Through the env (mask included), the batch scorer, and the three
+    token builders (torch ops, native, per-program rendering)."""
+    from vramgym.compiler import compile_tokens
+    body = V.encode(r"if <P1> == 0 : \n <INDENT> return <P0> \n <DEDENT> else : \n <INDENT> "
+                    r"return <FN> ( <P1> , <P0> % <P1> ) \n <DEDENT> <END>")
+    gcd = TASKS.index("gcd")
+    env = gym.make("vramgym/Synthesis-v0", bank=BANK)
+    obs, _ = env.reset(seed=0, options={"task": gcd})
+    for a in body:
+        assert obs["action_mask"][a], V.TOKENS[a]
+        obs, r, term, trunc, _ = env.step(a)
+    assert term and r > 1.0  # all tests pass
+    assert BANK.score(np.array(body)[None], [gcd]).all_pass.tolist() == [True]
+    import torch
+    L = np.array([len(body) - 1])
+    torch_slots, count = BANK.compiler_token_slots(torch.as_tensor([body]), torch.as_tensor(L), torch.tensor([gcd]))
+    mine = V.to_compiler_tokens(body, BANK.signatures[gcd])
+    assert int(count[0]) == len(mine)
+    assert np.array_equal(torch_slots[0, : len(mine), :2].numpy(), mine[:, :2])
+    assert compile_tokens(*BANK.compiler_tokens(np.array([body]), L, np.array([gcd]))).ok.all()
+
+
 REFERENCES = {  # task bodies in the vocabulary (names are slots: <P0> the first parameter)
     "sum_list": r"v0 = 0 \n for v1 in <P0> : \n <INDENT> v0 += v1 \n <DEDENT> return v0 \n <END>",
     "count_evens": r"v0 = 0 \n for v1 in <P0> : \n <INDENT> if v1 % 2 == 0 : \n <INDENT> v0 += 1 \n "
@@ -225,6 +251,57 @@ def test_vectorized_compiler_tokens_equal_the_rendered_ones():
     slow = compile_tokens(np.concatenate(slow_rows), offsets)
     assert len(bodies) > 20 and fast.ok.all() and slow.ok.all()
     for i in range(len(bodies)):
+        assert np.array_equal(fast.code[i, : fast.lengths[i]], slow.code[i, : slow.lengths[i]])
+
+
+def test_render_agrees_with_the_scorer_on_unmasked_bodies():
+    """Found by an audit: SynthesisBatch-v0 bodies that fail as tokens (a leading NEWLINE, one
+    inside brackets, `: INDENT stmt`) render as text that compiles, next to compiled=False; one
+    with an unused parameter slot was scored but could not be rendered. Now render adds the
+    tokens' error, unused slots render as names of their own, and the per-program tokens
+    (vocab.to_compiler_tokens) compile exactly when the scorer's do, to the same code."""
+    from vramgym.compiler import compile_source, compile_tokens
+    env = gym.make("vramgym/SynthesisBatch-v0", bank=BANK, render_mode="ansi")
+    gcd = TASKS.index("gcd")
+    for text, where in ((r"\n return <P0> \n <END>", "2:1"), (r"return max ( <P0> , \n <P1> ) \n <END>", "2:18"),
+                        (r"if <P0> : <INDENT> return <P0> \n <DEDENT> return <P1> \n <END>", "2:11")):
+        env.reset(seed=0, options={"task": gcd})
+        _, r, *_ = env.step(np.array(V.encode(text) + [V.END] * 60)[: env.unwrapped.core.max_len])
+        shown = env.render()
+        assert "compiled=False" in shown and f"error: {where}: " in shown, (text, shown)
+    body = V.encode(r"<P3> = 2 \n return <P3> + <P0> \n <END>")
+    env.reset(seed=0, options={"task": gcd})
+    env.step(np.array(body + [V.END] * 60)[: env.unwrapped.core.max_len])
+    shown = env.render()
+    assert "_p3 = 2" in shown and "compiled=True" in shown and "error" not in shown, shown
+    compile_source(V.detokenize(body, BANK.signatures[gcd]))  # the text compiles too
+    rng = np.random.default_rng(SEED)
+    names = list(REFERENCES)
+    edits = [V.NEWLINE, V.INDENT, V.DEDENT, V.END, V.P0, V.P0 + 3, V.V0, V.ID["("], V.ID[")"], V.ID[":"], V.ID[","]]
+    bodies, tasks = [], []
+    for _ in range(1500):  # near misses: a reference body with one or two tokens inserted, dropped or replaced
+        k = int(rng.integers(len(names)))
+        b = V.encode(REFERENCES[names[k]])
+        for _ in range(int(rng.integers(1, 3))):
+            i, op = int(rng.integers(len(b))), int(rng.integers(3))
+            if op == 0:
+                b.insert(i, int(rng.choice(edits)))
+            elif op == 1 and len(b) > 1:
+                del b[i]
+            else:
+                b[i] = int(rng.choice(edits))
+        bodies.append((b + [V.END] * 40)[:40])
+        tasks.append(TASKS.index(names[k]))
+    bodies, tasks = np.array(bodies), np.array(tasks)
+    lengths = np.where((bodies == V.END).any(1), (bodies == V.END).argmax(1), bodies.shape[1])
+    scored = BANK.score(bodies, tasks, lengths).compiled
+    rows = [V.to_compiler_tokens(b[:k], BANK.signatures[t]) for b, k, t in zip(bodies, lengths, tasks)]
+    slow = compile_tokens(np.concatenate(rows), np.concatenate([[0], np.cumsum([len(x) for x in rows])]))
+    fast = compile_tokens(*BANK.compiler_tokens(bodies, lengths, tasks))
+    assert 20 < scored.sum() < len(scored) - 100, scored.sum()  # (about 3% compile)
+    assert np.array_equal(slow.ok, scored) and np.array_equal(fast.ok, scored)
+    assert np.array_equal(slow.errors[:, [0, 3]], fast.errors[:, [0, 3]])  # the same error (placed differently)
+    for i in np.flatnonzero(scored):
         assert np.array_equal(fast.code[i, : fast.lengths[i]], slow.code[i, : slow.lengths[i]])
 
 

@@ -714,3 +714,31 @@ def test_kernel_source_inlines_the_headers():
     assert '#include "' not in src
     for text in ("struct GmTables {", "constexpr int STATE_SIZE = ", "gm_step_kernel("):
         assert src.count(text) == 1, text
+
+
+def test_every_automaton_reads_non_integer_actions_as_invalid_and_counts_them():
+    """Found by an audit: step cast actions with astype(int64), so 4.9 was the valid action 4,
+    and the per-row reference path (fewer than 8 rows) took an actions array of the wrong length."""
+    from vramgym.envs.grammar_torch import TorchAutomaton
+    grammars = [Grammar(SIGNATURES[0], max_len=20)]
+    g = grammars[0]
+    automata = {"reference": (lambda S, a: G.ReferenceGrammar.step(g, S, a)), "grammar": (lambda S, a: g.step(S, a))}
+    for name, cls in (("numpy", BatchedAutomaton), ("torch", TorchAutomaton), ("native", NativeAutomaton)):
+        auto = cls(grammars)
+        conv = torch.as_tensor if name == "torch" else np.asarray  # (the torch one takes tensors)
+        automata[name] = (lambda S, a, auto=auto, conv=conv: auto.step(conv(S), a, conv(np.zeros(len(S), np.int64))))
+    for n in (3, 12):  # below and above Grammar's per-row threshold
+        S = g.reset(n)
+        a = g.mask(S).argmax(1)
+        want, none = g.step(S, a)
+        assert not none.any()
+        for name, step in automata.items():
+            for frac in (a + 0.5, np.where(np.arange(n) % 2, np.nan, np.inf)):
+                new, bad = (np.asarray(x) for x in step(S, frac))
+                assert bad.all() and (new == S).all(), (name, n)
+            new, bad = (np.asarray(x) for x in step(S, a.astype(np.float32)))  # whole floats: the actions
+            assert not bad.any() and (new == want).all(), (name, n)
+            new, bad = (np.asarray(x) for x in step(S, torch.as_tensor(a + 0.25)))
+            assert bad.all(), (name, n)
+            with pytest.raises(ValueError, match="rows but"):
+                step(S, a[:-1])
