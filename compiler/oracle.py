@@ -11,8 +11,9 @@ through the same methods, with CPython's own evaluation order.
 
 Every int is born an I32:
 * integer literals: each decimal literal in the source is replaced by a global name bound to
-  an I32 (`5` -> `_vg_5`). This also stops CPython's constant folding, which would otherwise
-  compute `2147483647 + 1` at compile time, unchecked. (A plain regex suffices: the language
+  an I32 (`5` -> `_λ5`: non-ASCII, so no program's own name can be it). This also stops
+  CPython's constant folding, which would otherwise compute `2147483647 + 1` at compile time,
+  unchecked. (A plain regex suffices: the language
   has no strings, floats or digits-first names; a digit inside a comment is harmless.)
 * int arguments and the elements of list arguments are wrapped before each call;
 * `len()` and `range()` are replaced in the program's globals by versions that yield I32s;
@@ -125,7 +126,7 @@ def prepare(source: str, filename: str = "<vramgym>") -> dict:
 
     def name(m):
         text = m.group(0)
-        n = "_vg_" + text
+        n = "_λ" + text  # non-ASCII: no name of the language (ASCII only) can be it, as `_vg_1` could
         literals[n] = I32(int(text))
         return n
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from vramgym.compiler import CompileError, compile_batch, compile_source, compile_tokens, tokenize
+from vramgym.vm import opcodes as oc
 from vramgym.vm.cpu import MAX_THREADS
 
 GOOD = "def f(x: int) -> int:\n    return x\n"
@@ -244,3 +245,36 @@ def test_mismatched_brackets_are_rejected_where_cpython_rejects_them(src):
     assert not res.ok[0] and tuple(res.errors[0, 1:3]) == (py.value.lineno, py.value.offset)
     assert compile_source(src.replace("c]", "c)").replace("(0])", "(0)]").replace("(2]))", "(2)])")
                           .replace("(a])", "(a)]")) is not None
+
+
+@pytest.mark.parametrize("src,where", [
+    ("def f(x: int) -> int:\n    __debug__ = 1\n    return x\n", (2, 5)),
+    ("def f(__debug__: int) -> int:\n    return 1\n", (1, 7)),
+    ("def __debug__(x: int) -> int:\n    return x\n", (1, 5)),
+    ("def f(x: int) -> int:\n    for __debug__ in range(3):\n        pass\n    return x\n", (2, 9)),
+    ("def f(x: int) -> int:\n    a, __debug__ = 1, 2\n    return a\n", (2, 8)),
+])
+def test_debug_is_not_a_name(src, where):
+    """Found by an audit: `__debug__` compiled as a name, but CPython refuses to bind it, and
+    every program the compiler accepts must be one CPython accepts."""
+    with pytest.raises(SyntaxError):
+        compile(src, "<t>", "exec")
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert (e.value.line, e.value.col) == where
+    compile_source(src.replace("__debug__", "__debug_"))  # a name one letter short is one
+
+
+def test_token_limit_is_the_documented_one():
+    """16,384 tokens, the final EOF included (the error said 16383, counting without it)."""
+    limit = oc.LIMITS["MAX_TOKENS"]
+
+    def program(lines, minus):
+        return "def f(a: int) -> int:\n" + "    a = 1\n" * lines + f"    return {'-' * minus}a\n"
+    n0 = len(tokenize(program(0, 0)))
+    lines, rest = divmod(limit - n0, 4)  # 4 tokens a line (NAME = INT NEWLINE), one per '-'
+    exact = program(lines, rest)
+    assert len(tokenize(exact)) == limit
+    compile_source(exact)
+    with pytest.raises(CompileError, match=f"program too long \\(limit {limit} tokens\\)"):
+        compile_source(program(lines, rest + 1))

@@ -149,6 +149,9 @@ ORACLE_CASES = [
     ("def f(xs: list[int]) -> list[int]:\n    ys = xs\n    ys += [1]\n    return xs * 2\n", ([5],), [5, 1, 5, 1]),
     ("def f(n: int) -> bool:\n    return 0 < n < 2\n", (1,), True),
     ("def f(n: int) -> int:\n    return n and 7\n", (3,), 7),
+    # found by an audit: literals became globals `_vg_<n>`, which a program's own names could be
+    ("def f(x: int) -> int:\n    _vg_1 = 5\n    return x + 1\n", (10,), 11),
+    ("def _vg_2(x: int) -> int:\n    return x\n\ndef f(x: int) -> int:\n    return _vg_2(x) + 2\n", (1,), 3),
 ]
 
 

@@ -140,6 +140,7 @@ TOKEN_TEXT = {i: text for i, (_, text) in enumerate(TOKENS)}
 RESERVED_KEYWORDS = (
     "None", "as", "assert", "async", "await", "class", "del", "except", "finally", "from",
     "global", "import", "is", "lambda", "nonlocal", "raise", "try", "with", "yield",
+    "__debug__",  # a name, but CPython refuses to bind it (`cannot assign to __debug__`)
 )
 
 # Names interned first, so they have fixed ids in every program. The first

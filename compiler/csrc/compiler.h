@@ -88,7 +88,7 @@ VG_HD inline bool lx_fail(Lexer& L, int32_t code, int64_t at, int32_t arg = 0) {
 }
 
 VG_HD inline bool lx_emit(Lexer& L, int32_t kind, int32_t value, int64_t at) {
-  if (L.n >= L.cap - 1) return lx_fail(L, ERR_TOO_MANY_TOKENS, at, L.cap - 1);  // keep room for EOF
+  if (L.n >= L.cap - 1) return lx_fail(L, ERR_TOO_MANY_TOKENS, at, L.cap);  // keep room for EOF (counted)
   Token& t = L.toks[L.n++];
   t.kind = kind;
   t.value = value;
@@ -103,7 +103,7 @@ VG_HD inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
 // Keywords of the language map to their own tokens; other Python keywords to RESERVED.
 // A switch on the first letter keeps this cheap: it runs for every identifier.
 VG_HD inline int32_t keyword(const char* s, int32_t n, int32_t* reserved_index) {
-  if (n < 2 || n > 8) return -1;
+  if (n < 2 || n > 9) return -1;
 // The length first (sizeof a literal counts its NUL): most identifiers fail there.
 #define VG_KW(text, tok) if (n == (int32_t)sizeof(text) - 1 && vg_streq(s, n, text)) return tok
 #define VG_RK(text, idx) \
@@ -128,6 +128,7 @@ VG_HD inline int32_t keyword(const char* s, int32_t n, int32_t* reserved_index) 
     case 't': VG_RK("try", 16); break;
     case 'w': VG_KW("while", TOK_WHILE); VG_RK("with", 17); break;
     case 'y': VG_RK("yield", 18); break;
+    case '_': VG_RK("__debug__", 19); break;
     default: break;
   }
 #undef VG_KW
