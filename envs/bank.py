@@ -296,13 +296,15 @@ class TaskBank:
         if key not in self._slot_consts:
             tc = oc.TOKEN_CODES
             # per action code (0: negative, 1 + a: action a, VOCAB_SIZE + 1: too large or past the
-            # body's length): (goes on, compiler kind, value, is NEWLINE, INDENT - DEDENT)
-            act = np.zeros((V.VOCAB_SIZE + 2, 5), np.int32)
+            # body's length): (goes on, compiler kind, value, is NEWLINE, INDENT - DEDENT, ends a
+            # line: NEWLINE, INDENT or DEDENT, after which the tail adds no NEWLINE)
+            act = np.zeros((V.VOCAB_SIZE + 2, 6), np.int32)
             act[1: V.VOCAB_SIZE + 1, 0] = 1
             act[1: V.VOCAB_SIZE + 1, 1:3] = _ACTION_TOKENS
             act[1 + V.END] = 0                                     # END stops the body
             act[1:, 3] = np.append(act[1:-1, 1] == tc["NEWLINE"], 0)
             act[1:, 4] = np.append((act[1:-1, 1] == tc["INDENT"]).astype(np.int32) - (act[1:-1, 1] == tc["DEDENT"]), 0)
+            act[1:, 5] = act[1:, 3] | (act[1:, 4] != 0)
             act[1 + V.END, 1:] = 0
             P = int(self.prefix.shape[1])
             as_t = lambda a, dt=torch.int32: torch.as_tensor(np.ascontiguousarray(a), dtype=dt).to(device)  # noqa: E731
@@ -373,18 +375,17 @@ class TaskBank:
         n, L = bodies.shape
         c = self.slot_tables(bodies.device, L)
         code = bodies.clamp(-1, V.VOCAB_SIZE).add_(1).masked_fill_(c["pos"] >= lengths[:, None], V.VOCAB_SIZE + 1)
-        tok = c["act"].index_select(0, code.reshape(-1)).reshape(n, L, 5)   # (index_select: faster on the CPU)
+        tok = c["act"].index_select(0, code.reshape(-1)).reshape(n, L, 6)   # (index_select: faster on the CPU)
         live = tok[..., 0].cumprod(1, dtype=i32)                  # 1 up to the first stop
         body_len = live.sum(1, dtype=i32)
         nl_d = tok[..., 3:5] * live[..., None]                    # NEWLINE, INDENT - DEDENT within the body
         sums = nl_d.sum(1, dtype=i32)
         nl = nl_d[..., 0]
         line = torch.cumsum(nl, 1, dtype=i32).sub_(nl).add_(2)   # line of each body token
-        # a NEWLINE is added unless the body is empty or its last word or NEWLINE (INDENT and
-        # DEDENT aside: `... \n DEDENT END`) is a NEWLINE
-        last = torch.cat([c["one"].expand(n, 1) - 1, (nl_d[..., 1] == 0).to(i32) * live * c["col"][..., 0]],
-                         1).amax(1)                               # 1 + its index, 0: none
-        add_nl = 1 - torch.cat([c["one"].expand(n, 1), nl], 1).gather(1, last.long()[:, None])[:, 0]
+        # a NEWLINE is added unless the body is empty or ends with a NEWLINE, INDENT or DEDENT
+        # (`... \n DEDENT END`, which the mask allows; an INDENT or DEDENT not after a NEWLINE
+        # is an error either way)
+        add_nl = 1 - torch.cat([c["one"].expand(n, 1), tok[..., 5]], 1).gather(1, body_len.long()[:, None])[:, 0]
         close = (sums[:, 1] + 1).clamp_(min=0)                    # the DEDENTs that close every block
         end_line = (sums[:, 0] + add_nl).add_(2)                  # line of the DEDENTs and EOF
         plen = t["prefix_len"][task_ids].to(i32)

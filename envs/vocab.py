@@ -186,12 +186,12 @@ def _render(actions, sig: Signature):
             raise ValueError(f"action {a} out of range 0..{VOCAB_SIZE - 1}")
         if a == END:
             break
+        last = a
         if a in (INDENT, DEDENT):
             depth += 1 if a == INDENT else -1
             rows.append([_CT["INDENT" if a == INDENT else "DEDENT"], 0, 0, 0])
             unplaced.append(len(rows) - 1)
             continue
-        last = a  # the last word or NEWLINE
         if a == NEWLINE:
             rows.append([_CT["NEWLINE"], 0, len(lines) + 1, len(cur) + 1])
             lines.append(cur)
@@ -214,7 +214,7 @@ def _render(actions, sig: Signature):
         unary_prev = a == ID["-"] and (prev is None or prev in _OPERATOR_CONTEXT)
         cur += text
         prev = a
-    if last is not None and last != NEWLINE:  # the scorer's rule: a NEWLINE unless the line is ended
+    if last not in (None, NEWLINE, INDENT, DEDENT):  # the scorer's rule: a NEWLINE unless the line is ended
         rows.append([_CT["NEWLINE"], 0, len(lines) + 1, len(cur) + 1])
     if cur:  # an unfinished last line
         lines.append(cur)

@@ -4,7 +4,7 @@
 //
 // The torch code builds every row's slots with ~50 full-width ops; here a row is two passes over
 // its body: the first finds what the tail needs (the body's length, its NEWLINEs, its INDENT -
-// DEDENT balance, whether its last word or NEWLINE is a NEWLINE), the second writes the slots in order. Every
+// DEDENT balance, whether it ends with a NEWLINE, INDENT or DEDENT), the second writes the slots in order. Every
 // table is Python's (SlotTables, from TaskBank.slot_tables and TaskBank.tensors), so the
 // vocabulary and the compiler's token codes live in Python only. No allocation, no recursion, no
 // STL, loops bounded by the slot size.
@@ -34,7 +34,7 @@ typedef long long int64_t;
 namespace gm {
 
 // the columns of an action code's row in the act table (TaskBank.slot_tables "act")
-enum SlotAct { SA_GO, SA_KIND, SA_VALUE, SA_NL, SA_DEPTH, SA_FIELDS };
+enum SlotAct { SA_GO, SA_KIND, SA_VALUE, SA_NL, SA_DEPTH, SA_ENDS_LINE, SA_FIELDS };
 
 struct SlotTables {
   const int32_t* act;         // (nact, SA_FIELDS): per action code 0 (negative), 1 + a, nact - 1 (too large or past the length)
@@ -76,7 +76,7 @@ GM_HD inline int64_t token_slots_row(const SlotTables& T, const int64_t* body, i
       if (!a[SA_GO]) break;
       nl += a[SA_NL];
       depth += a[SA_DEPTH];
-      if (!a[SA_DEPTH]) last_nl = a[SA_NL];  // INDENT and DEDENT do not end a line (`... \n DEDENT END`)
+      last_nl = a[SA_ENDS_LINE];  // NEWLINE, INDENT or DEDENT (`... \n DEDENT END`): no NEWLINE added
     }
     const int32_t add_nl = 1 - last_nl;
     const int32_t close = depth + 1 > 0 ? depth + 1 : 0;  // the DEDENTs that close every block
