@@ -39,7 +39,6 @@ import numpy as np
 import torch
 
 from .grammar import INF, BatchedAutomaton
-from .grammar_reference import action_ids
 
 _OPS: dict = {}
 
@@ -75,13 +74,10 @@ class TorchOps:
         return torch.as_tensor(v).reshape(-1).to(device=self.device, dtype=torch.int64)
 
     def actions(self, v) -> torch.Tensor:
-        """As NumpyOps.actions (grammar_reference.action_ids): non-integers become -1."""
-        t = torch.as_tensor(v) if isinstance(v, torch.Tensor) else torch.from_numpy(action_ids(v))
-        if t.is_floating_point():
-            t = torch.where((t == t.trunc()) & (t.abs() < 2.0**62), t, -1)
-        elif t.is_complex():
-            raise TypeError(f"actions must be ints, got a tensor of {t.dtype}")
-        return t.reshape(-1).to(device=self.device, dtype=torch.int64)
+        """As NumpyOps.actions (grammar_reference.action_ids): the envs' reading of actions
+        (vector.as_actions: non-integers become -1, invalid), flattened."""
+        from .vector import as_actions
+        return as_actions(v, self.device).reshape(-1)
 
     @staticmethod
     def like(x: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
