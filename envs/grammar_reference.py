@@ -68,6 +68,9 @@ CONST_COST = {T_I: 1, T_B: 1, T_L: 2}       # `0`, `True`, `[ ]`
 # ---- state layout -------------------------------------------------------------------------
 MAX_BLOCKS = 6    # block depth 0 (function body) .. 5; the compiler allows 16
 MAX_FRAMES = 6    # open expression frames; with <= 3 nesting levels each, far below 64
+# The longest body: every `elif` takes at least 3 tokens and every binary operator 2, so a body
+# this long stays far below the compiler's MAX_NESTING (1,000 levels, for CPython's sake).
+MAX_LEN = 1024
 NUM_NAMES = V.NUM_PARAMS + V.NUM_VARS
 
 (H_LEN, H_DONE, H_PH, H_DEPTH, H_LOOPS, H_NF, H_TARGET, H_PEND_KIND, H_PEND_VAR) = range(9)
@@ -144,6 +147,9 @@ class ReferenceGrammar:
         self.ret = TYPE_CODE[self.sig.ret]
         self.ptypes = tuple(TYPE_CODE[t] for t in self.sig.param_types)
         self.max_len = int(max_len)
+        if self.max_len > MAX_LEN:
+            raise ValueError(f"max_len {self.max_len} is above {MAX_LEN}: a longer body could nest deeper than "
+                             f"the compiler allows")
         # callee -> (argument types, result type)
         self.callees = {0: ((T_L,), T_I), 1: ((T_I,), T_I), 2: ((T_I, T_I), T_I),
                         3: ((T_I, T_I), T_I), 4: (self.ptypes, self.ret)}

@@ -278,3 +278,84 @@ def test_token_limit_is_the_documented_one():
     compile_source(exact)
     with pytest.raises(CompileError, match=f"program too long \\(limit {limit} tokens\\)"):
         compile_source(program(lines, rest + 1))
+
+
+# --- CPython's recursion limit (MAX_NESTING) ----------------------------------------------------
+
+NESTING = oc.LIMITS["MAX_NESTING"]
+
+
+def nested(depth, elifs, ops, calls=0):
+    """`depth` blocks (the function body the first), each inner one the last branch of an if with
+    `elifs` elif clauses, then `return` of `ops` operators under `calls` nested abs() calls:
+    depth + (depth - 1) * elifs + ops levels of MAX_NESTING at the `return`."""
+    lines = ["def f(a: int) -> int:"]
+    for d in range(1, depth):
+        ind = "    " * d
+        lines.append(f"{ind}if a == 0:")
+        for e in range(elifs):
+            lines += [f"{ind}    pass", f"{ind}elif a == {e + 1}:"]
+    terms = "a" + "".join(" * 2" if i % 3 == 1 else " + a" for i in range(ops))  # some nest in a `+`
+    lines.append("    " * depth + "return " + "abs(" * calls + terms + ")" * calls)
+    lines.append("    return 0")
+    return "\n".join(lines) + "\n"
+
+
+def count_ops(src):
+    last = src.rstrip("\n").split("\n")[-2]
+    return last.count("+") + last.count("*")
+
+
+@pytest.mark.parametrize("depth,elifs", [(1, 0), (2, 0), (2, 997), (4, 300), (16, 60)])
+def test_nesting_at_the_limit_compiles_in_cpython_and_one_more_is_an_error(depth, elifs):
+    """CPython's compiler raises RecursionError near 3,000 AST levels (3.10: 2,986 operators in
+    one chain, 2,984 elif clauses; 3.11, 3.12 a few more; 3.13 at 9,996 and 5,957), and the
+    compiler used to accept such programs. Every program it accepts must be one CPython accepts,
+    so blocks + elif clauses + operators stop at MAX_NESTING, with an error at the token past it."""
+    room = NESTING - depth - (depth - 1) * elifs
+    src = nested(depth, elifs, room)
+    assert count_ops(src) == room
+    compile(src, "<t>", "exec")
+    assert compile_source(src) is not None
+    over = nested(depth, elifs, room + 1)
+    lines = over.split("\n")
+    line = len(lines) - 2
+    with pytest.raises(CompileError, match=f"too deeply.*limit {NESTING}") as e:
+        compile_source(over)
+    assert e.value.kind == "too_complex"
+    last = lines[line - 1]
+    assert (e.value.line, e.value.col) == (line, max(last.rfind("+"), last.rfind("*")) + 1)
+    toks = tokenize(over)
+    res = compile_tokens(toks, np.array([0, len(toks)]), code_cap=oc.LIMITS["MAX_CODE"])
+    assert not res.ok[0] and tuple(res.errors[0, 1:3]) == (e.value.line, e.value.col)
+
+
+def test_elif_chain_past_the_limit_is_an_error_at_the_elif():
+    n = NESTING - 1  # with the function body, the most elif clauses of one if
+    src = "def f(a: int) -> int:\n    if a == 0:\n        return 0\n" + "".join(
+        f"    elif a == {i}:\n        return {i}\n" for i in range(1, n + 1)) + "    return -1\n"
+    compile(src, "<t>", "exec")
+    prog = compile_source(src)
+    from vramgym.vm import execute
+    assert execute(prog, "f", [(0,), (n,), (n + 1,)]) == [0, n, -1]
+    over = src.replace("    return -1\n", f"    elif a == {n + 1}:\n        return 0\n    return -1\n")
+    with pytest.raises(CompileError) as e:
+        compile_source(over)
+    assert (e.value.kind, e.value.line, e.value.col) == ("too_complex", 2 + 2 * (n + 1), 5)
+    # an elif chain ends with its if: the next one starts from zero
+    twice = src.replace("    return -1\n", "    if a == 0:\n        return 0\n" + "".join(
+        f"    elif a == {i}:\n        return {i}\n" for i in range(1, 10)) + "    return -1\n")
+    compile_source(twice)
+
+
+def test_the_deepest_accepted_program_compiles_in_cpython_from_a_deep_stack():
+    """Headroom: the most levels the limits allow together (16 blocks, elif chains, operators
+    under 62 nested calls) still compile when CPython starts 300 Python frames deep, as a caller
+    in a test runner or a training loop may."""
+    depth, elifs = 16, 40
+    src = nested(depth, elifs, NESTING - depth - (depth - 1) * elifs, calls=62)
+    assert compile_source(src) is not None
+
+    def deep(k):
+        return deep(k - 1) if k else compile(src, "<t>", "exec")
+    deep(300)

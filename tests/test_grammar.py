@@ -198,6 +198,26 @@ def test_length_budget():
     assert rollout(g5, lambda allowed: allowed[0]) == V.encode(r"return [ ] \n <END>")
 
 
+def test_the_longest_budget_stays_within_the_compilers_nesting_limit():
+    """A body of max_len tokens could be one long operator chain or elif chain, and the compiler
+    refuses more than MAX_NESTING levels (for CPython's sake): max_len stops at 1,024, and the
+    longest `+` chain the mask allows there compiles, in the compiler and in CPython."""
+    from vramgym.vm import opcodes as oc
+    with pytest.raises(ValueError, match="max_len 1025 is above 1024"):
+        Grammar(SIGNATURES[0], max_len=1025)
+    g = Grammar(SIGNATURES[0], max_len=1024)
+    prefer = [V.ID["+"], V.ID["<P0>"], V.ID["return"]]
+    actions = rollout(g, lambda allowed: next((a for a in prefer if a in allowed), allowed[0]))
+    src = V.detokenize(actions, SIGNATURES[0])
+    assert src.count("+") > 480
+    compile(src, "<masked>", "exec")
+    prog = compile_source(src)
+    toks = V.to_compiler_tokens(actions, SIGNATURES[0])
+    cb = compile_tokens(toks, np.array([0, len(toks)]), code_cap=oc.LIMITS["MAX_CODE"])
+    assert cb.ok[0]
+    np.testing.assert_array_equal(cb.code[0, :cb.lengths[0]], prog.code)
+
+
 def test_vocabulary_is_stable():
     assert V.VOCAB_SIZE == 73
     assert V.TOKENS[:4] == ("<END>", "<NEWLINE>", "<INDENT>", "<DEDENT>")

@@ -204,6 +204,7 @@ ERRORS: tuple[tuple[int, str, str], ...] = (
     (50, "invalid_syntax", "invalid syntax"),
     (51, "name_too_long", "name too long (limit {arg} characters)"),
     (52, "range_outside_for", "range() is only supported as the iterable of a for loop"),
+    (53, "too_complex", "nested too deeply for CPython's compiler (limit {arg} levels: blocks, elif clauses and operators)"),
 )
 ERROR_NAMES = {code: name for code, name, _ in ERRORS}
 ERROR_MESSAGES = {code: msg for code, _, msg in ERRORS}
@@ -218,6 +219,10 @@ LIMITS = {
     "MAX_LOCALS": 255,
     "MAX_BLOCK_DEPTH": 16,
     "MAX_EXPR_DEPTH": 64,
+    # CPython's compiler recurses once per AST level and raises RecursionError near 3,000
+    # (3.10-3.12): a statement's enclosing blocks, the elif clauses before it and the binary
+    # operators of its expression each nest one level, and together stay within this.
+    "MAX_NESTING": 1000,
     "MAX_TUPLE": 8,
     "MAX_LIST_LITERAL": 255,
     "MAX_CODE": 65536,

@@ -421,6 +421,7 @@ constexpr int32_t MAX_PFRAMES = 8 * MAX_EXPR_DEPTH + 8;
 // An open block or compound statement of `block`: a, b = jumps and pcs; the flags as named.
 struct SFrame {
   int32_t a, b;
+  int32_t elifs;  // SF_IF: the elif clauses so far (each nests the rest of the statement in CPython)
   uint8_t type, phase;
   bool ends, all, has_else, forever;
 };
@@ -438,6 +439,8 @@ struct Compiler {
   LoopCtx loops[MAX_BLOCK_DEPTH + 1];
   int32_t nloops;
   int32_t depth, blocks;
+  int32_t elifs, ops;  // MAX_NESTING's count: elif clauses of the open if statements, and the
+                       // binary operators of the expression being parsed
   int32_t cur;  // function being compiled
   PFrame frames[MAX_PFRAMES];  // the expression parser's stack
   SFrame sframes[MAX_SFRAMES];  // the statement parser's stack
@@ -555,6 +558,14 @@ VG_HD inline bool is_aug(int32_t k) { return k >= TOK_PLUS_ASSIGN && k <= TOK_PE
 
 VG_HD inline bool enter(Compiler& c) {
   if (++c.depth > MAX_EXPR_DEPTH) return fail(c, ERR_TOO_DEEP, MAX_EXPR_DEPTH);
+  return true;
+}
+
+// One more level of MAX_NESTING (`counter`: c.ops or c.elifs) at the current token, a binary
+// operator or an `elif`.
+VG_HD inline bool nest(Compiler& c, int32_t& counter) {
+  if (c.blocks + c.elifs + c.ops >= MAX_NESTING) return fail(c, ERR_TOO_COMPLEX, MAX_NESTING);
+  counter++;
   return true;
 }
 
@@ -723,6 +734,7 @@ VG_HD inline int32_t args_next(Compiler& c, PFrame& f, int32_t* k) {
 // at token `stop`), emitting its code. Returns the kind of the value, or -1 with c.err set.
 VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
   if (c.failed) return -1;
+  c.ops = 0;  // expressions parsed one after another are side by side in the AST, not nested
   PFrame* f = nullptr;  // the top frame
   int32_t sp = 0;
   int32_t lev = root;   // going down: the level to parse; going up: the level that returned k
@@ -911,6 +923,7 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
         if (!logic_op(c, *f, type == PF_OR)) return -1;
         lev = type == PF_OR ? LV_AND : LV_NOT;
       } else {
+        if ((type == PF_SUM || type == PF_TERM) && !nest(c, c.ops)) return -1;
         f->a = NO_CHAIN;  // PF_CMP: the cleanup chain
         f->b = c.p;
         advance(c);
@@ -1041,6 +1054,7 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
         }
         if (c.failed) return -1;
         if (check(c, TOK_PLUS) || check(c, TOK_MINUS)) {
+          if (!nest(c, c.ops)) return -1;
           f->b = c.p;
           advance(c);
           lev = LV_TERM;
@@ -1071,6 +1085,7 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
         if (c.failed) return -1;
         f->k = (int8_t)k1;
         if (check(c, TOK_STAR) || check(c, TOK_SLASHSLASH) || check(c, TOK_PERCENT)) {
+          if (!nest(c, c.ops)) return -1;
           f->b = c.p;
           advance(c);
           lev = LV_UNARY;
@@ -1486,7 +1501,7 @@ VG_HD inline SFrame* push_sframe(Compiler& c, int32_t& sp, uint8_t type) {
     return nullptr;
   }
   SFrame* s = &c.sframes[sp++];
-  s->a = s->b = 0;
+  s->a = s->b = s->elifs = 0;
   s->type = type;
   s->phase = 0;
   s->ends = s->all = s->has_else = s->forever = false;
@@ -1687,7 +1702,10 @@ VG_HD VG_NOINLINE bool block(Compiler& c) {
             if (!s->ends) emit_chained(c, OP_JUMP, &s->b);
             if (!c.failed) set_arg(c, s->a, c.n);
             s->a = -1;
-            if (match(c, TOK_ELIF)) {
+            if (check(c, TOK_ELIF)) {
+              if (!nest(c, c.elifs)) return false;
+              s->elifs++;
+              advance(c);
               s->a = branch_condition(c);
               s->phase = IF_ELIF;
             } else {
@@ -1700,6 +1718,7 @@ VG_HD VG_NOINLINE bool block(Compiler& c) {
           }
           if (s->a >= 0 && !c.failed) set_arg(c, s->a, c.n);
           patch_chain(c, s->b, c.n);
+          c.elifs -= s->elifs;
           r = s->has_else && s->all;
         } else {  // a loop: jump back to the top, then the exits land here
           emit(c, OP_JUMP, s->a);
@@ -1788,6 +1807,7 @@ VG_HD inline bool function(Compiler& c, int32_t fi) {
   c.nloops = 0;
   c.blocks = 0;
   c.depth = 0;
+  c.elifs = c.ops = 0;
   f.pc = emit(c, OP_FUNC, 0);
   if (c.failed) return false;
   patch_chain(c, f.chain, f.pc);

@@ -187,6 +187,7 @@ enum Err {
   ERR_INVALID_SYNTAX = 50,
   ERR_NAME_TOO_LONG = 51,
   ERR_RANGE_OUTSIDE_FOR = 52,
+  ERR_TOO_COMPLEX = 53,
 };
 
 constexpr int NUM_RESERVED_KEYWORDS = 20;
@@ -204,6 +205,7 @@ constexpr int MAX_PARAMS = 16;
 constexpr int MAX_LOCALS = 255;
 constexpr int MAX_BLOCK_DEPTH = 16;
 constexpr int MAX_EXPR_DEPTH = 64;
+constexpr int MAX_NESTING = 1000;
 constexpr int MAX_TUPLE = 8;
 constexpr int MAX_LIST_LITERAL = 255;
 constexpr int MAX_CODE = 65536;
