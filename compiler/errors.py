@@ -7,7 +7,7 @@ import re
 from vramgym.vm import opcodes as oc
 
 _TYPE_NAMES = {oc.KIND_INT: "int", oc.KIND_BOOL: "bool", oc.KIND_LIST: "list[int]", 3: "None"}
-_NAME_AT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NAME_AT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class CompileError(Exception):
@@ -27,7 +27,7 @@ def _name_at(source: str | None, line: int, col: int) -> str:
     lines = re.split(r"\r\n|\r|\n", source)
     if not 1 <= line <= len(lines):
         return "?"
-    m = _NAME_AT.match(lines[line - 1], col - 1)
+    m = NAME_AT.match(lines[line - 1], col - 1)
     return m.group(0) if m else "?"
 
 

@@ -77,6 +77,27 @@ def test_functions_named_like_list_methods():
         assert execute(p, entry, args) == [cpython(METHOD_NAMED, entry, a) for a in args], entry
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_parameter_names_are_read_as_the_compiler_reads_them(newline):
+    """They came from a regex over the source: a ')' in a comment inside the parameter list cut
+    the list short, and CR-only line endings hid every def after the first. They name task
+    signatures (TaskBank.from_source), not only the disassembly."""
+    src = newline.join([
+        "def f(a: int,  # (the count)",
+        "      b: list[int],",
+        "      c: bool) -> int:",
+        "    return a",
+        "def  g ( xs : list[int] ) -> list[int]:",
+        "    return xs",
+        "def h() -> int:",
+        "    return f(1, [2], True)",
+        ""])
+    p = compile_source(src)
+    assert [f.param_names for f in p.functions] == [("a", "b", "c"), ("xs",), ()]
+    assert "def f(a: int, b: list[int], c: bool) -> int:" in p.disassemble()
+    assert "def g(xs: list[int]) -> list[int]:" in p.disassemble()
+
+
 def test_disassembly_lists_every_function(prog):
     text = str(prog)
     for f in prog.functions:
