@@ -180,6 +180,13 @@ def test_execute_names_what_it_takes():
         execute([p, 3], "g", [(1,)])
     lens = compile_source("def h(xs: list[int]) -> int:\n    return len(xs)\n")
     assert execute(lens, "h", [np.array([1, 2, 3])]) == [3]   # a 1-D array is one list argument
+    # so rows of a 2-D array are list arguments too, and for other signatures the error says so
+    sub = compile_source("def f(a: int, b: int) -> int:\n    return a - b\n")
+    with pytest.raises(TypeError, match=r"expected 2 arguments, got 1 \(a numpy array there is one list"):
+        execute(sub, "f", np.array([[1, 2], [3, 4]]))
+    assert execute(sub, "f", np.array([[1, 2], [3, 4]]).tolist()) == [-1, -1]
+    with pytest.raises(TypeError, match=r"expected 2 arguments, got 1$"):
+        execute(sub, "f", [(1, 2), (3,)])
 
 
 def test_encode_tuples_takes_rows_of_a_2d_array():

@@ -213,8 +213,10 @@ def encode_tuples(tuples: Sequence[Sequence], kinds: Sequence[str], where: str =
         tuples = [t if isinstance(t, (tuple, list)) else (t,) for t in tuples]
     n, k = len(tuples), len(kinds)
     if set(map(len, tuples)) - {k}:
-        got = next(len(t) for t in tuples if len(t) != k)
-        raise TypeError(f"{where}: expected {k} arguments, got {got}")
+        bad = next(t for t in tuples if len(t) != k)
+        hint = (" (a numpy array there is one list argument: give argument tuples, e.g. rows.tolist())"
+                if len(bad) == 1 and isinstance(bad[0], np.ndarray) else "")
+        raise TypeError(f"{where}: expected {k} arguments, got {len(bad)}{hint}")
     columns = list(zip(*tuples)) if n and k else [()] * k
     return _encode_columns(columns, kinds, n, where)
 
