@@ -370,3 +370,22 @@ def test_native_encoder_falls_back_on_a_huge_signature():
     so a wrong arity with a huge signature raised MemoryError instead of the Python TypeError."""
     with pytest.raises(TypeError, match="expected 1000000 arguments, got 0"):
         encode_tuples([()] * 10**6, ["int"] * 10**6)
+
+
+def test_a_large_heap_costs_only_the_memory_runs_touch():
+    """Each thread's scratch heap was a zero-filled vector: at the largest heap_size (2**28 ints)
+    1 GiB of committed memory per thread, before any run used it, so a many-core host met the
+    OOM killer instead of results. Untouched scratch pages now cost nothing."""
+    code = (
+        "import resource\n"
+        "from vramgym.compiler import compile_source\n"
+        "from vramgym.vm import execute\n"
+        "p = compile_source('def f(n: int) -> int:\\n    xs = [1] * n\\n    return len(xs)\\n')\n"
+        "execute(p, 'f', [(3,)])\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "r = execute(p, 'f', [(3,), (100000,)] * 4, heap_size=1 << 28, nthreads=2)\n"
+        "assert r == [3, 100000] * 4, r\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) < 64, f"{out.stdout} MiB more resident for runs of at most 100,000 ints"

@@ -2,6 +2,7 @@
 // Loaded with ctypes by vramgym/vm/cpu.py; every array is caller-owned (numpy), nothing here
 // allocates per program. Threads pull chunks of work from an atomic counter.
 #include <algorithm>
+#include <memory>
 #include <atomic>
 #include <mutex>
 #include <new>
@@ -68,13 +69,23 @@ struct CompileScratch {
   CompileScratch() : tokens(MAX_TOKENS) {}
 };
 
+// Scratch arrays left uninitialized: no run reads what it has not written (the pool below
+// reuses them dirty), and untouched pages of a large heap (up to 2**28 ints, 1 GiB) then cost
+// no memory; zero-filled vectors committed all of it, per thread.
+template <class T>
+struct Scratch {
+  std::unique_ptr<T[]> p;
+  explicit Scratch(size_t n) : p(new T[n]) {}
+  T* data() { return p.get(); }
+};
+
 struct RunScratch {
-  std::vector<int32_t> stack, heap;
-  std::vector<Frame> frames;
-  std::vector<ListHdr> lists;
+  Scratch<int32_t> stack, heap;
+  Scratch<Frame> frames;
+  Scratch<ListHdr> lists;
   Workspace ws;
   explicit RunScratch(const VMConfig& cfg)
-      : stack(cfg.stack_size), heap(std::max(cfg.heap_size, 1)), frames(std::max(cfg.max_depth, 1)),
+      : stack(std::max(cfg.stack_size, 1)), heap(std::max(cfg.heap_size, 1)), frames(std::max(cfg.max_depth, 1)),
         lists(std::max(cfg.max_lists, 1)) {
     ws.stack = stack.data();
     ws.heap = heap.data();
@@ -85,9 +96,9 @@ struct RunScratch {
 };
 
 struct LaneScratch {
-  std::vector<int32_t> stack, heap;
-  std::vector<ListHdr> lists;
-  std::vector<Frame> frames;
+  Scratch<int32_t> stack, heap;
+  Scratch<ListHdr> lists;
+  Scratch<Frame> frames;
   std::vector<int32_t> solo_stack;
   std::vector<Frame> solo_frames;
   LaneState state;
