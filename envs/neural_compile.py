@@ -11,7 +11,9 @@ which earns 11 (valid, all tests pass, same steps).
 
 Source programs are the bank's tasks' reference solutions: the observation holds their compiler
 token arrays ((S, 4) int32 rows of kind, value, line, col; zero rows after the end), the task's
-signature kinds and shown examples, and the bytes written so far.
+signature kinds and shown examples, and the bytes written so far. The image's function 0 is the
+one its tests call, so a reference whose entry is not its first function is shown with the
+entry's definition moved to the top (`entry_first`): compiling the shown source earns 11.
 
 State is torch tensors on one device, as in envs/synthesis.py; `device=None` vector envs return
 numpy. Finished images are validated and run on their tasks' tests where the state lives:
@@ -19,13 +21,15 @@ vm.cuda.execute_tasks on a CUDA device (no host sync), vm.evaluate.execute_tasks
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from gymnasium import spaces
 
-from vramgym.compiler import tokenize
+from vramgym.compiler import compile_source, tokenize
+from vramgym.vm import opcodes as oc
 from vramgym.vm.evaluate import execute_tasks_cpu
 from vramgym.vm.values import check_int
 
@@ -42,6 +46,26 @@ def bytecode_actions(code) -> list[int]:
     """The action sequence that writes `code` (uint32 words), END included."""
     b = np.asarray(code, dtype="<u4").view(np.uint8)
     return [int(x) for x in b] + [END]
+
+
+DEF_TOKEN = next(i for i, (name, _) in enumerate(oc.TOKENS) if name == "DEF")
+
+
+def entry_first(source: str, entry: str) -> str:
+    """`source` with the definition of `entry` moved before the others (functions may call each
+    other in any order, so the program means the same), unchanged when it is first already."""
+    names = [f.name for f in compile_source(source).functions]
+    k = names.index(entry)
+    if k == 0:
+        return source
+    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", source)   # the compiler's line breaks only
+    toks = tokenize(source)
+    starts = [int(line) - 1 for kind, _, line, _ in toks if kind == DEF_TOKEN] + [len(lines)]
+    chunks = ["".join(lines[a:b]) for a, b in zip(starts, starts[1:])]
+    chunks = [c if c.endswith(("\n", "\r")) else c + "\n" for c in chunks]
+    out = "".join(lines[:starts[0]]) + chunks[k] + "".join(c for i, c in enumerate(chunks) if i != k)
+    assert compile_source(out).functions[0].name == entry
+    return out
 
 
 @dataclass
@@ -73,13 +97,16 @@ class NeuralCompileCore:
         self.sources = np.zeros((T, source_len, 4), dtype=np.int32)
         self.source_lengths = np.zeros(T, dtype=np.int64)
         self.ref_code = []
+        self.shown = []   # the source each task's observation holds (entry first)
         for i, task in enumerate(bank.tasks):
-            toks = tokenize(task.reference)
+            shown = entry_first(task.reference, task.signature.entry)
+            toks = tokenize(shown)
             if len(toks) > source_len:
                 raise ValueError(f"task {task.name}: {len(toks)} source tokens, more than source_len={source_len}")
             self.sources[i, : len(toks)] = toks
             self.source_lengths[i] = len(toks)
-            code = task.program.code
+            self.shown.append(shown)
+            code = compile_source(shown).code
             if len(code) > max_words:
                 raise ValueError(f"task {task.name}: its bytecode has {len(code)} words, more than max_words")
             self.ref_code.append(code)

@@ -220,6 +220,36 @@ def test_neural_compile_reference_bytecode_earns_the_paper_reward():
     assert term and info["invalid_action"] and r == 0.0
 
 
+HELPER_FIRST = ("# doubles\r\ndef helper(x: int) -> int:\r\n    return x * 2\r\n# the entry\r\n\r\n"
+                "def g(a: int) -> int:\r\n    return helper(a) + mid(a)\r\ndef mid(y: int) -> int:\f\r\n    return y - 1")
+
+
+def test_neural_compile_takes_references_whose_entry_is_not_first():
+    """The image's function 0 is the one the tests call. A reference with a helper before its
+    entry made the env refuse the task ('fails its tests ...: raise fuel', which no fuel fixes):
+    its own bytecode ran the helper. The observation now shows the entry's definition first, and
+    compiling what it shows earns 11."""
+    from vramgym.compiler import compile_source, tokenize
+    from vramgym.envs.neural_compile import entry_first
+    from vramgym.envs.tasks import Task
+    shown = entry_first(HELPER_FIRST, "g")
+    assert [f.name for f in compile_source(shown).functions] == ["g", "helper", "mid"]
+    assert shown.startswith("# doubles\r\ndef g(a: int)") and sorted(shown) == sorted(HELPER_FIRST + "\n")
+    assert entry_first(shown, "g") == shown
+    bank = TaskBank([Task.from_reference("t", HELPER_FIRST, entry="g")], n_tests=4)
+    env = gym.make("vramgym/NeuralCompile-v0", bank=bank)
+    obs, _ = env.reset(seed=0)
+    n = int(obs["source_length"])
+    np.testing.assert_array_equal(obs["source"][:n], tokenize(shown))
+    for a in bytecode_actions(compile_source(shown).code):
+        obs, r, term, trunc, info = env.step(a)
+    assert term and r == pytest.approx(11.0)
+    obs, _ = env.reset(seed=0)   # the helper's code first: valid, but the tests call the helper
+    for a in bytecode_actions(compile_source(HELPER_FIRST).code):
+        obs, r, term, trunc, info = env.step(a)
+    assert term and r == pytest.approx(1.0)
+
+
 def test_ansi_render_shows_program_and_results():
     env = gym.make("vramgym/Synthesis-v0", bank=BANK, render_mode="ansi")
     obs, _ = env.reset(seed=0, options={"task": TASKS.index("sum_list")})
