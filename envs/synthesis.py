@@ -333,8 +333,8 @@ class SynthesisCore:
         torch.where(restart, state.length if keep else t["ZERO"], length, out=state.length)
         if not keep:
             torch.where(restart, tasks, state.task, out=state.task)
-        zero = torch.zeros_like(restart)
-        return r.masked_fill(restart, 0.0), live, zero, zero
+        # truncated and invalid: two arrays (one shared tensor aliased them in the user's hands)
+        return r.masked_fill(restart, 0.0), live, torch.zeros_like(restart), torch.zeros_like(restart)
 
     def render(self, state: SynthesisState, i: int = 0) -> str:
         ti = int(state.task[i])

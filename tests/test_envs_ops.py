@@ -84,3 +84,22 @@ def test_numpy_out_copy_false_matches():
         for k in ra[0]:
             np.testing.assert_array_equal(ra[0][k], rb[0][k])
         np.testing.assert_array_equal(ra[1], rb[1])
+
+
+@pytest.mark.parametrize("env_id", ["vramgym/Synthesis-v0", "vramgym/SynthesisBatch-v0", "vramgym/NeuralCompile-v0"])
+@pytest.mark.parametrize("copy", [True, False])
+def test_step_results_are_separate_arrays(env_id, copy):
+    """The batch env returned one zero tensor as both truncated and info["invalid_action"]:
+    a user who wrote into one changed the other. A step's reward, terminated, truncated and
+    invalid_action arrays share no memory with each other, whatever the copy flag."""
+    import gymnasium as gym
+    import vramgym.envs  # noqa: F401
+    vec = gym.make_vec(env_id, num_envs=5, vectorization_mode="vector_entry_point", bank=BANK, copy=copy)
+    vec.reset(seed=0)
+    shape = (5,) + vec.single_action_space.shape
+    for _ in range(3):
+        _, r, term, trunc, info = vec.step(np.zeros(shape, dtype=np.int64))
+        arrays = [r, term, trunc, info["invalid_action"]]
+        for i in range(4):
+            for j in range(i + 1, 4):
+                assert not np.shares_memory(arrays[i], arrays[j]), (i, j)
