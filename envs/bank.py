@@ -97,7 +97,8 @@ _ACTION_TOKENS = _action_token_table()
 
 def check_seed(seed, name: str = "seed") -> int:
     """A seed as a Python int: non-negative as numpy and Gymnasium require, and below 2**64,
-    the bits the vector envs' task hash reads (a larger seed would repeat a smaller one's tasks)."""
+    the bits the vector envs' task hash reads (a larger seed would repeat a smaller one's tasks;
+    the hash folds the 64 bits to 32, so two seeds share tasks with a chance of about 2**-32)."""
     s = check_int(seed, name, 0)
     if s >= 1 << 64:
         raise ValueError(f"{name} must be below 2**64, got {s}")

@@ -12,7 +12,11 @@ autoresets, task sampling and the scoring of finished programs are all device op
 Tasks: an env's task is a counter-based hash of (seed, env index, episode number) computed with
 int64 tensor arithmetic, so CPU and GPU envs built with one seed see the same tasks in the same
 envs. `reset(options={"task": t or (N,) tasks})` pins envs to tasks, autoresets included (e.g.
-groups of candidates per task); a reset without it samples again.
+groups of candidates per task); a reset without it samples again. `reset(seed=s)` starts the
+stream of seed s over (episode numbers from 0); a later `reset()` without a seed goes on with
+each env's next episode number (it used to start the last seed's stream over, the same tasks
+again), and the first reset without one starts the constructor's seed. Seeds are folded to 32
+bits in the hash: two distinct seeds share a stream with a chance of about 2**-32.
 
 Observations: with `copy=True` (the default) every reset and step returns fresh arrays; with
 `copy=False` (Gymnasium's meaning of the flag) they may share memory with the env's state and
@@ -216,7 +220,10 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         pinned = self._task_ids(options["task"]) if options and "task" in options else None
         if seed is not None:
             self._seed = seed
-        self._episode.zero_()
+        if seed is None and self._ready:
+            self._episode += 1   # Gymnasium's seed=None: go on sampling, do not replay
+        else:
+            self._episode.zero_()
         self._pinned = pinned is not None
         if self._pinned:
             self._pin.copy_(pinned)

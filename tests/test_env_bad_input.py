@@ -156,7 +156,24 @@ def test_failed_reset_changes_nothing():
     with pytest.raises(ValueError):
         vec.reset(seed=9, options={"task": 7})
     assert vec._seed == 3
-    np.testing.assert_array_equal(vec.reset()[0]["task"], obs["task"])
+    twin = make_vec(SYN, n=2)
+    twin.reset(seed=3)
+    np.testing.assert_array_equal(vec.reset()[0]["task"], twin.reset()[0]["task"])
+
+
+@pytest.mark.parametrize("env_id", [SYN, "vramgym/SynthesisBatch-v0", "vramgym/NeuralCompile-v0"])
+def test_reset_without_a_seed_samples_new_tasks(env_id):
+    """reset() without a seed started the last seed's stream over: the same tasks after every
+    reset. It goes on sampling (Gymnasium's seed=None), like the single envs; reset(seed=s)
+    replays s's stream, and a first reset without a seed is the constructor's seed."""
+    vec = make_vec(env_id, n=64)
+    first = vec.reset()[0]["task"].copy()
+    np.testing.assert_array_equal(first, make_vec(env_id, n=64).reset(seed=0)[0]["task"])
+    seen = [vec.reset()[0]["task"].copy() for _ in range(3)]
+    for a, b in zip([first] + seen, seen):
+        assert (a != b).mean() > 0.5, (a, b)
+    np.testing.assert_array_equal(vec.reset(seed=0)[0]["task"], first)
+    np.testing.assert_array_equal(vec.reset()[0]["task"], seen[0])   # and the stream goes on alike
 
 
 # ---- W6: one body per env, one action per env -----------------------------------------------------
