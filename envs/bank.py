@@ -95,6 +95,23 @@ def _action_token_table() -> np.ndarray:
 _ACTION_TOKENS = _action_token_table()
 
 
+def _check_evaluate_args(bodies, lengths, task_ids, active) -> None:
+    """TaskBank.evaluate's arguments by type, shape and device only (their values would need a
+    host sync on a GPU): integer tensors, floats never truncated (4.5 is not token 4)."""
+    import torch
+    for name, t, ndim in (("bodies", bodies, 2), ("lengths", lengths, 1), ("task_ids", task_ids, 1)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch tensor, got {type(t).__name__}")
+        if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+            raise TypeError(f"{name} must be an integer tensor, got {t.dtype}")
+        if t.ndim != ndim or t.shape[0] != bodies.shape[0] or t.device != bodies.device:
+            raise ValueError(f"{name} must have shape ({bodies.shape[0]},{' L' if ndim == 2 else ''}) on "
+                             f"{bodies.device}, got {tuple(t.shape)} on {t.device}")
+    if active is not None and (not isinstance(active, torch.Tensor) or active.dtype != torch.bool
+                               or active.shape != lengths.shape or active.device != bodies.device):
+        raise TypeError(f"active must be None or a bool tensor like lengths, got {active!r:.80}")
+
+
 def check_seed(seed, name: str = "seed") -> int:
     """A seed as a Python int: non-negative as numpy and Gymnasium require, and below 2**64,
     the bits the vector envs' task hash reads (a larger seed would repeat a smaller one's tasks;
@@ -431,6 +448,7 @@ class TaskBank:
         once (distinct_candidates: repeats take its results). The CUDA path runs every row: there
         the grouping would need a host sync."""
         import torch
+        _check_evaluate_args(bodies, lengths, task_ids, active)
         dev = bodies.device
         if dev.type == "cuda":
             from vramgym.vm import cuda

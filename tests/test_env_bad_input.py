@@ -391,6 +391,29 @@ def test_bank_score_checks_its_arrays():
         assert BANK.score(b[None], [1]).compiled.tolist() == [False]
 
 
+def test_bank_evaluate_checks_its_tensors():
+    """Found by an audit: evaluate (the envs' scorer, documented in the README) cast float bodies
+    to tokens (4.5 scored as 4) where score raises. Types and shapes are checked; values are not
+    (that would sync a GPU; evaluate's callers check them)."""
+    import torch
+    body = torch.tensor(SUM_LIST)[None]
+    n, task = torch.tensor([len(SUM_LIST)]), torch.tensor([1])
+    ok, passed, _ = BANK.evaluate(body, n, task)
+    assert ok.tolist() == [True] and passed.tolist() == [4]
+    for args, exc, match in [
+        ((body.double() + 0.5, n, task), TypeError, "bodies must be an integer tensor"),
+        ((body, n.float(), task), TypeError, "lengths must be an integer tensor"),
+        ((body, n, task.bool()), TypeError, "task_ids must be an integer tensor"),
+        ((body.numpy(), n, task), TypeError, "bodies must be a torch tensor"),
+        ((body, n, torch.tensor([1, 1])), ValueError, "task_ids must have shape"),
+        ((body[0], n, task), ValueError, "bodies must have shape"),
+    ]:
+        with pytest.raises(exc, match=match):
+            BANK.evaluate(*args)
+    with pytest.raises(TypeError, match="active must be None or a bool tensor"):
+        BANK.evaluate(body, n, task, torch.tensor([1]))
+
+
 def test_neural_compile_needs_tasks_with_a_reference():
     """Found by an audit: an examples-only task gave 'source must be str or bytes, not NoneType'."""
     from vramgym.envs.tasks import Task
