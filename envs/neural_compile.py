@@ -34,7 +34,7 @@ from vramgym.vm.evaluate import execute_tasks_cpu
 from vramgym.vm.values import check_int
 
 from .bank import TaskBank, bank_for
-from .reward import NeuralCompileReward
+from .reward import NeuralCompileReward, check_output
 from .vector import CoreEnv, TensorVectorEnv, check_max_episode_steps
 
 END = 256
@@ -196,7 +196,7 @@ class NeuralCompileCore:
                                                      bank.ret_kind, config=bank.config)
         passed, steps, valid = passed.to(done.device), steps.to(done.device), valid.to(done.device)
         ref = self.tensors(done.device)["ref_steps"][state.task]
-        r = self.reward(valid, valid & (passed == m), steps.double() / m, ref)
+        r = check_output(self.reward(valid, valid & (passed == m), steps.double() / m, ref), done, self.reward)
         return torch.where(done, r, 0.0)
 
     def step(self, state: NeuralCompileState, actions: torch.Tensor, live: torch.Tensor):

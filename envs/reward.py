@@ -34,6 +34,36 @@ def f32(x):
     return x.astype(np.float32) if isinstance(x, np.ndarray) else x.float()
 
 
+def check_output(r, like, reward):
+    """A reward's result: a real-valued tensor of `like`'s shape and device (checked on the host
+    by type and shape only, so a GPU step still never waits). A wrong shape would broadcast one
+    env's reward to all."""
+    import torch
+    if not isinstance(r, torch.Tensor) or r.is_complex() or r.dtype == torch.bool:
+        raise TypeError(f"reward {type(reward).__name__} must return a real-valued torch tensor like its scores, "
+                        f"got {type(r).__name__}{'' if not isinstance(r, torch.Tensor) else ' of ' + str(r.dtype)}")
+    if r.shape != like.shape or r.device != like.device:
+        raise ValueError(f"reward {type(reward).__name__} must return shape {tuple(like.shape)} on {like.device} (one "
+                         f"value per env), got {tuple(r.shape)} on {r.device}")
+    return r
+
+
+def check_real(v, name: str) -> float:
+    """A reward weight: a finite real number (a str or None failed at the first scored step, deep
+    in torch; nan and inf propagated into rewards)."""
+    import math
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {v!r:.80}")
+    if not math.isfinite(float(v)) or abs(float(v)) > 1e30:
+        raise ValueError(f"{name} must be finite (|x| <= 1e30), got {v!r}")
+    return float(v)
+
+
+def _check_fields(obj):
+    for name in obj.__dataclass_fields__:
+        check_real(getattr(obj, name), f"{type(obj).__name__}.{name}")
+
+
 @dataclass(frozen=True)
 class SynthesisReward:
     """Reward of a finished program in the synthesis environments.
@@ -47,6 +77,9 @@ class SynthesisReward:
     all_pass_bonus: float = 1.0
     step_cost: float = 1e-5
     length_cost: float = 1e-3
+
+    def __post_init__(self):
+        _check_fields(self)
 
     def __call__(self, scores) -> np.ndarray:
         r = (scaled(self.pass_weight, scores.pass_frac) + scaled(self.all_pass_bonus, scores.all_pass)
@@ -65,6 +98,9 @@ class NeuralCompileReward:
     valid_bonus: float = 1.0
     all_pass_bonus: float = 10.0
     efficiency_weight: float = 1.0
+
+    def __post_init__(self):
+        _check_fields(self)
 
     def __call__(self, valid: np.ndarray, all_pass: np.ndarray, steps: np.ndarray, ref_steps: np.ndarray) -> np.ndarray:
         eff = clip((ref_steps - steps) / maximum(ref_steps, 1), -1.0, 1.0)

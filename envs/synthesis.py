@@ -41,7 +41,7 @@ from vramgym.vm.values import check_int
 from . import vocab as V
 from .bank import TaskBank, bank_for
 from .grammar import STATE_SIZE, BatchedAutomaton, Grammar
-from .reward import SynthesisReward
+from .reward import SynthesisReward, check_output, check_real
 from .vector import CoreEnv, TensorVectorEnv, check_max_episode_steps
 
 INT32 = np.iinfo(np.int32)
@@ -104,6 +104,8 @@ class SynthesisCore:
         if not callable(reward) or (not batch and not hasattr(reward, "compile_penalty")):
             raise TypeError(f"reward must be callable on the scores{'' if batch else ' with a compile_penalty'} "
                             f"(like SynthesisReward), got {reward!r:.80}")
+        if not batch:
+            check_real(reward.compile_penalty, "reward.compile_penalty")
         self.bank, self.max_len, self.batch = bank, max_len, batch
         self.reward = reward
         self.grammars = [Grammar(sig, max_len=max_len) for sig in bank.signatures]
@@ -258,7 +260,7 @@ class SynthesisCore:
 
     def _score(self, tokens, length, body_len, task, done) -> torch.Tensor:
         ok, passed, steps = self.bank.evaluate(tokens, length, task, done)
-        return self.reward(self.bank.scores(ok, passed, steps, body_len))
+        return check_output(self.reward(self.bank.scores(ok, passed, steps, body_len)), passed, self.reward)
 
     def step(self, state: SynthesisState, actions: torch.Tensor, live: torch.Tensor):
         """One step where `live`: a token per env, or with batch=True a whole body per env.
@@ -300,7 +302,7 @@ class SynthesisCore:
         done = finished | truncated
         body_len = torch.add(state.length, finished, alpha=-1)
         r = self._score(state.tokens, state.length, body_len, state.task, done).float()   # float32 (free when it is)
-        reward = r.masked_fill(~done, 0.0).masked_fill_(bad, self.reward.compile_penalty)
+        reward = r.masked_fill(~done, 0.0).masked_fill_(bad, float(self.reward.compile_penalty))
         if tasks is None:   # the automaton may have moved the restart rows: keep them
             torch.where(restart[:, None], state.grammar, new, out=state.grammar)
         else:

@@ -9,7 +9,7 @@ import torch
 import vramgym.envs
 from vramgym.envs import vocab as V
 from vramgym.envs.bank import TaskBank
-from vramgym.envs.neural_compile import NeuralCompileVectorEnv
+from vramgym.envs.neural_compile import END as NC_END, NeuralCompileVectorEnv
 from vramgym.envs.synthesis import SynthesisVectorEnv
 
 TASKS = ["gcd", "sum_list"]
@@ -316,6 +316,54 @@ def test_token_env_reward_needs_a_compile_penalty():
     with pytest.raises(TypeError, match="with a compile_penalty"):
         make(SYN, reward=lambda scores: scores.pass_frac)
     make(BATCH, reward=lambda scores: scores.pass_frac.float())   # the batch env never uses it
+
+
+@pytest.mark.parametrize("field", ["compile_penalty", "pass_weight", "step_cost"])
+@pytest.mark.parametrize("bad,exc", [("x", TypeError), (None, TypeError), (True, TypeError),
+                                     (float("nan"), ValueError), (float("inf"), ValueError), (10**40, ValueError)])
+def test_reward_weights_are_finite_numbers(field, bad, exc):
+    """Found by an audit: SynthesisReward(compile_penalty="x") was taken, then the first invalid
+    action failed deep in torch; nan went into the rewards."""
+    from vramgym.envs.reward import NeuralCompileReward, SynthesisReward
+    with pytest.raises(exc, match=f"SynthesisReward.{field} must be"):
+        SynthesisReward(**{field: bad})
+    with pytest.raises(exc, match="NeuralCompileReward.valid_bonus must be"):
+        NeuralCompileReward(valid_bonus=bad)
+    assert SynthesisReward(**{field: np.float32(-2)}) is not None
+
+    class Own:   # not a SynthesisReward: its compile_penalty is checked when the env is made
+        compile_penalty = bad
+
+        def __call__(self, s):
+            return s.pass_frac.float()
+    with pytest.raises(exc, match="reward.compile_penalty must be"):
+        make(SYN, reward=Own())
+
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+@pytest.mark.parametrize("out,exc,match", [
+    (lambda x: x[:1], ValueError, r"must return shape \(3,\) on cpu \(one value per env\), got \(1,\)"),
+    (lambda x: 0.5, TypeError, "must return a real-valued torch tensor like its scores, got float"),
+    (lambda x: x.numpy(), TypeError, "got ndarray"),
+    (lambda x: x > 0, TypeError, "of torch.bool"),
+])
+def test_reward_results_must_be_one_real_value_per_env(env_id, out, exc, match):
+    """Found by an audit: a reward returning one row's value was broadcast to every env (a body
+    that did not compile got another env's reward), and a float or numpy result failed with an
+    AttributeError."""
+    from vramgym.envs.reward import NeuralCompileReward, SynthesisReward
+    base = NeuralCompileReward() if env_id == NC else SynthesisReward()
+
+    class Bad(type(base)):
+        def __call__(self, *a):
+            return out(base(*a))
+    vec = make_vec(env_id, n=3, reward=Bad())
+    vec.reset(seed=0)
+    shape = (3,) + vec.single_action_space.shape
+    end = NC_END if env_id == NC else V.END
+    with pytest.raises(exc, match=match):
+        for _ in range(4):   # (the token envs score when a body ends)
+            vec.step(np.full(shape, end))
 
 
 @pytest.mark.parametrize("cls", [SynthesisVectorEnv, NeuralCompileVectorEnv])
