@@ -347,7 +347,7 @@ class SynthesisCore:
         except ValueError as e:
             source = f"{task.signature_line()}\n    # (cannot render: {e})"
         lines = [f"task {task.name}: {task.description}", source]
-        if len(body) and body[-1] == V.END:
+        if len(body) and (body[-1] == V.END or len(body) >= self.max_len):   # scored: ended, or cut at max_len
             s = self.bank.score(body[None], np.array([ti]))
             lines.append(f"compiled={bool(s.compiled[0])} passed={s.pass_frac[0] * self.bank.n_tests:.0f}/"
                          f"{self.bank.n_tests} steps={s.steps[0]:.0f}")

@@ -259,6 +259,18 @@ def test_ansi_render_shows_program_and_results():
     assert "def sum_list" in text and "passed=8/8" in text
 
 
+def test_render_scores_a_body_cut_at_max_len():
+    """A body of max_len tokens without END is scored (the batch env's rule), but render showed
+    no score for it: only bodies ending in END got one."""
+    ref = V.encode(REFERENCES["sum_list"])
+    assert ref[-1] == V.END
+    env = gym.make("vramgym/SynthesisBatch-v0", bank=BANK, max_len=len(ref) - 1, render_mode="ansi")
+    env.reset(seed=0, options={"task": TASKS.index("sum_list")})
+    _, r, term, _, _ = env.step(np.array(ref[:-1]))
+    assert term and r > 1.5
+    assert "compiled=True passed=8/8" in env.render()
+
+
 def test_vectorized_compiler_tokens_equal_the_rendered_ones():
     """bank.compiler_tokens (the batched scoring path) compiles to the same bytecode as
     vocab.to_compiler_tokens (the per-program rendering) on random masked programs."""
