@@ -137,6 +137,19 @@ def check_max_episode_steps(max_episode_steps, bound: str) -> None:
                          f"count): bound episodes with {bound}, or wrap single envs (gym.make) in a TimeLimit")
 
 
+def check_options(options) -> dict:
+    """reset's options: None or a dict whose only key is "task" (a misspelt key used to pin
+    nothing, silently)."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+    unknown = sorted(map(repr, set(options) - {"task"}))
+    if unknown:
+        raise ValueError(f"unknown reset option(s) {', '.join(unknown)}: the only one is 'task'")
+    return options
+
+
 def check_render_mode(render_mode) -> None:
     if render_mode is not None and render_mode != "ansi":
         raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
@@ -217,7 +230,8 @@ class TensorVectorEnv(gym.vector.VectorEnv):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         # check everything before changing anything: a failed reset leaves the env as it was
         seed = None if seed is None else check_seed(seed)
-        pinned = self._task_ids(options["task"]) if options and "task" in options else None
+        options = check_options(options)
+        pinned = self._task_ids(options["task"]) if "task" in options else None
         if seed is not None:
             self._seed = seed
         if seed is None and self._ready:
@@ -313,7 +327,8 @@ class CoreEnv(gym.Env):
         # the vector envs' checks (TypeError/ValueError naming the argument), before anything changes
         seed = None if seed is None else check_seed(seed)
         task = None
-        if options and "task" in options:
+        options = check_options(options)
+        if "task" in options:
             task = check_int(options["task"], "options['task']", 0, self.core.n_tasks - 1)
         super().reset(seed=seed)
         if task is None:

@@ -150,6 +150,21 @@ def test_seeds_are_non_negative_ints_below_2_64(env_id, vector):
         gym.make(env_id, tasks=["gcd"], n_tests=4, seed=-1)
 
 
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+@pytest.mark.parametrize("vector", [False, True])
+def test_reset_options_are_a_dict_with_task_only(env_id, vector):
+    """Found by an audit: options={"tasks": 1} pinned nothing, silently; a str gave 'string
+    indices must be integers'."""
+    env = make_vec(env_id, n=2) if vector else make(env_id)
+    with pytest.raises(ValueError, match="unknown reset option\\(s\\) 'tasks': the only one is 'task'"):
+        env.reset(seed=0, options={"tasks": 1})
+    for bad in ("task", [("task", 1)], 3):
+        with pytest.raises(TypeError, match="options must be a dict or None"):
+            env.reset(seed=0, options=bad)
+    np.testing.assert_array_equal(env.reset(seed=5, options={})[0]["task"], env.reset(seed=5)[0]["task"])
+    assert np.all(env.reset(seed=5, options={"task": 1})[0]["task"] == 1)
+
+
 def test_failed_reset_changes_nothing():
     vec = make_vec(SYN, n=2)
     obs, _ = vec.reset(seed=3)
