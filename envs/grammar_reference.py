@@ -161,6 +161,15 @@ class ReferenceGrammar:
             raise ValueError(f"max_len {self.max_len} is below the shortest body ({self._cost(init)} tokens)")
         self._init = np.asarray(init, dtype=np.int32)
 
+    def __getstate__(self):   # the per-instance cache is not picklable: rebuilt empty on load
+        state = dict(self.__dict__)
+        del state["_frame_cost"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._frame_cost = lru_cache(maxsize=None)(self._frame_cost_uncached)
+
     # ---- batch API ------------------------------------------------------------------------
     def reset(self, n: int = 1) -> np.ndarray:
         """(n, STATE_SIZE) int32: n empty bodies."""

@@ -392,3 +392,29 @@ def test_neural_compile_fuel_must_cover_the_references():
     vec = gym.make_vec("vramgym/NeuralCompile-v0", fuel=2_000, **kw)
     assert vec.unwrapped.core.bank.config.fuel == 2_000
     np.testing.assert_array_equal(vec.unwrapped.core.ref_steps, default)
+
+
+@pytest.mark.parametrize("env_id", ["vramgym/Synthesis-v0", "vramgym/SynthesisBatch-v0", "vramgym/NeuralCompile-v0"])
+def test_envs_pickle_mid_episode_and_go_on_alike(env_id):
+    """The synthesis envs did not pickle (the grammar's per-instance lru_cache), so they could not
+    be shipped to a worker or checkpointed whole. A copy taken mid-episode steps as the original."""
+    import pickle
+    vec = gym.make_vec(env_id, num_envs=6, vectorization_mode="vector_entry_point", bank=BANK)
+    obs, _ = vec.reset(seed=4)
+    rng = np.random.default_rng(SEED)
+
+    def act(o):
+        if "action_mask" in o:
+            return (rng.random(o["action_mask"].shape) + o["action_mask"]).argmax(1)
+        return rng.integers(0, vec.single_action_space.nvec.max() if hasattr(vec.single_action_space, "nvec")
+                            else 60, size=(6,) + vec.single_action_space.shape)
+    obs = vec.step(act(obs))[0]
+    twin = pickle.loads(pickle.dumps(vec))
+    for _ in range(8):
+        a = act(obs)
+        out, out2 = vec.step(a), twin.step(a)
+        obs = out[0]
+        for k in obs:
+            np.testing.assert_array_equal(obs[k], out2[0][k], err_msg=k)
+        for x, y in zip(out[1:4], out2[1:4]):
+            np.testing.assert_array_equal(x, y)
