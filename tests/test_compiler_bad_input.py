@@ -359,3 +359,13 @@ def test_the_deepest_accepted_program_compiles_in_cpython_from_a_deep_stack():
     def deep(k):
         return deep(k - 1) if k else compile(src, "<t>", "exec")
     deep(300)
+
+
+def test_an_elif_is_not_charged_for_the_operators_of_the_condition_before_it():
+    """Found by an audit: the operator count of the last expression parsed (an if condition of
+    999 operators, then a body of `pass`) was still counted when the next elif was checked."""
+    src = ("def f(x: int) -> int:\n    if x" + " + x" * (NESTING - 1) + " == 1000:\n        pass\n"
+           "    elif x == 2:\n        return 2\n    return 0\n")
+    compile(src, "<t>", "exec")
+    from vramgym.vm import execute
+    assert execute(compile_source(src), "f", [(2,), (1,)]) == [2, 0]

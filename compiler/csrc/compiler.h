@@ -1703,6 +1703,7 @@ VG_HD VG_NOINLINE bool block(Compiler& c) {
             if (!c.failed) set_arg(c, s->a, c.n);
             s->a = -1;
             if (check(c, TOK_ELIF)) {
+              c.ops = 0;  // the last expression's operators are not around the elif
               if (!nest(c, c.elifs)) return false;
               s->elifs++;
               advance(c);
