@@ -361,11 +361,14 @@ def test_the_deepest_accepted_program_compiles_in_cpython_from_a_deep_stack():
     deep(300)
 
 
-def test_an_elif_is_not_charged_for_the_operators_of_the_condition_before_it():
+@pytest.mark.parametrize("head", [
+    "    if x" + " + x" * (NESTING - 1) + " == 1000:\n        pass\n",
+    "    if x == 1000: return x" + " + x" * (NESTING - 2) + "\n",
+])
+def test_an_elif_is_not_charged_for_the_operators_of_the_expression_before_it(head):
     """Found by an audit: the operator count of the last expression parsed (an if condition of
-    999 operators, then a body of `pass`) was still counted when the next elif was checked."""
-    src = ("def f(x: int) -> int:\n    if x" + " + x" * (NESTING - 1) + " == 1000:\n        pass\n"
-           "    elif x == 2:\n        return 2\n    return 0\n")
+    999 operators then a body of `pass`, or a one-line body's) still counted at the next elif."""
+    src = "def f(x: int) -> int:\n" + head + "    elif x == 2:\n        return 2\n    return 0\n"
     compile(src, "<t>", "exec")
     from vramgym.vm import execute
     assert execute(compile_source(src), "f", [(2,), (1,)]) == [2, 0]
