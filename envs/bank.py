@@ -95,6 +95,14 @@ def _action_token_table() -> np.ndarray:
 _ACTION_TOKENS = _action_token_table()
 
 
+def is_int_dtype(t) -> bool:
+    """Whether a numpy array or torch tensor holds integers (bool is not one)."""
+    if hasattr(t, "is_floating_point"):   # a torch tensor (torch is imported only where used)
+        import torch
+        return not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)
+    return t.dtype.kind in "iu"
+
+
 def _check_evaluate_args(bodies, lengths, task_ids, active) -> None:
     """TaskBank.evaluate's arguments by type, shape and device only (their values would need a
     host sync on a GPU): integer tensors, floats never truncated (4.5 is not token 4)."""
@@ -102,7 +110,7 @@ def _check_evaluate_args(bodies, lengths, task_ids, active) -> None:
     for name, t, ndim in (("bodies", bodies, 2), ("lengths", lengths, 1), ("task_ids", task_ids, 1)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch tensor, got {type(t).__name__}")
-        if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        if not is_int_dtype(t):
             raise TypeError(f"{name} must be an integer tensor, got {t.dtype}")
         if t.ndim != ndim or t.shape[0] != bodies.shape[0] or t.device != bodies.device:
             raise ValueError(f"{name} must have shape ({bodies.shape[0]},{' L' if ndim == 2 else ''}) on "

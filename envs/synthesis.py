@@ -104,8 +104,8 @@ class SynthesisCore:
         if not callable(reward) or (not batch and not hasattr(reward, "compile_penalty")):
             raise TypeError(f"reward must be callable on the scores{'' if batch else ' with a compile_penalty'} "
                             f"(like SynthesisReward), got {reward!r:.80}")
-        if not batch:
-            check_real(reward.compile_penalty, "reward.compile_penalty")
+        # the token env's penalty for an invalid action, checked once (a float, not a tensor op)
+        self.compile_penalty = None if batch else check_real(reward.compile_penalty, "reward.compile_penalty")
         self.bank, self.max_len, self.batch = bank, max_len, batch
         self.reward = reward
         self.grammars = [Grammar(sig, max_len=max_len) for sig in bank.signatures]
@@ -302,7 +302,7 @@ class SynthesisCore:
         done = finished | truncated
         body_len = torch.add(state.length, finished, alpha=-1)
         r = self._score(state.tokens, state.length, body_len, state.task, done).float()   # float32 (free when it is)
-        reward = r.masked_fill(~done, 0.0).masked_fill_(bad, float(self.reward.compile_penalty))
+        reward = r.masked_fill(~done, 0.0).masked_fill_(bad, self.compile_penalty)
         if tasks is None:   # the automaton may have moved the restart rows: keep them
             torch.where(restart[:, None], state.grammar, new, out=state.grammar)
         else:

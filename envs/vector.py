@@ -53,7 +53,7 @@ from gymnasium.vector import AutoresetMode
 
 from vramgym.vm.values import check_int
 
-from .bank import check_seed
+from .bank import check_seed, is_int_dtype
 
 _M32 = 0xFFFFFFFF
 
@@ -121,12 +121,6 @@ def as_actions(x, device: torch.device) -> torch.Tensor:
     if t.is_floating_point():   # NaN fails ==, inf fails <; 2**62 keeps the cast defined
         t = torch.where((t == t.trunc()) & (t.abs() < 2.0**62), t, -1)
     return t.to(device=device, dtype=torch.int64)
-
-
-def _is_int_dtype(t) -> bool:
-    if isinstance(t, torch.Tensor):
-        return not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)
-    return t.dtype.kind in "iu"
 
 
 def check_max_episode_steps(max_episode_steps, bound: str) -> None:
@@ -215,7 +209,7 @@ class TensorVectorEnv(gym.vector.VectorEnv):
     def _task_ids(self, task) -> torch.Tensor:
         """options["task"]: one int task id or (N,) of them (no floats: int() would truncate 1.9)."""
         t = task if isinstance(task, torch.Tensor) else np.asarray(task)
-        if not _is_int_dtype(t):
+        if not is_int_dtype(t):
             raise TypeError(f"options['task'] must be int task ids, got {t.dtype}")
         if t.ndim > 1 or (t.ndim == 1 and t.shape[0] not in (1, self.num_envs)):
             raise ValueError(f"options['task'] must be one task id or {self.num_envs} (shape ({self.num_envs},)), "
