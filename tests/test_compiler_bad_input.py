@@ -372,3 +372,23 @@ def test_an_elif_is_not_charged_for_the_operators_of_the_expression_before_it(he
     compile(src, "<t>", "exec")
     from vramgym.vm import execute
     assert execute(compile_source(src), "f", [(2,), (1,)]) == [2, 0]
+
+
+@pytest.mark.parametrize("src", [
+    "def f(n: int) -> int:\n    while n:\n        pass\n    return 1\n",
+    "def f(n: int) -> int:\n    if n:\n        pass\n    return 1\n",
+    "def f(n: int) -> int:\n    for i in range(n):\n        pass\n    return 1\n",
+    "def f(n: int) -> int:\n    if n:\n        return 0\n    else:\n        pass\n    return 1\n",
+    "def g() -> int:\n    return 0\n\ndef f(n: int) -> bool:\n    while True:\n        pass\n",
+])
+def test_an_empty_block_in_tokens_is_an_error_as_in_source(src):
+    # Tokens may hold NEWLINE INDENT DEDENT, which no source makes: it compiled to an empty
+    # loop body, whose text (the block's statements dedented) CPython refuses (audit, session 16)
+    toks = tokenize(src)
+    assert compile_tokens(toks, [0, len(toks)]).ok[0]
+    i = int(np.flatnonzero(toks[:, 0] == oc.TOKEN_CODES["PASS"])[-1])
+    empty = np.delete(toks, [i, i + 1], axis=0)  # drop `pass` and its NEWLINE
+    assert [oc.TOKENS[k][0] for k in empty[i - 1: i + 1, 0]] == ["INDENT", "DEDENT"]
+    err = compile_tokens(empty, [0, len(empty)]).error(0)
+    assert err is not None and err.kind == "expected_indent"
+    assert (err.line, err.col) == tuple(empty[i, 2:4])  # at the DEDENT

@@ -1622,6 +1622,8 @@ VG_HD VG_NOINLINE bool block(Compiler& c) {
         if (match(c, TOK_NEWLINE)) {
           if (!check(c, TOK_INDENT)) return fail(c, ERR_EXPECTED_INDENT);
           advance(c);
+          // An empty block: never from the lexer, but token arrays may hold one (INDENT DEDENT)
+          if (check(c, TOK_DEDENT) || check(c, TOK_EOF)) return fail(c, ERR_EXPECTED_INDENT);
           if (++c.blocks > MAX_BLOCK_DEPTH) return fail(c, ERR_TOO_DEEP, MAX_BLOCK_DEPTH);
           begin_scope(c);
           if (!push_sframe(c, sp, SF_BLOCK)) return false;
