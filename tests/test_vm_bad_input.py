@@ -389,3 +389,29 @@ def test_a_large_heap_costs_only_the_memory_runs_touch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) < 64, f"{out.stdout} MiB more resident for runs of at most 100,000 ints"
+
+
+# --- the disassembler and from_code's functions (audit, session 16) ------------------------------
+
+@pytest.mark.parametrize("bad,exc", [([1.9], TypeError), ([True], TypeError), (np.array([0.5, 1.0]), TypeError),
+                                     ([2**32 + 3], ValueError), (np.zeros((1, 3), np.uint32), ValueError),
+                                     ("abc", TypeError)])
+def test_disassemble_refuses_what_it_would_cast(bad, exc):
+    from vramgym.vm import disassemble
+    with pytest.raises(exc):  # it printed [1.9] and [True] as LOAD_CONST 0
+        disassemble(bad)
+
+
+def test_disassemble_takes_int32_views_as_from_code_does():
+    from vramgym.vm import disassemble
+    code = compile_source(INC).code
+    assert disassemble(code.view(np.int32)) == disassemble(code) == disassemble(code.tolist())
+    assert "???" in disassemble([-1])  # (was an OverflowError)
+
+
+@pytest.mark.parametrize("functions", ["g", [1], [("g", 0, 0, ("int",), "int", 1)]])
+def test_from_code_checks_its_functions(functions):
+    with pytest.raises(TypeError, match="functions must be a list of vramgym.vm.Function"):
+        Program.from_code(compile_source(INC).code, functions=functions)
+    prog = compile_source(INC)
+    assert execute(Program.from_code(prog.code, functions=tuple(prog.functions)), "g", [(1,)]) == [2]

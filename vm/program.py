@@ -25,6 +25,15 @@ class Function:
         return f"def {self.name}({ps}) -> {_type(self.ret)}"
 
 
+def code_words(words, name: str = "words") -> np.ndarray:
+    """Instruction words as a 1-D uint32 array: integers only (no float or bool cast), and int32
+    views of the words (negative values) welcome; TypeError/ValueError otherwise."""
+    words = np.asarray(words)
+    if words.dtype != np.uint32:
+        words = int_array(words, name, -(2**31), 2**32 - 1, np.int64) & 0xFFFFFFFF
+    return int_array(words, name, 0, 2**32 - 1, np.uint32)
+
+
 def _type(kind: str) -> str:
     return "list[int]" if kind == "list" else kind
 
@@ -48,10 +57,7 @@ class Program:
         """A program from raw instruction words (hand-made or from a model). Without
         `functions`, every FUNC word starts a function f0, f1, ... with int parameters and an
         int result. The words are validated when they run (invalid ones trap bad_bytecode)."""
-        words = np.asarray(words)
-        if words.dtype != np.uint32:  # int32 views of the words (negative values) are welcome
-            words = int_array(words, "words", -(2**31), 2**32 - 1, np.int64) & 0xFFFFFFFF
-        code = int_array(words, "words", 0, 2**32 - 1, np.uint32)
+        code = code_words(words)
         if functions is None:
             functions = []
             for pc in np.flatnonzero((code & 0xFF) == oc.OP_BY_NAME["FUNC"].code):
@@ -59,7 +65,10 @@ class Program:
                 i = len(functions)
                 functions.append(Function(f"f{i}", i, int(pc), ("int",) * ((w >> 8) & 0xFF), "int", (w >> 16) & 0xFF))
             return cls(code, functions, typed=False)
-        return cls(code, functions)
+        if not isinstance(functions, (list, tuple)) or not all(isinstance(f, Function) for f in functions):
+            raise TypeError("functions must be a list of vramgym.vm.Function, got "
+                            f"{type(functions).__name__} {functions!r:.80}")
+        return cls(code, list(functions))
 
     def disassemble(self, function: str | None = None) -> str:
         """The whole program, or one function's code."""
@@ -99,7 +108,7 @@ def format_instruction(pc: int, word: int, functions_by_pc: dict[int, Function] 
 def disassemble(code, functions: list[Function] | None = None, start: int = 0) -> str:
     by_pc = {f.pc: f for f in functions or []}
     lines = []
-    for pc, w in enumerate(np.asarray(code, dtype=np.uint32)[start:], start):
+    for pc, w in enumerate(code_words(code, "code")[start:], start):
         f = by_pc.get(pc)
         if f is not None:
             lines.append(("" if pc == start else "\n") + f"{f.signature()}:")
