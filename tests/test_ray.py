@@ -60,3 +60,16 @@ def test_empty_batch_and_clear_errors(local_ray):
         ev.evaluate(np.zeros((1, 4), np.int32), np.array([0, 1]), inputs, expected)
     with pytest.raises(ValueError, match="backend"):
         RayEvaluator(backend="tpu")
+
+
+def test_an_evaluator_whose_actors_cannot_start_fails_clearly(local_ray):
+    programs, inputs, expected = batch(3, 4, SEED + 2)
+    ev = RayEvaluator(backend="cpu", num_workers=2)  # holds both CPUs of the cluster
+    # a second one sized by the cluster's total waited for them forever, in its first call
+    with pytest.raises(RuntimeError, match=r"2 actors of one CPU each did not start within 3 s .* 0 free"):
+        RayEvaluator(backend="cpu", num_workers=2, start_timeout=3)
+    want = run_batch(programs, inputs, expected=expected)
+    np.testing.assert_array_equal(ev.run_batch(programs, inputs, expected=expected).passed, want.passed)
+    for bad in (0, -1.0, True, "5"):
+        with pytest.raises(ValueError, match="start_timeout"):
+            RayEvaluator(backend="cpu", start_timeout=bad)

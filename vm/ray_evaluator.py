@@ -30,6 +30,9 @@ class _Worker:
     def __init__(self, backend: str):
         self.backend = backend
 
+    def ready(self) -> bool:  # answers once the actor is placed and started
+        return True
+
     def run_batch(self, programs, inputs, run_prog, run_in, expected, config, out_cap, lockstep):
         from vramgym.vm.batch import run_batch
         return run_batch(programs, inputs, (run_prog, run_in), expected=expected, config=config, out_cap=out_cap,
@@ -58,14 +61,18 @@ def _check_count(value, name: str) -> None:
 
 class RayEvaluator:
     """Bad arguments raise TypeError/ValueError in the driver, before anything is sent to the
-    actors; runs whose indices are out of range trap bad_input, as in run_batch."""
+    actors; runs whose indices are out of range trap bad_input, as in run_batch. The actors
+    must start within start_timeout seconds, or RuntimeError (they would wait for GPUs or CPUs
+    that another evaluator holds, and every call with them)."""
 
     def __init__(self, num_gpus: int | None = None, address: str | None = None, *, backend: str = "cuda",
-                 num_workers: int | None = None):
+                 num_workers: int | None = None, start_timeout: float = 120.0):
         if backend not in ("cuda", "cpu"):
             raise ValueError(f"backend must be 'cuda' or 'cpu', got {backend!r}")
         _check_count(num_gpus, "num_gpus")
         _check_count(num_workers, "num_workers")
+        if isinstance(start_timeout, bool) or not isinstance(start_timeout, (int, float)) or not start_timeout > 0:
+            raise ValueError(f"start_timeout must be a number of seconds > 0, got {start_timeout!r}")
         # each backend reads one of the two counts: the other one would be silently ignored
         if backend == "cpu" and num_gpus is not None:
             raise ValueError("num_gpus applies to backend='cuda'; CPU actors are counted by num_workers")
@@ -83,6 +90,17 @@ class RayEvaluator:
             raise RuntimeError(f"RayEvaluator: the Ray cluster has no {kind}")
         actor = ray.remote(**({"num_gpus": 1} if backend == "cuda" else {"num_cpus": 1}))(_Worker)
         self.actors = [actor.remote(backend) for _ in range(n)]
+        # The count above is the cluster's total: where others hold some of it (another
+        # evaluator), an actor waits for a free one, and every call on it would block.
+        try:
+            ray.get([a.ready.remote() for a in self.actors], timeout=start_timeout)
+        except ray.exceptions.GetTimeoutError:
+            for a in self.actors:
+                ray.kill(a)
+            free = ray.available_resources().get(kind, 0)
+            raise RuntimeError(f"RayEvaluator: {n} actors of one {kind} each did not start within {start_timeout} s "
+                               f"(the cluster has {have} {kind}, {free:g} free now: is another evaluator holding "
+                               f"them?); ask for fewer with num_{'gpus' if kind == 'GPU' else 'workers'}") from None
 
     def run_batch(self, programs, inputs, runs=None, *, expected=None, config=None, out_cap=None, lockstep=True):
         """vramgym.vm.run_batch(..., backend="cuda") over every GPU of the cluster (or CPU actor),
