@@ -57,7 +57,16 @@ def _pad_rows(enc: Encoded, width: int, n: int, what: str) -> np.ndarray:
 def _examples(task: Task, seed, n: int, config: VMConfig):
     """task.examples under the bank's limits. Where its reference needs more (a fuel lowered to
     bound the slowest candidate), the tests come from the default limits with a warning: no
-    candidate can pass those tests, which the user should know, but may have chosen."""
+    candidate can pass those tests, which the user should know, but may have chosen. Likewise
+    a case whose lists need more than the bank's list memory."""
+    if task.cases is not None:  # (checked against the default list memory only, when built)
+        inputs, outputs = task.examples(seed, n)
+        need = max(max(sum(len(v) for v in a if isinstance(v, list)), len(o) if isinstance(o, list) else 0)
+                   for a, o in zip(inputs, outputs)) if inputs else 0
+        if need > config.heap_size:
+            warnings.warn(f"task {task.name!r}: a test holds {need} ints of lists, more than this bank's list memory "
+                          f"(heap_size={config.heap_size}): no candidate can pass that test", stacklevel=3)
+        return inputs, outputs
     try:
         return task.examples(seed, n, config=config)
     except ValueError as e:
@@ -93,6 +102,14 @@ def _action_token_table() -> np.ndarray:
 
 
 _ACTION_TOKENS = _action_token_table()
+
+
+def code_cap_for(tokens: int) -> int:
+    """Bytecode words that hold any program of `tokens` compiler tokens that the mask allows: a
+    chained comparison's every further `< x` (2 tokens) compiles to 5 words (DUP ROT3 COMPARE
+    JUMP_IF_FALSE_OR_POP LOAD), the most per token of the language (tests/test_envs.py checks
+    the longest chain a mask allows); the compiler's default cap fits bodies of ~400 tokens."""
+    return min(oc.LIMITS["MAX_CODE"], max(1024, 3 * int(tokens) + 64))
 
 
 def is_int_dtype(t) -> bool:
@@ -230,13 +247,18 @@ class TaskBank:
 
     def __init__(self, tasks: Sequence[Task], n_tests: int = 16, n_examples: int = 4, seed: int = 0,
                  example_width: int = 64, config: VMConfig | None = None, backend: str | None = None):
+        try:
+            tasks = list(tasks)  # (an iterator is truthy even when empty)
+        except TypeError:
+            raise TypeError(f"tasks must be a sequence of Tasks, got {type(tasks).__name__}") from None
         if not tasks:
             raise ValueError("a task bank needs at least one task")
         n_examples = check_int(n_examples, "n_examples", 1)
+        example_width = check_int(example_width, "example_width", 1)
         # the envs fix n_examples at 4: name n_tests, the argument a user set, with its minimum
         n_tests = check_int(n_tests, "n_tests", n_examples)
         check_backend(backend)
-        self.tasks = list(tasks)
+        self.tasks = tasks
         for i, t in enumerate(self.tasks):
             if not isinstance(t, Task):
                 raise TypeError(f"tasks[{i}] must be a Task (TaskBank.from_names takes names), got {t!r:.60}")
@@ -463,7 +485,8 @@ class TaskBank:
             t = self.tensors(dev)
             slots, count = self._device_token_slots(bodies, lengths, task_ids, active)
             passed, steps, ok = cuda.evaluate_tasks(slots, count, task_ids, active, t["inputs"], t["expected"],
-                                                    self.n_tests, t["ret_kind"], config=self.config)
+                                                    self.n_tests, t["ret_kind"], config=self.config,
+                                                    code_cap=code_cap_for(slots.shape[1]))
             return ok, passed.long(), steps.long()
         # CPU: only the active rows are turned into tokens (a host sync costs nothing here), by the
         # native builder where its library is built (one pass per row; the torch ops cost more
@@ -490,7 +513,8 @@ class TaskBank:
             else:
                 slots, count = self.compiler_token_slots(bodies[run_rows], lengths[run_rows], task_ids[run_rows])
             p, s, o = evaluate_tasks_cpu(slots, count, task_ids[run_rows], None, self.inputs, self.expected,
-                                         self.n_tests, self.ret_kind, config=self.config)
+                                         self.n_tests, self.ret_kind, config=self.config,
+                                         code_cap=code_cap_for(slots.shape[1]))
             o, p, s = o.to(dev), p.to(dev).long(), s.to(dev)
             if inverse_t is not None:
                 o, p, s = o[inverse_t], p[inverse_t], s[inverse_t]
@@ -506,8 +530,8 @@ class TaskBank:
     def score(self, bodies: np.ndarray, task_ids: np.ndarray, lengths: np.ndarray | None = None) -> Scores:
         """Compile and run N candidate bodies on their tasks' tests in one batch (numpy in and out).
 
-        bodies: (N, L) action ids (a body ends at its first END or at L; ids out of the vocabulary
-        end it as a compile error); task_ids: (N,) in [0, len(tasks)); lengths: (N,) in [0, L].
+        bodies: (N, L) action ids (a body ends at its first END or id out of the vocabulary, or
+        at L, and is scored as written up to there); task_ids: (N,) in [0, len(tasks)); lengths: (N,) in [0, L].
         Integer arrays only (TypeError for floats and bools: nothing is truncated)."""
         import torch
         bodies = int_array(bodies, "bodies", -(2**63), 2**63 - 1, np.int64, ndim=2)

@@ -39,7 +39,7 @@ from gymnasium import spaces
 from vramgym.vm.values import check_int
 
 from . import vocab as V
-from .bank import TaskBank, bank_for
+from .bank import TaskBank, bank_for, code_cap_for
 from .grammar import STATE_SIZE, BatchedAutomaton, Grammar
 from .reward import SynthesisReward, check_output, check_real
 from .vector import CoreEnv, TensorVectorEnv, check_max_episode_steps
@@ -362,7 +362,7 @@ class SynthesisCore:
             toks = V.to_compiler_tokens(body, self.bank.signatures[ti])
         except ValueError as e:  # an action out of the vocabulary
             return str(e)
-        cb = compile_tokens(toks, np.array([0, len(toks)]))
+        cb = compile_tokens(toks, np.array([0, len(toks)]), code_cap=code_cap_for(len(toks)))
         return None if cb.ok[0] else cb.error(0, source)
 
 

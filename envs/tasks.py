@@ -49,6 +49,7 @@ ValueError then.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import importlib.resources
 import json
@@ -61,6 +62,7 @@ import numpy as np
 
 from vramgym.compiler import CompileError, compile_source
 from vramgym.vm import Program, Trap, VMConfig, execute
+from vramgym.vm.opcodes import DEFAULT_HEAP
 from vramgym.vm.values import INT32_MAX, INT32_MIN, check_int, check_value, kind_of
 
 __all__ = ["Task", "Signature", "ParamSpec", "TASKS", "get_task", "task_names", "load_tasks", "save_tasks",
@@ -156,6 +158,7 @@ class ParamSpec:
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not INT32_MIN <= v <= INT32_MAX:
                 raise ValueError(f"{key} must be an int32, got {v!r}")
+            object.__setattr__(self, key, int(v))  # (numpy ints: np.uint8 arithmetic would wrap)
         if self.lo > self.hi:
             raise ValueError(f"lo {self.lo} > hi {self.hi}")
         if self.constraint is not None and self.constraint not in CONSTRAINTS:
@@ -350,16 +353,21 @@ class Task:
             self._validate()
         except (ValueError, TypeError) as e:
             raise ValueError(f"task {self.name!r}: {e}") from None
+        except RecursionError:  # (a case value nested hundreds deep: its repr alone recurses)
+            raise ValueError(f"task {self.name!r}: a value nested too deeply (the language's values are int, "
+                             "bool and list[int])") from None
 
     def _validate(self):
         if not isinstance(self.description, str):
             raise ValueError(f"description must be a string, got {self.description!r:.80}")
         object.__setattr__(self, "difficulty", _difficulty(self.difficulty))
-        if isinstance(self.signature, str):
-            object.__setattr__(self, "signature", Signature.parse(self.signature))
         sig = self.signature
-        if not isinstance(sig, Signature):
+        if not isinstance(sig, (str, Signature)):
             raise ValueError(f"signature must be a Signature or a 'def ...' line, got {sig!r}")
+        # (a Signature built by hand obeys the compiler's rules as its line does, no keyword or
+        # repeated names, or a saved task would not load again)
+        sig = Signature.parse(sig if isinstance(sig, str) else sig.line())
+        object.__setattr__(self, "signature", sig)
         if (self.reference is None) == (self.cases is None):
             raise ValueError("needs exactly one of a reference (with inputs) and cases")
         if self.reference is not None:
@@ -409,7 +417,16 @@ class Task:
                 if long is not None:  # (as input specs draw: far longer ones would not fit in the VM's memory)
                     raise ValueError(f"case {i}, argument {long!r}: a list argument holds at most {MAX_LIST_LEN} "
                                      f"elements")
-                case = (_freeze(args), _freeze(_check_case_value(out, sig.ret, f"case {i}, output")))
+                out = _check_case_value(out, sig.ret, f"case {i}, output")
+                # (what no run could hold in the VM's default list memory: no program could pass it)
+                held = sum(len(v) for v in args if isinstance(v, list))
+                if held > DEFAULT_HEAP:
+                    raise ValueError(f"case {i}: its list arguments hold {held} ints, more than the VM's list "
+                                     f"memory ({DEFAULT_HEAP})")
+                if sig.ret == "list" and len(out) > DEFAULT_HEAP:
+                    raise ValueError(f"case {i}: its output holds {len(out)} ints, more than the VM's list memory "
+                                     f"({DEFAULT_HEAP}): no program can return it")
+                case = (_freeze(args), _freeze(out))
                 # the same arguments with two outputs: no program could pass both
                 j = seen.setdefault(case[0], i)
                 if j != i and cases[j][1] != case[1]:
@@ -477,8 +494,9 @@ class Task:
 
     @property
     def program(self) -> Program | None:
-        """The compiled reference (cached per source)."""
-        return None if self.reference is None else _compile(self.reference)
+        """The compiled reference: a copy of the one cached per source, which every task with that
+        source shares (an edit to it would change their outputs)."""
+        return None if self.reference is None else copy.deepcopy(_compile(self.reference))
 
     def _case_order(self, rng: np.random.Generator, n: int) -> np.ndarray:
         # A seeded permutation repeated to length n: every case appears before any repeats.
@@ -505,7 +523,7 @@ class Task:
         if config is not None and not isinstance(config, VMConfig):
             raise TypeError(f"config must be a VMConfig, got {type(config).__name__}")
         c = config or VMConfig()
-        results = execute(self.program, self.signature.entry, inputs, fuel=c.fuel, max_depth=c.max_depth,
+        results = execute(_compile(self.reference), self.signature.entry, inputs, fuel=c.fuel, max_depth=c.max_depth,
                           heap_size=c.heap_size, max_lists=c.max_lists, stack_size=c.stack_size)
         for args, r in zip(inputs, results):
             if isinstance(r, Trap):
@@ -601,7 +619,8 @@ def save_tasks(tasks: Iterable[Task] | Mapping[str, Task], path: str | os.PathLi
 def _unique_keys(pairs):  # json.loads hook: a repeated key would silently keep only the last value
     d = dict(pairs)
     if len(d) != len(pairs):
-        dup = next(k for i, (k, _) in enumerate(pairs) if k in (k2 for k2, _ in pairs[:i]))
+        seen = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
         raise ValueError(f"key {dup!r} appears twice in an object")
     return d
 
@@ -623,6 +642,8 @@ def _parse_suite(text: str, origin: str) -> dict[str, Task]:
             t = Task.from_dict(d)
         except (ValueError, TypeError) as e:
             raise ValueError(f"{origin}: task entry {i}: {e}") from None
+        except RecursionError:  # (a value nested too deeply for from_dict's checks, not for json)
+            raise ValueError(f"{origin}: task entry {i}: a value nested too deeply") from None
         if t.name in tasks:
             raise ValueError(f"{origin}: task entry {i}: task {t.name!r} is defined twice")
         tasks[t.name] = t

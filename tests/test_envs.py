@@ -418,3 +418,40 @@ def test_envs_pickle_mid_episode_and_go_on_alike(env_id):
             np.testing.assert_array_equal(obs[k], out2[0][k], err_msg=k)
         for x, y in zip(out[1:4], out2[1:4]):
             np.testing.assert_array_equal(x, y)
+
+
+def test_the_longest_chain_the_mask_allows_compiles_in_the_scorer():
+    # `return n < n < ... < n` at max_len 1,024 is 2,553 words: the scorer's fixed cap of 1,024
+    # words failed every such body from max_len 414 on (audit, session 16)
+    from vramgym.compiler import compile_tokens
+    from vramgym.envs.bank import code_cap_for
+    from vramgym.envs.grammar import Grammar
+    bank = TaskBank.from_names(["is_prime"], n_tests=4)
+    for max_len in (413, 414, 1024):
+        g = Grammar(bank.signatures[0], max_len=max_len)
+        st, acts = g.reset(1), []
+        def take(a):
+            nonlocal st
+            assert g.mask(st)[0][a]
+            st, _ = g.step(st, np.array([a]))
+            acts.append(a)
+        take(V.ID["return"])
+        take(V.P0)
+        while g.mask(st)[0][V.ID["<"]] and g.mask(g.step(st.copy(), np.array([V.ID["<"]]))[0])[0][V.P0]:
+            take(V.ID["<"])
+            take(V.P0)
+        take(V.NEWLINE)
+        take(V.END)
+        assert bool(g.done(st)[0])
+        toks = V.to_compiler_tokens(acts, bank.signatures[0])
+        words = compile_tokens(toks, [0, len(toks)], code_cap=2**16).lengths[0]
+        assert words <= code_cap_for(len(toks)) and (max_len < 1024 or words > 1024)
+        assert bank.score(np.array([acts]), np.array([0])).compiled.tolist() == [True]
+
+
+def test_a_chained_comparison_costs_the_words_per_token_that_code_cap_for_assumes():
+    from vramgym.compiler import compile_source
+    from vramgym.envs.bank import code_cap_for
+    words = [len(compile_source("def f(n: int) -> bool:\n    return n" + " < n" * k + "\n").code) for k in (2, 3, 50)]
+    assert words[1] - words[0] == 5 and words[2] - words[1] == 47 * 5  # 5 words per further `< n` (2 tokens)
+    assert code_cap_for(10) == 1024 and code_cap_for(2000) == 6064 and code_cap_for(10**6) == 2**16

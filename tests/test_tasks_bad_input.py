@@ -343,3 +343,83 @@ def test_only_shown_examples_must_fit_the_example_width():
     bank = built[0]
     assert bank.examples.shape == (1, 4, 8) and len(bank.inputs) == 5
     assert int(np.diff(bank.inputs.offsets).max()) == 102   # the long test is still scored
+
+
+# --- audit, session 16 --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("depth", [100, 500, 950])
+def test_deeply_nested_case_values_are_a_value_error(tmp_path, depth):
+    nested = "[" * depth + "1" + "]" * depth
+    for case in (f"[[{nested}], 1]", f"[[[1]], {nested}]", nested):
+        text = ('{"version": 1, "tasks": [{"name": "c", "signature": "def c(xs: list[int]) -> int:", "cases": ['
+                + case + "]}]}")
+        with pytest.raises(ValueError):  # (was a RecursionError from 500 deep until json's own limit)
+            load_tasks(write(tmp_path, text))
+    deep = [1]
+    for _ in range(depth):
+        deep = [deep]
+    with pytest.raises(ValueError):
+        Task.from_examples("c", "def c(xs: list[int]) -> int:", [((deep,), 1)])
+
+
+def test_a_repeated_key_is_found_in_linear_time(tmp_path):
+    import time
+    keys = ", ".join(f'"k{i}": {i}' for i in range(40_000))
+    path = write(tmp_path, '{"version": 1, "tasks": [], "x": {' + keys + ', "k39999": 0}}')
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="'k39999' appears twice"):
+        load_tasks(path)
+    assert time.perf_counter() - t0 < 5  # (46 s before: each key was compared with all before it)
+
+
+@pytest.mark.parametrize("sig", [Signature("if", (("a", "int"),), "int"), Signature("f", (("a", "int"), ("a", "int")), "int"),
+                                 Signature("len", (("a", "int"),), "int"), Signature("f", (("my-arg", "int"),), "int")])
+def test_a_hand_made_signature_obeys_the_compilers_rules(sig, tmp_path):
+    # it was accepted, saved, and refused by load_tasks
+    with pytest.raises(ValueError, match="bad signature"):
+        Task.from_examples("t", sig, [((1,) * len(sig.params), 2)])
+    ok = Task.from_examples("t", Signature("f", (("a", "int"),), "int"), [((1,), 2)])
+    save_tasks([ok], tmp_path / "ok.json")
+    assert load_tasks(tmp_path / "ok.json")["t"] == ok
+
+
+def test_case_lists_that_no_run_can_hold_are_refused():
+    with pytest.raises(ValueError, match="output holds 5000 ints, more than the VM's list memory"):
+        Task.from_examples("zeros", "def zeros(n: int) -> list[int]:", [(3, [0] * 3), (5000, [0] * 5000)])
+    args = tuple([1] * 1024 for _ in range(5))
+    with pytest.raises(ValueError, match="list arguments hold 5120 ints"):
+        Task.from_examples("five", "def five(a: list[int], b: list[int], c: list[int], d: list[int], "
+                           "e: list[int]) -> int:", [(args, 1)])
+    assert Task.from_examples("zeros", "def zeros(n: int) -> list[int]:", [(4096, [0] * 4096)])
+
+
+def test_a_bank_with_less_list_memory_than_a_case_needs_warns():
+    from vramgym.envs.bank import TaskBank
+    t = Task.from_examples("zeros", "def zeros(n: int) -> list[int]:", [(3, [0] * 3), (100, [0] * 100)])
+    with pytest.warns(UserWarning, match="holds 100 ints of lists, more than this bank's list memory"):
+        TaskBank([t], n_tests=4, example_width=128, config=VMConfig(heap_size=64))
+
+
+def test_numpy_bounds_of_an_input_spec_are_python_ints():
+    spec = ParamSpec("int", lo=np.int64(0), hi=np.int64(100), log=True)
+    assert type(spec.lo) is int and all(0 <= v <= 100 for v in spec.sample(0, 50))  # (log: AttributeError)
+    assert ParamSpec("int", lo=np.uint8(0), hi=np.uint8(255)).domain_size() == 256  # (uint8 wrapped to 0)
+    assert all(-100 <= v <= 100 for v in ParamSpec("int", lo=np.int8(-100), hi=np.int8(100)).sample(1, 50))
+
+
+def test_task_program_is_a_copy_of_the_shared_cache():
+    t = get_task("abs_diff")
+    want = t.examples(0, 3)
+    p = t.program
+    p.code[:] = 0  # a caller's edit reached every later examples() of every task with this source
+    assert t.examples(0, 3) == want and get_task("abs_diff").program.code.any()
+
+
+def test_task_bank_arguments():
+    from vramgym.envs.bank import TaskBank
+    with pytest.raises(ValueError, match="at least one task"):
+        TaskBank(iter([]))
+    for bad, exc in ((-1, ValueError), (0, ValueError), (True, TypeError), (2.0, TypeError)):
+        with pytest.raises(exc, match="example_width"):
+            TaskBank([get_task("gcd")], example_width=bad)
+    assert len(TaskBank(iter([get_task("gcd")]), n_tests=4).tasks) == 1

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from vramgym.compiler import compile_tokens
-from vramgym.compiler.batch import packed_rows
+from vramgym.compiler.batch import _code_cap, packed_rows
 
 from . import opcodes as oc
 from .batch import ProgramBatch, VMConfig, run_batch
@@ -112,8 +112,8 @@ def _task_args(n: int, sizes_name: str, sizes, task_ids, active, inputs, expecte
 
 
 _KINDS_CHECKED: list = []  # the last (expected words, offsets, ret_kinds bytes, n_tests) that passed
-# Rows compiled per call of evaluate_tasks_cpu: a (rows, code_cap) uint32 matrix, 16 MiB at the
-# default code_cap (all at once, a million rows would take 4 GiB and a copy of it).
+# Rows compiled per call of evaluate_tasks_cpu at the default code_cap (fewer at a larger one): a
+# (rows, code_cap) uint32 matrix of 16 MiB (all at once, a million rows would take 4 GiB and a copy).
 COMPILE_CHUNK = 4096
 
 
@@ -141,6 +141,7 @@ def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tes
     """The CPU backend's scores of N token-slot programs on their tasks' tests (see the module
     docstring); the same signature and results as vramgym.vm.cuda.evaluate_tasks. Returns numpy
     arrays, or torch CPU tensors when tokens is a torch tensor."""
+    code_cap = _code_cap(code_cap)
     toks = _host(tokens)
     if toks.ndim != 3 or toks.shape[2] != 4:
         raise ValueError(f"tokens must have shape (N, S, 4), got {toks.shape}")
@@ -161,8 +162,9 @@ def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tes
         # Compiled in chunks: the code matrix is (rows, code_cap), 4 KiB a row at the default cap,
         # while the programs use a few dozen words each, packed right after each chunk.
         words, lengths = [], []
-        for a in range(0, len(rows), COMPILE_CHUNK):
-            b = min(len(rows), a + COMPILE_CHUNK)
+        chunk = max(1, COMPILE_CHUNK * 1024 // code_cap)
+        for a in range(0, len(rows), chunk):
+            b = min(len(rows), a + chunk)
             compiled = compile_tokens(packed[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a], code_cap=code_cap)
             ok[rows[a:b]] = compiled.ok
             good = np.flatnonzero(compiled.ok)
