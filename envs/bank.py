@@ -531,7 +531,8 @@ class TaskBank:
         """Compile and run N candidate bodies on their tasks' tests in one batch (numpy in and out).
 
         bodies: (N, L) action ids (a body ends at its first END or id out of the vocabulary, or
-        at L, and is scored as written up to there); task_ids: (N,) in [0, len(tasks)); lengths: (N,) in [0, L].
+        at L, and is scored as written up to there); task_ids: (N,) in [0, len(tasks));
+        lengths: (N,) in [0, L].
         Integer arrays only (TypeError for floats and bools: nothing is truncated)."""
         import torch
         bodies = int_array(bodies, "bodies", -(2**63), 2**63 - 1, np.int64, ndim=2)

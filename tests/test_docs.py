@@ -18,7 +18,8 @@ def python_blocks(name: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", (ROOT / name).read_text(), re.S)
 
 
-PROGRAMS = [(name, b) for name in ("README.md", "docs/language.md") for b in python_blocks(name) if b.startswith("def ")]
+PROGRAMS = [(name, b) for name in ("README.md", "docs/language.md")
+            for b in python_blocks(name) if b.startswith("def ")]
 
 
 @pytest.mark.parametrize("name,source", PROGRAMS, ids=[f"{n}:{i}" for i, (n, _) in enumerate(PROGRAMS)])

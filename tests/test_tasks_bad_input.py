@@ -372,7 +372,8 @@ def test_a_repeated_key_is_found_in_linear_time(tmp_path):
     assert time.perf_counter() - t0 < 5  # (46 s before: each key was compared with all before it)
 
 
-@pytest.mark.parametrize("sig", [Signature("if", (("a", "int"),), "int"), Signature("f", (("a", "int"), ("a", "int")), "int"),
+@pytest.mark.parametrize("sig", [Signature("if", (("a", "int"),), "int"),
+                                 Signature("f", (("a", "int"), ("a", "int")), "int"),
                                  Signature("len", (("a", "int"),), "int"), Signature("f", (("my-arg", "int"),), "int")])
 def test_a_hand_made_signature_obeys_the_compilers_rules(sig, tmp_path):
     # it was accepted, saved, and refused by load_tasks

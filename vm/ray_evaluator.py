@@ -62,8 +62,8 @@ def _check_count(value, name: str) -> None:
 class RayEvaluator:
     """Bad arguments raise TypeError/ValueError in the driver, before anything is sent to the
     actors; runs whose indices are out of range trap bad_input, as in run_batch. The actors
-    must start within start_timeout seconds, or RuntimeError (they would wait for GPUs or CPUs
-    that another evaluator holds, and every call with them)."""
+    must start within start_timeout seconds, or RuntimeError (they would wait for the GPUs or
+    CPUs that another evaluator holds, and so would every call to them)."""
 
     def __init__(self, num_gpus: int | None = None, address: str | None = None, *, backend: str = "cuda",
                  num_workers: int | None = None, start_timeout: float = 120.0):
