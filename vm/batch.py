@@ -18,7 +18,7 @@ import numpy as np
 from . import cpu
 from . import opcodes as oc
 from .backends import get_backend
-from .program import Program
+from .program import Program, code_words
 from .values import KIND_BY_NAME, Encoded, int_array, offsets_array, owned
 
 
@@ -74,10 +74,7 @@ class ProgramBatch:
 
     def __post_init__(self):
         given = (self.code, self.offsets, self.entry, self.ret_kind, self.params)
-        code = np.asarray(self.code)
-        if code.dtype != np.uint32:  # an int32 view of the words, or wider ints holding them
-            code = int_array(code, "code", -(2**31), 2**32 - 1, np.int64) & 0xFFFFFFFF
-        code = int_array(code, "code", 0, 2**32 - 1, np.uint32)
+        code = code_words(self.code, "code")
         offsets = offsets_array(self.offsets, len(code), "code-word", "len(code)")
         n = len(offsets) - 1
         entry = int_array(self.entry, "entry", -(2**31), 2**31 - 1, np.int32)

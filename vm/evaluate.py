@@ -40,6 +40,7 @@ from vramgym.compiler.batch import _code_cap, packed_rows
 
 from . import opcodes as oc
 from .batch import ProgramBatch, VMConfig, run_batch
+from .program import code_words
 from .values import INT32_MAX, INT32_MIN, Encoded, int_array
 
 I64 = (-(2**63), 2**63 - 1)
@@ -198,10 +199,7 @@ def execute_tasks_cpu(code, code_len, task_ids, active, inputs, expected, n_test
     words = _host(code)
     if words.ndim != 2:
         raise ValueError(f"code must have shape (N, W), got {words.shape}")
-    if words.dtype == np.int32:  # the same bits (torch has no uint32)
-        words = np.ascontiguousarray(words).view(np.uint32)
-    elif words.dtype != np.uint32:  # wider ints holding the words: checked, not wrapped (floats not truncated)
-        words = (int_array(words, "code", INT32_MIN, 2**32 - 1, np.int64, ndim=2) & 0xFFFFFFFF).astype(np.uint32)
+    words = code_words(words, "code", ndim=2)
     n, width = words.shape
     length, task, act, ret, inputs, expected, n_tests = _task_args(n, "code_len", code_len, task_ids, active,
                                                                    inputs, expected, n_tests, ret_kinds)

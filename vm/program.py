@@ -25,13 +25,16 @@ class Function:
         return f"def {self.name}({ps}) -> {_type(self.ret)}"
 
 
-def code_words(words, name: str = "words") -> np.ndarray:
-    """Instruction words as a 1-D uint32 array: integers only (no float or bool cast), and int32
-    views of the words (negative values) welcome; TypeError/ValueError otherwise."""
+def code_words(words, name: str = "words", ndim: int = 1) -> np.ndarray:
+    """Instruction words as a contiguous uint32 array: integers only (no float or bool cast), and
+    int32 views of the words (negative values, torch has no uint32) welcome; TypeError/ValueError
+    otherwise."""
     words = np.asarray(words)
-    if words.dtype != np.uint32:
-        words = int_array(words, name, -(2**31), 2**32 - 1, np.int64) & 0xFFFFFFFF
-    return int_array(words, name, 0, 2**32 - 1, np.uint32)
+    if words.dtype == np.int32:  # the same bits: no check, no copy
+        words = np.ascontiguousarray(words).view(np.uint32)
+    elif words.dtype != np.uint32:  # wider ints holding the words: checked, not wrapped
+        words = int_array(words, name, -(2**31), 2**32 - 1, np.int64, ndim) & 0xFFFFFFFF
+    return int_array(words, name, 0, 2**32 - 1, np.uint32, ndim)
 
 
 def _type(kind: str) -> str:
