@@ -401,6 +401,8 @@ class TaskBank:
             out = (torch.empty((n, self.slot_size(L), 4), dtype=torch.int32, device=dev),
                    torch.empty(n, dtype=torch.int64, device=dev))
             self._slot_out[key] = out
+        from vramgym.vm.cuda import keep_alive
+        keep_alive(out)   # a graph captured now writes them at every replay: it holds them, not just the cache
         return token_slots(self, bodies, lengths, task_ids, active, out=out)
 
     def compiler_token_slots(self, bodies, lengths, task_ids):

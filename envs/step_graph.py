@@ -62,8 +62,8 @@ class StepGraph:
             self.graph = torch.cuda.CUDAGraph()
             shared = None if pool is None else pool.graph.pool()
             try:
-                with vm_cuda.graph_capture(), torch.cuda.graph(self.graph, pool=shared, stream=side,
-                                                               capture_error_mode="thread_local"):
+                with vm_cuda.graph_capture() as self._kept, torch.cuda.graph(
+                        self.graph, pool=shared, stream=side, capture_error_mode="thread_local"):
                     self.outputs = body()
             except RuntimeError as e:
                 raise RuntimeError("cuda_graph=True: the env's step could not be captured into a CUDA graph (a "

@@ -22,7 +22,8 @@ import pytest
 import native_build
 
 from test_evaluate_tasks import check_offsets_outside_the_words, make_bank, make_images, make_programs
-from vramgym.vm import VMConfig, cuda, opcodes as oc
+from vramgym.compiler import tokenize
+from vramgym.vm import VMConfig, cuda, encode_results, encode_tuples, opcodes as oc
 from vramgym.vm.evaluate import evaluate_tasks_cpu, execute_tasks_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -234,6 +235,84 @@ def test_device_offsets_outside_the_words_emulated(emu):
 
 def test_device_source_offsets_outside_the_data_emulated(emu):
     gpu_suite.test_compile_device_offsets_outside_the_data()
+
+
+def test_arguments_checked_before_the_device(emu):
+    """Bad arguments to the GPU entry points raise as the CPU backend's do, or say why the
+    device cannot check them: device arrays (_DevArray here) by dtype and shape (their values
+    stay on the device), host arrays by value too. Each of these used to be cast or reshaped
+    into another call: a float task id truncated, an active mask of 256 wrapped to 0, wide code
+    words cut to 32 bits, (T, 3) tokens read as (T, 4), code_cap 0 scoring every candidate as
+    code_too_long, n_tests=4.7 taken as 4."""
+    rng = np.random.default_rng([SEED, 11])
+    n_tests = 4
+    inputs, expected, rk = make_bank(rng, n_tests)
+    toks, counts, tids, _ = make_programs(rng, 30)
+    dev = lambda a: np.asarray(a).view(sys.modules["cupy"].ndarray)  # noqa: E731  (a "device" array)
+    base = dict(tokens=toks, counts=counts, task_ids=tids, active=np.ones(30, bool), inputs=inputs,
+                expected=expected, n_tests=n_tests, ret_kinds=rk)
+
+    def both(exc, match, **kw):
+        a = base | kw
+        with pytest.raises(exc, match=match):
+            evaluate_tasks_cpu(*a.values())
+        with pytest.raises(exc, match=match):
+            cuda.evaluate_tasks(*a.values())
+
+    both(TypeError, "task_ids must be an integer array", task_ids=tids + 0.5)
+    both(ValueError, "active", active=np.full(30, 256))
+    both(TypeError, "n_tests must be an int", n_tests=4.7)
+    both(TypeError, "n_tests must be an int", n_tests=True)
+    both(ValueError, "ret_kinds must be 1-D", ret_kinds=rk[:, None])
+    with pytest.raises(TypeError, match="code_cap must be an int"):
+        cuda.evaluate_tasks(*base.values(), code_cap=True)
+    with pytest.raises(TypeError, match="task_ids must be an integer array"):
+        cuda.evaluate_tasks(*(base | dict(task_ids=dev(tids + 0.5))).values())
+    with pytest.raises(ValueError, match="ret_kinds must be 1-D"):
+        cuda.evaluate_tasks(*(base | dict(ret_kinds=dev(rk[:, None]))).values())
+    # a device mask of integers: nonzero is active (its values cannot be checked on the host)
+    want = evaluate_tasks_cpu(*base.values())
+    got = cuda.evaluate_tasks(*(base | dict(active=dev(np.full(30, 256)))).values())
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
+    assert want[2].any()
+
+    code, length, ti, act = make_images(rng, 30)
+    args = (length, ti, act, inputs, expected, n_tests, rk)
+    wide = code.astype(np.int64) + (1 << 32)
+    for f in (execute_tasks_cpu, cuda.execute_tasks):
+        with pytest.raises(ValueError, match="code"):
+            f(wide, *args)
+    with pytest.raises(TypeError, match="code on the device must be int32 or uint32"):
+        cuda.execute_tasks(dev(wide), *args)
+    for g, w in zip(cuda.execute_tasks(dev(code.view(np.int32)), *args), execute_tasks_cpu(code, *args)):
+        assert np.array_equal(g, w)
+
+    src = [tokenize(f"def f(a: int) -> int:\n    return a + {i}\n").astype(np.int32) for i in range(4)]
+    flat = np.concatenate(src)
+    off = np.cumsum([0] + [len(t) for t in src]).astype(np.int64)
+    ins, exp = encode_tuples([(1,)], ("int",)), encode_results([1], "int")
+    for bad in (np.ascontiguousarray(flat[:, :3]), flat.reshape(-1, 8), dev(flat[:, :3].copy())):
+        with pytest.raises(ValueError, match=r"tokens must have shape \(T, 4\)"):
+            cuda.compile_device("tokens", bad, off)
+        with pytest.raises(ValueError, match=r"tokens must have shape \(T, 4\)"):
+            cuda.evaluate(bad, off, ins, exp)
+    with pytest.raises(TypeError, match="tokens must be an integer array"):
+        cuda.compile_device("tokens", dev(flat.astype(np.float32)), off)
+    for cc in (0, -1, oc.LIMITS["MAX_CODE"] + 1):
+        with pytest.raises(ValueError, match="code_cap must be in"):
+            cuda.evaluate(flat, off, ins, exp, code_cap=cc)
+        with pytest.raises(ValueError, match="code_cap must be in"):
+            cuda.compile_device("tokens", flat, off, code_cap=cc)
+    with pytest.raises(ValueError, match=r"offsets must hold N \+ 1 entries"):
+        cuda.compile_device("tokens", flat, np.zeros(0, np.int64))
+    empty = (np.zeros(0, np.int32), np.zeros(0, np.int64))
+    with pytest.raises(ValueError, match=r"inputs offsets must hold N \+ 1 entries"):
+        cuda.evaluate(flat, off, empty, empty)
+    with pytest.raises(TypeError, match="sources must be bytes"):
+        cuda.compile_device("sources", dev(np.zeros(8, np.int32)), np.array([0, 8]))
+    # the valid call still equals the CPU
+    assert np.array_equal(cuda.evaluate(flat, off, ins, exp).passed, [1, 0, 0, 0])
 
 
 def test_emulated_kernels_under_sanitizers(tmp_path):

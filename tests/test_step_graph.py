@@ -214,3 +214,55 @@ def test_gpu_graph_step_does_not_sync(batch):
         torch.cuda.set_sync_debug_mode("default")
     torch.cuda.synchronize()
     assert torch.isfinite(r).all()
+
+
+def test_capture_state_keeps_buffers_and_nests():
+    """vm.cuda's capture state (what graph_capture sets up around a capture, CuPy's allocator
+    aside): keep_alive ties objects to the capture's list and is a no-op outside one; the budget
+    is frozen at the last value measured; a nested capture shares the list and leaves the outer
+    state as it found it (it used to unfreeze the budget while the outer capture went on)."""
+    from vramgym.vm import cuda as vm_cuda
+    vm_cuda.keep_alive("outside")            # no capture: nothing holds it, nothing fails
+    vm_cuda._capture.last = 123
+    with vm_cuda._capturing() as keep:
+        vm_cuda.keep_alive("a")
+        assert vm_cuda._capture.budget == 123
+        vm_cuda._capture.last = 456          # a measurement inside does not move the frozen value
+        with vm_cuda._capturing() as inner:
+            vm_cuda.keep_alive("b")
+            assert inner is keep and vm_cuda._capture.budget == 123
+        assert vm_cuda._capture.budget == 123 and vm_cuda._capture.keep is keep
+        vm_cuda.keep_alive("c")
+    assert keep == ["a", "b", "c"]
+    assert vm_cuda._capture.budget is None and vm_cuda._capture.keep is None
+    vm_cuda.keep_alive("after")
+    assert keep == ["a", "b", "c"]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
+def test_gpu_graph_holds_the_token_slot_buffers_it_writes():
+    """The bank caches its token-slot output buffers under 4 (device, stream, N, L) keys; a
+    captured step writes the ones of its capture stream at every replay. Other shapes evict
+    them from the cache: the graph must hold them itself, or it writes memory that torch has
+    handed to other tensors since (here: tensors filled with -1 that must stay so)."""
+    bank = TaskBank.from_names(["gcd", "sum_list", "reverse_list", "is_prime", "count_evens"], n_tests=8)
+    rng = np.random.default_rng(SEED)
+    kw = dict(num_envs=256, bank=bank, max_len=20)
+    envs = [SynthesisVectorEnv(device="cuda", **kw), SynthesisVectorEnv(device="cuda", cuda_graph=True, **kw)]
+    obs = reset_all(envs, seed=SEED)
+    kept = [x for g in envs[1]._graphs.values() for x in g._kept]
+    assert kept, "the capture kept no token-slot buffers"
+    for n in (3, 5, 7, 9):   # four other keys: the captured buffers leave the cache
+        bodies = torch.zeros((n, 20), dtype=torch.int64, device="cuda")
+        bank._device_token_slots(bodies, torch.zeros(n, dtype=torch.int64, device="cuda"),
+                                 torch.zeros(n, dtype=torch.int64, device="cuda"), None)
+    cached = {id(t) for out in bank._slot_out.values() for t in out}
+    assert not any(id(t) in cached for out in kept for t in out)
+    del bodies
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    fill = [torch.full((1 << 16,), -1, dtype=torch.int32, device="cuda") for _ in range(256)]
+    drive(envs, obs, rng, 40)
+    torch.cuda.synchronize()
+    assert all(bool((f == -1).all()) for f in fill), "a replay wrote memory the graph no longer held"

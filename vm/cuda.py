@@ -36,6 +36,10 @@ from pathlib import Path
 import numpy as np
 
 from . import opcodes as oc
+from .program import code_words
+from .values import check_int, int_array
+
+I32, I64 = (-(2**31), 2**31 - 1), (-(2**63), 2**63 - 1)
 
 _CSRC = Path(__file__).resolve().parent / "csrc"
 KERNEL_FILE = _CSRC / "cuda_kernels.cu"
@@ -216,7 +220,8 @@ def graph_capture():
     as the graph lives (blocks from CuPy's own pool would go back to it when the arrays die, and
     the next eager call could reuse memory the graph still writes); and the memory budget that
     sizes chunks and grids is frozen at the last value measured outside (run the calls once
-    eagerly first, as torch asks of any capture)."""
+    eagerly first, as torch asks of any capture). Yields a list of objects (keep_alive's) that
+    the graph's owner must hold as long as the graph."""
     import cupy as cp
     import torch
 
@@ -226,12 +231,31 @@ def graph_capture():
         mem = cp.cuda.UnownedMemory(ptr, nbytes, _TorchBlock(ptr), dev)
         return cp.cuda.MemoryPointer(mem, 0)
 
-    _capture.budget = getattr(_capture, "last", None)
+    with _capturing() as keep, cp.cuda.using_allocator(alloc):
+        yield keep
+
+
+@contextmanager
+def _capturing():
+    """This thread's capture state (graph_capture without CuPy's allocator): the frozen budget and
+    the list that keep_alive fills, which the caller must hold as long as its graph. A nested
+    capture shares the outer one's and leaves it as it found it."""
+    outer = getattr(_capture, "budget", None), getattr(_capture, "keep", None)
+    _capture.budget = outer[0] if outer[0] is not None else getattr(_capture, "last", None)
+    _capture.keep = keep = outer[1] if outer[1] is not None else []
     try:
-        with cp.cuda.using_allocator(alloc):
-            yield
+        yield keep
     finally:
-        _capture.budget = None
+        _capture.budget, _capture.keep = outer
+
+
+def keep_alive(obj) -> None:
+    """Tie obj to the graph being captured on this thread, if any (graph_capture yields the list
+    that holds it): for buffers that captured kernels write but that a cache may drop later (the
+    graph would go on writing their memory after it was handed to someone else)."""
+    keep = getattr(_capture, "keep", None)
+    if keep is not None:
+        keep.append(obj)
 
 
 def _chunk_size(n: int, item_bytes: int) -> int:
@@ -274,10 +298,52 @@ def _torch_stream(tensors):
         yield True
 
 
-def _dev(x, dtype):
-    """A CuPy array of `dtype` over x: torch CUDA tensors and CuPy arrays without a copy (DLPack),
-    host arrays uploaded. A dtype conversion copies."""
+def _on_device(x) -> bool:
+    """x is a torch CUDA tensor or a CuPy array: checked by its dtype and shape only (reading its
+    values would sync with the device). Anything else is a host array, checked as the CPU backend
+    checks it before the upload."""
+    if _is_torch(x):
+        return x.is_cuda
     import cupy as cp
+    return isinstance(x, cp.ndarray)
+
+
+def _int_kind(x, name: str) -> None:
+    """TypeError unless the device array x holds integers: a cast to the kernel's dtype would
+    truncate floats (and take bools as 0/1)."""
+    if _is_torch(x):
+        import torch
+        ok = x.dtype != torch.bool and not x.dtype.is_floating_point and not x.dtype.is_complex
+    else:
+        ok = x.dtype.kind in "iu"
+    if not ok:
+        raise TypeError(f"{name} must be an integer array, got dtype {x.dtype}")
+
+
+def _ints(x, name: str, dtype, lo: int = I64[0], hi: int = I64[1], ndim: int | None = 1):
+    """An integer argument as a device array of `dtype`: device arrays checked by dtype and
+    number of dimensions (None: any), host arrays by value as well (vm.values.int_array: no
+    truncated floats, no wrapped values)."""
+    if _on_device(x):
+        _int_kind(x, name)
+        if ndim is not None and x.ndim != ndim:
+            raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(x.shape)}")
+        return _dev(x, dtype, name)
+    from .evaluate import _host
+    h = _host(x)
+    return _dev(int_array(h, name, lo, hi, np.dtype(dtype), h.ndim if ndim is None else ndim), dtype, name)
+
+
+def _dev(x, dtype, name: str = "an argument"):
+    """A CuPy array of `dtype` over x: torch CUDA tensors and CuPy arrays without a copy (DLPack),
+    host arrays uploaded. A dtype conversion copies. A device array on another device than the
+    call's is refused (its kernels would read it through the wrong device's addresses)."""
+    import cupy as cp
+    where = x.device.index if _is_torch(x) and x.is_cuda else \
+        getattr(getattr(x, "device", None), "id", None) if isinstance(x, cp.ndarray) else None
+    if where is not None and hasattr(cp.cuda, "Device") and where != cp.cuda.Device().id:
+        raise ValueError(f"{name} is on cuda:{where}, but this call runs on cuda:{cp.cuda.Device().id} (the "
+                         f"device of its first torch CUDA argument, else CuPy's current device)")
     if _is_torch(x):
         x = cp.from_dlpack(x.detach()) if x.is_cuda else cp.asarray(x.numpy())
     elif not isinstance(x, cp.ndarray):
@@ -285,6 +351,57 @@ def _dev(x, dtype):
     if x.dtype != dtype:
         x = x.astype(dtype)
     return cp.ascontiguousarray(x)
+
+
+def _code_cap(code_cap) -> int:
+    return check_int(code_cap, "code_cap", 1, oc.LIMITS["MAX_CODE"])
+
+
+def _is_bool(x) -> bool:
+    return str(x.dtype) in ("bool", "torch.bool")
+
+
+def _active(active, n: int):
+    """The active mask as a device uint8 array: a device array of bools, or of integers taken as
+    nonzero; a host array as the CPU backend takes it (bools, or integers 0 and 1)."""
+    import cupy as cp
+    if _on_device(active):
+        if not _is_bool(active):
+            _int_kind(active, "active")
+            active = active != 0
+        return _dev(active, cp.uint8, "active")
+    from .evaluate import _host, _vector
+    a = _host(active)
+    return _dev(a if a.dtype == bool and a.shape == (n,) else _vector(a, "active", n, 0, 1, bool), cp.uint8, "active")
+
+
+def _offsets(offsets, name: str = "offsets"):
+    """(N + 1,) int64 offsets on the device, N >= 0 (their values are the kernels' to check)."""
+    import cupy as cp
+    off = _ints(offsets, name, cp.int64)
+    if len(off) < 1:
+        raise ValueError(f"{name} must hold N + 1 entries (at least one), got none")
+    return off
+
+
+def _program_data(kind: str, data):
+    """compile_device's and evaluate's programs on the device: tokens (T, 4) int32 (a flat array
+    of 4T ints is taken as T rows), or source bytes (uint8)."""
+    import cupy as cp
+    from .evaluate import _host
+    if kind == "sources":
+        if _on_device(data):
+            _int_kind(data, "sources")
+            if (data.element_size() if _is_torch(data) else data.dtype.itemsize) != 1:
+                raise TypeError(f"sources must be bytes (uint8), got dtype {data.dtype}")
+            return _dev(data, cp.uint8, "sources")
+        return _dev(int_array(_host(data), "sources", 0, 255, np.uint8), cp.uint8, "sources")
+    toks = _ints(data, "tokens", cp.int32, *I32, ndim=None)
+    if toks.ndim == 1 and toks.size % 4 == 0:
+        toks = toks.reshape(-1, 4)
+    if toks.ndim != 2 or toks.shape[1] != 4:
+        raise ValueError(f"tokens must have shape (T, 4) (or be a flat array of 4T ints), got {tuple(toks.shape)}")
+    return toks
 
 
 def _out(x, as_torch: bool):
@@ -340,15 +457,12 @@ def compile_device(kind: str, data, offsets, *, code_cap: int = 1024, entry: int
     import cupy as cp
     if kind not in ("tokens", "sources"):
         raise ValueError("kind must be 'tokens' or 'sources'")
-    if not 1 <= code_cap <= oc.LIMITS["MAX_CODE"]:
-        raise ValueError(f"code_cap must be in 1..{oc.LIMITS['MAX_CODE']}")
+    code_cap = _code_cap(code_cap)
     with _torch_stream((data, offsets)) as as_torch:
         d = device()
-        data = _dev(data, cp.int32 if kind == "tokens" else cp.uint8)
-        off = _dev(offsets, cp.int64)
+        data = _program_data(kind, data)
+        off = _offsets(offsets)
         n = len(off) - 1
-        if kind == "tokens" and data.ndim != 2 and data.size % 4 == 0:
-            data = data.reshape(-1, 4)
         tok_cap = 0
         if kind == "sources":
             if max_source_len is None:
@@ -393,7 +507,7 @@ def _compile_host(kind: str, data: np.ndarray, offsets: np.ndarray, code_cap: in
 
 def compile_batch(sources, *, code_cap: int = 1024):
     """vramgym.compiler.compile_batch on the GPU: the same CompiledBatch, bit for bit."""
-    from vramgym.compiler.batch import _code_cap, pack_sources
+    from vramgym.compiler.batch import pack_sources
     code_cap = _code_cap(code_cap)
     blob, offsets = pack_sources(sources)
     return _compile_host("sources", np.frombuffer(blob, dtype=np.uint8), offsets, code_cap)
@@ -402,7 +516,7 @@ def compile_batch(sources, *, code_cap: int = 1024):
 def compile_tokens(tokens, offsets, *, code_cap: int = 1024):
     """vramgym.compiler.compile_tokens on the GPU (host arrays in, CompiledBatch out), with its
     checks of the arguments (before anything touches the device)."""
-    from vramgym.compiler.batch import _check_offsets, _check_tokens, _code_cap
+    from vramgym.compiler.batch import _check_offsets, _check_tokens
     code_cap = _code_cap(code_cap)
     tokens = _check_tokens(tokens)
     return _compile_host("tokens", tokens, _check_offsets(offsets, len(tokens)), code_cap)
@@ -539,12 +653,17 @@ class EvalResult:
     n_tests: int
 
 
-def _encoded_dev(x):
+def _encoded_dev(x, name: str):
     """(words, offsets) device arrays of an Encoded or a (words, offsets) pair."""
     import cupy as cp
-    words, offsets = (x.words, x.offsets) if hasattr(x, "words") else x
-    words = _dev(words, cp.int32)
-    return (words if words.size else cp.zeros(1, cp.int32)), _dev(offsets, cp.int64)
+    if hasattr(x, "words"):
+        words, offsets = x.words, x.offsets
+    elif isinstance(x, (tuple, list)) and len(x) == 2:
+        words, offsets = x
+    else:
+        raise TypeError(f"{name} must be an Encoded batch or a (words, offsets) pair, got {type(x).__name__}")
+    words = _ints(words, f"{name} words", cp.int32, *I32)
+    return (words if words.size else cp.zeros(1, cp.int32)), _offsets(offsets, f"{name} offsets")
 
 
 def evaluate(programs, offsets, inputs, expected, *, source: bool = False, signature=None, entry: int = 0,
@@ -564,6 +683,7 @@ def evaluate(programs, offsets, inputs, expected, *, source: bool = False, signa
     from .batch import VMConfig
     from .values import KIND_BY_NAME
     config = config or VMConfig()
+    code_cap = _code_cap(code_cap)
     want = None
     ret_kind = oc.KIND_INT
     if signature is not None:
@@ -573,10 +693,10 @@ def evaluate(programs, offsets, inputs, expected, *, source: bool = False, signa
     kind = "sources" if source else "tokens"
     with _torch_stream((programs, offsets)) as as_torch:
         d = device()
-        data = _dev(programs, cp.uint8 if source else cp.int32)
-        off = _dev(offsets, cp.int64)
-        in_words, in_off = _encoded_dev(inputs)
-        exp_words, exp_off = _encoded_dev(expected)
+        data = _program_data(kind, programs)
+        off = _offsets(offsets)
+        in_words, in_off = _encoded_dev(inputs, "inputs")
+        exp_words, exp_off = _encoded_dev(expected, "expected")
         n, m = len(off) - 1, len(in_off) - 1
         if len(exp_off) - 1 != m:
             raise ValueError("expected needs one value per input")
@@ -619,15 +739,16 @@ def evaluate(programs, offsets, inputs, expected, *, source: bool = False, signa
 
 
 def _task_args_dev(n: int, sizes_name: str, sizes, task_ids, active, inputs, expected, n_tests: int, ret_kinds):
-    """The device arguments evaluate_tasks and execute_tasks share, with their shapes checked
-    (shapes only: nothing is read back from the device)."""
+    """The device arguments evaluate_tasks and execute_tasks share, checked: device arrays by
+    dtype and shape (nothing is read back from the device), host arrays as the CPU backend
+    checks them."""
     import cupy as cp
-    sizes = _dev(sizes, cp.int64)
-    task_of = _dev(task_ids, cp.int64)
-    act = None if active is None else _dev(active, cp.uint8)
-    task_ret = _dev(ret_kinds, cp.int32)
-    in_words, in_off = _encoded_dev(inputs)
-    exp_words, exp_off = _encoded_dev(expected)
+    sizes = _ints(sizes, sizes_name, cp.int64)
+    task_of = _ints(task_ids, "task_ids", cp.int64)
+    act = None if active is None else _active(active, n)
+    task_ret = _ints(ret_kinds, "ret_kinds", cp.int32, oc.KIND_INT, oc.KIND_LIST)
+    in_words, in_off = _encoded_dev(inputs, "inputs")
+    exp_words, exp_off = _encoded_dev(expected, "expected")
     n_in, n_task = len(in_off) - 1, len(task_ret)
     for name, x in ((sizes_name, sizes), ("task_ids", task_of), ("active", act)):
         if x is not None and x.shape != (n,):
@@ -679,14 +800,12 @@ def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: 
     import cupy as cp
     from .batch import VMConfig
     config = config or VMConfig()
-    if not 1 <= code_cap <= oc.LIMITS["MAX_CODE"]:
-        raise ValueError(f"code_cap must be in 1..{oc.LIMITS['MAX_CODE']}")
-    n_tests = int(n_tests)
-    if n_tests < 0:
-        raise ValueError("n_tests must be >= 0")
+    code_cap = _code_cap(code_cap)
+    from .evaluate import check_n_tests
+    n_tests = check_n_tests(n_tests)
     with _torch_stream((tokens, counts, task_ids, active)) as as_torch:
         d = device()
-        toks = _dev(tokens, cp.int32)
+        toks = _ints(tokens, "tokens", cp.int32, *I32, ndim=None)
         if toks.ndim != 3 or toks.shape[2] != 4:
             raise ValueError(f"tokens must have shape (N, S, 4), got {toks.shape}")
         n = toks.shape[0]
@@ -733,14 +852,23 @@ def execute_tasks(code, code_len, task_ids, active, inputs, expected, n_tests: i
     import cupy as cp
     from .batch import VMConfig
     config = config or VMConfig()
-    n_tests = int(n_tests)
-    if n_tests < 0:
-        raise ValueError("n_tests must be >= 0")
+    from .evaluate import check_n_tests
+    n_tests = check_n_tests(n_tests)
     with _torch_stream((code, code_len, task_ids, active)) as as_torch:
         d = device()
-        words = _dev(code, cp.int32 if _is_torch(code) else cp.uint32)  # torch has no uint32 for DLPack
+        if _on_device(code):  # 32-bit words only: the values of a wider dtype could not be checked
+            if str(code.dtype) not in (("torch.int32",) if _is_torch(code) else ("int32", "uint32")):
+                raise TypeError(f"code on the device must be {'int32' if _is_torch(code) else 'int32 or uint32'}, "
+                                f"got dtype {code.dtype}")
+            words = _dev(code, cp.int32 if _is_torch(code) else cp.uint32, "code")  # torch: no uint32 for DLPack
+        else:
+            from .evaluate import _host
+            words = _host(code)
+            if words.ndim != 2:
+                raise ValueError(f"code must have shape (N, W), got {words.shape}")
+            words = _dev(code_words(words, "code", ndim=2), cp.uint32, "code")
         if words.ndim != 2:
-            raise ValueError(f"code must have shape (N, W), got {words.shape}")
+            raise ValueError(f"code must have shape (N, W), got {tuple(words.shape)}")
         words = words.view(cp.uint32)
         n, width = words.shape
         length, task_of, act, task_ret, tests, n_in, n_task = _task_args_dev(

@@ -28,8 +28,10 @@ Bad arguments raise TypeError/ValueError naming them: arrays that are not intege
 not truncated) or whose values do not fit their dtype (no wrap-around), wrong shapes, an active
 mask other than bool (or 0/1), task_ids of active rows outside [0, T), n_tests that is not an
 int >= 0, ret_kinds other than opcodes.KIND_*, and expected values whose kind is not their
-task's ret_kind (no program could pass them). The GPU versions check shapes only (they never
-read device data back): there such rows or tests just pass nothing.
+task's ret_kind (no program could pass them). The GPU versions check host arrays the same way,
+and device arrays (torch CUDA tensors, CuPy arrays) by dtype and shape only, since reading their
+values would wait for the device: there a task id out of range or a malformed test just passes
+nothing, and an integer active mask counts nonzero as active.
 """
 from __future__ import annotations
 
@@ -72,6 +74,16 @@ def _vector(x, name: str, n: int, lo: int, hi: int, dtype) -> np.ndarray:
     return int_array(a, name, lo, hi, dtype)
 
 
+def check_n_tests(n_tests) -> int:
+    """n_tests as an int >= 0 (no bool, no float: int() would take True as 1 and truncate 4.7)."""
+    if isinstance(n_tests, (bool, np.bool_)) or not isinstance(n_tests, (int, np.integer)):
+        raise TypeError(f"n_tests must be an int, got {n_tests!r}")
+    n_tests = int(n_tests)
+    if n_tests < 0:
+        raise ValueError(f"n_tests must be >= 0, got {n_tests}")
+    return n_tests
+
+
 def _task_args(n: int, sizes_name: str, sizes, task_ids, active, inputs, expected, n_tests: int, ret_kinds):
     """The arguments both scorers share, as checked host arrays (O(N + T * M) numpy checks)."""
     sizes = _vector(sizes, sizes_name, n, *I64, np.int64)
@@ -83,11 +95,7 @@ def _task_args(n: int, sizes_name: str, sizes, task_ids, active, inputs, expecte
         act = act if act.dtype == bool and act.shape == (n,) else _vector(act, "active", n, 0, 1, bool)
     ret = int_array(_host(ret_kinds), "ret_kinds", oc.KIND_INT, oc.KIND_LIST, np.int32)
     inputs, expected = _encoded(inputs, "inputs"), _encoded(expected, "expected")
-    if isinstance(n_tests, (bool, np.bool_)) or not isinstance(n_tests, (int, np.integer)):
-        raise TypeError(f"n_tests must be an int, got {n_tests!r}")
-    n_tests = int(n_tests)
-    if n_tests < 0:
-        raise ValueError(f"n_tests must be >= 0, got {n_tests}")
+    n_tests = check_n_tests(n_tests)
     if len(inputs) != len(ret) * n_tests or len(expected) != len(inputs):
         raise ValueError(f"inputs and expected need {len(ret)} tasks x {n_tests} tests values each, "
                          f"got {len(inputs)} and {len(expected)}")
