@@ -25,12 +25,17 @@ of the numpy Generator's state.
 """
 from __future__ import annotations
 
+import keyword
 import random
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from vramgym.vm.opcodes import BUILTIN_NAMES as _BUILTIN_NAMES
+from vramgym.vm.opcodes import BUILTIN_NAMES as _BUILTIN_NAMES, LIMITS
+from vramgym.vm.values import check_int
+
+from .errors import CompileError
+from .frontend import tokenize
 
 __all__ = ["GeneratedProgram", "GeneratorConfig", "generate_program", "random_args", "INT32_EDGES"]
 
@@ -59,12 +64,16 @@ VAR_NAMES = {
     "list": ("xs", "ys", "zs", "ws", "buf", "out", "vals", "items", "stack", "evens", "odds",
              "parts", "nums", "seq"),
 }
+DEPTH_NAMES = ("d", "depth", "level", "steps")  # the depth parameter of a recursive function
 COMMENTS = ("keep the running value", "edge case", "bounded loop", "may trap", "swap",
             "accumulate", "aliasing on purpose", "note: floor semantics", "TODO: simplify",
             "recursion on a decreasing depth", "guard the length")
 
 # Static cost model, in (roughly) VM instructions: a generous upper bound, not a measurement.
 NODE_OPS = 2
+MAX_ATTEMPTS = 10_000  # generate_program's tries (defaults: 1-3; op_budget=10: at most ~30)
+LIST_MEMORY = 3500     # ints of list memory the entry's lists and arguments may take (VM default 4096)
+ARG_LIST_LEN = 6       # ints a list argument is charged (random_args' lists hold 0..6)
 LOOP_OPS = 5
 CALL_OPS = 6
 
@@ -129,12 +138,57 @@ class GeneratorConfig:
     entry_ret: str | None = None
 
     def __post_init__(self):
-        if len(set(self.func_names)) < self.max_functions or set(self.func_names) & _BUILTIN_FUNCTIONS:
-            raise ValueError(f"func_names needs {self.max_functions} distinct names, none of them a builtin "
-                             "function")
-        taken = set(FUNC_NAMES) | set(self.func_names) | {n for pool in VAR_NAMES.values() for n in pool}
-        if self.entry_name is not None and (self.entry_name in taken or self.entry_name in _BUILTIN_NAMES):
-            raise ValueError(f"entry_name {self.entry_name!r} is a builtin or a name the generator uses itself")
+        """Every accepted config yields programs (the rejection loop ends) that compile: sizes
+        within the compiler's limits, names that are identifiers nothing else uses."""
+        for name, lo, hi in _INT_KNOBS:
+            check_int(getattr(self, name), name, lo, hi)
+        for name in _PROB_KNOBS:
+            v = getattr(self, name)
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not 0.0 <= v <= 1.0:
+                raise ValueError(f"{name} must be a probability in [0, 1], got {v!r}")
+        var_names = {n for pool in VAR_NAMES.values() for n in pool} | set(DEPTH_NAMES)
+        if not isinstance(self.func_names, (tuple, list)) or not all(_is_name(n) for n in self.func_names) \
+                or set(self.func_names) & (_BUILTIN_FUNCTIONS | var_names):
+            raise ValueError("func_names must be identifiers (no keyword, builtin function or name of the "
+                             f"generator's variable pools), got {self.func_names!r}")
+        if len(set(self.func_names)) < self.max_functions:
+            raise ValueError(f"func_names needs {self.max_functions} distinct names, got {len(set(self.func_names))}")
+        if self.entry_name is not None and (not _is_name(self.entry_name) or self.entry_name in _BUILTIN_NAMES
+                                            or self.entry_name in set(FUNC_NAMES) | set(self.func_names) | var_names):
+            raise ValueError(f"entry_name {self.entry_name!r} is not an identifier, or a builtin or a name the "
+                             "generator uses itself")
+        if self.entry_params is not None:
+            if not isinstance(self.entry_params, (tuple, list)) or any(k not in KINDS for k in self.entry_params):
+                raise ValueError(f"entry_params must be a tuple of {KINDS}, got {self.entry_params!r}")
+            if len(self.entry_params) > _MAX_PARAMS:
+                raise ValueError(f"entry_params: at most {_MAX_PARAMS} parameters, got {len(self.entry_params)}")
+            lists = self.entry_params.count("list")
+            if lists * ARG_LIST_LEN * self.list_cap > LIST_MEMORY:
+                raise ValueError(f"{lists} list parameters of up to list_cap = {self.list_cap} ints could take "
+                                 f"more than {LIST_MEMORY} ints of list memory: lower list_cap")
+        elif ARG_LIST_LEN * self.list_cap > LIST_MEMORY:
+            raise ValueError(f"list_cap must be at most {LIST_MEMORY // ARG_LIST_LEN} (a list argument could take "
+                             f"more than {LIST_MEMORY} ints of list memory)")
+        if self.entry_ret is not None and self.entry_ret not in KINDS:
+            raise ValueError(f"entry_ret must be one of {KINDS}, got {self.entry_ret!r}")
+
+
+def _is_name(n) -> bool:
+    return isinstance(n, str) and n.isidentifier() and n.isascii() and not keyword.iskeyword(n) \
+        and n != "__debug__" and len(n) <= LIMITS["MAX_NAME_LEN"]
+
+
+# The knobs' ranges: what the generator can meet (op_budget below 10 leaves no program) and the
+# compiler accepts (parameters, a recursive function's extra one included; block nesting; sizes
+# whose programs stay well inside its token limit: blocks of 16 statements reach half of it).
+_MAX_PARAMS = LIMITS["MAX_PARAMS"] - 1
+_INT_KNOBS = (("max_functions", 1, LIMITS["MAX_FUNCS"]), ("max_params", 0, _MAX_PARAMS),
+              ("max_statements", 1, 16), ("max_block_depth", 0, LIMITS["MAX_BLOCK_DEPTH"] - 4),
+              ("max_expr_depth", 0, 16), ("list_cap", 0, None), ("max_loop_iters", 0, 10**6),
+              ("max_recursion", 1, 10**6), ("op_budget", 10, None), ("list_budget", 0, None),
+              ("mem_budget", 0, None), ("max_call_depth", 1, None))
+_PROB_KNOBS = tuple(f for f in GeneratorConfig.__dataclass_fields__ if f.startswith("p_"))
 
 
 # ----------------------------------------------------------------------------------------
@@ -256,7 +310,7 @@ class _ProgramGen:
         return names
 
     def _depth_name(self, taken):
-        return self.r.choice([n for n in ("d", "depth", "level", "steps") if n not in taken])
+        return self.r.choice([n for n in DEPTH_NAMES if n not in taken])
 
 
 class _FuncGen:
@@ -1179,7 +1233,7 @@ def _indent_continuations(line, indent):
 def _cost_ok(entry: _Func, nparams_list: int, cfg: GeneratorConfig) -> bool:
     """Hard limits, checked after generation (the per-statement checks are best effort)."""
     return (entry.ops <= 2 * cfg.op_budget and entry.lists + nparams_list <= 2 * cfg.list_budget
-            and entry.mem + nparams_list * 6 * cfg.list_cap <= 3500
+            and entry.mem + nparams_list * ARG_LIST_LEN * cfg.list_cap <= LIST_MEMORY
             and entry.depth <= cfg.max_call_depth)
 
 
@@ -1188,10 +1242,21 @@ def generate_program(rng: np.random.Generator, config: GeneratorConfig | None = 
     input. Deterministic: the result depends only on the state of `rng` (one draw is taken)."""
     cfg = config or GeneratorConfig()
     r = random.Random(int(rng.integers(0, 2**63 - 1)))
-    while True:  # rejection keeps the hard resource limits exact; it is rarely needed
+    for _ in range(MAX_ATTEMPTS):  # rejection keeps the hard resource limits exact; it is rarely needed
         prog, entry = _ProgramGen(r, cfg).program()
-        if _cost_ok(entry, prog.params.count("list"), cfg):
+        if _cost_ok(entry, prog.params.count("list"), cfg) and _fits(prog.source):
             return prog
+    raise RuntimeError(f"generate_program: no program within the limits after {MAX_ATTEMPTS} tries; raise "
+                       "op_budget, list_budget, mem_budget or max_call_depth, or lower the sizes")
+
+
+def _fits(source: str) -> bool:
+    """Within the compiler's token limit (large max_statements can outgrow it)."""
+    try:
+        tokenize(source)
+    except CompileError:
+        return False
+    return True
 
 
 def _random_int(r: random.Random) -> int:

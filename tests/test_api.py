@@ -270,3 +270,41 @@ def test_generator_rejects_an_entry_name_it_uses_itself():
         with pytest.raises(ValueError, match="entry_name"):
             GeneratorConfig(entry_name=name)
     GeneratorConfig(entry_name="entry")
+
+
+@pytest.mark.parametrize("bad", [
+    dict(op_budget=1), dict(max_call_depth=0), dict(max_functions=0), dict(max_params=-1), dict(max_params=16),
+    dict(max_expr_depth=-1), dict(list_cap=-1), dict(max_loop_iters=-1), dict(max_recursion=0),
+    dict(max_statements=0), dict(max_statements=50), dict(max_block_depth=-1), dict(max_functions="3"),
+    dict(p_recursive=2.0), dict(p_comment=-1), dict(p_blank=float("nan")), dict(p_one_line=True),
+    dict(entry_name="class"), dict(entry_name="__debug__"), dict(entry_name="x y"), dict(entry_name="d"),
+    dict(entry_name="depth"), dict(func_names=("def", "class", "if", "for")), dict(func_names=("a", "b", "c", "i")),
+    dict(func_names=("d", "depth", "level", "steps")), dict(func_names="fghi"),
+    dict(entry_name="e", entry_params="int"), dict(entry_name="e", entry_params=("float",)),
+    dict(entry_name="e", entry_params=("int",) * 17), dict(entry_name="e", entry_ret="str"),
+    dict(list_cap=600), dict(list_cap=200, entry_name="e", entry_params=("list", "list", "list")),
+])
+def test_generator_config_refuses_what_it_cannot_generate(bad):
+    """Each of these used to be accepted and then hang generate_program (no program ever met
+    the limits), fail deep inside it (randrange, KeyError), or return programs that CPython or
+    the compiler refuses (keywords and pool names as function names, too many parameters)."""
+    from vramgym.compiler.random_programs import GeneratorConfig
+    with pytest.raises((TypeError, ValueError)):
+        GeneratorConfig(**bad)
+
+
+@pytest.mark.parametrize("cfg", [
+    dict(op_budget=10), dict(max_call_depth=1), dict(max_statements=16), dict(max_block_depth=12),
+    dict(max_expr_depth=16), dict(max_params=15, p_recursive=1.0), dict(list_cap=583),
+    dict(list_cap=194, entry_name="e", entry_params=("list", "list", "list")), dict(max_functions=64,
+    func_names=tuple(f"fn{i}" for i in range(64))), dict(max_loop_iters=0, list_budget=0, mem_budget=0),
+])
+def test_generator_config_edges_still_generate_compiling_programs(cfg):
+    """The extremes the config accepts: programs come out (the rejection loop ends) and compile."""
+    from vramgym.compiler.random_programs import GeneratorConfig, generate_program
+    rng = np.random.default_rng(7)
+    config = GeneratorConfig(**cfg)
+    for _ in range(5):
+        p = generate_program(rng, config)
+        compile_source(p.source)
+        compile(p.source, "<generated>", "exec")
