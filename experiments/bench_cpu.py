@@ -832,7 +832,8 @@ def bench_workload(tasks, repeat, label, with_e2e, code_cap=1024):
     # warm up both sides on a prefix
     w = min(n, 64)
     cpy_compile(sources[:w])
-    cpy_execute(codes[:w], entries[:w], inputs_list[:w])
+    # (on copies where programs may mutate their arguments: the timed runs copy from these lists)
+    cpy_execute(codes[:w], entries[:w], fresh()[:w] if fresh else inputs_list[:w])
     vg_programs(tasks[:w], 1, code_cap)
     run_batch(progs, inputs, runs, out_cap=out_cap, nthreads=1)
 
@@ -905,14 +906,23 @@ def verify(tasks, label, code_cap=1024):
     return cpy, vg
 
 
+def _at_least(lo: int):
+    def parse(text: str) -> int:
+        v = int(text)
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}")
+        return v
+    return parse
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--programs", type=int, default=3000, help="corpus programs (default 3000)")
-    ap.add_argument("--inputs", type=int, default=32, help="inputs per program (default 32)")
-    ap.add_argument("--repeat", type=int, default=3, help="timed repetitions, the best is reported (default 3)")
-    ap.add_argument("--random-programs", type=int, default=1000,
+    ap.add_argument("--programs", type=_at_least(1), default=3000, help="corpus programs (default 3000)")
+    ap.add_argument("--inputs", type=_at_least(1), default=32, help="inputs per program (default 32)")
+    ap.add_argument("--repeat", type=_at_least(1), default=3, help="timed repetitions, the best is reported (default 3)")
+    ap.add_argument("--random-programs", type=_at_least(0), default=1000,
                     help="programs of the random workload (0: skip; default 1000)")
-    ap.add_argument("--workers", type=int, default=0, help="cores for the multi-core line (default: all)")
+    ap.add_argument("--workers", type=_at_least(0), default=0, help="cores for the multi-core line (default: all)")
     ap.add_argument("--quick", action="store_true", help="small sizes for a smoke test")
     ap.add_argument("--no-multicore", action="store_true", help="skip the multi-core line")
     ap.add_argument("--seed", type=int, default=0)

@@ -76,8 +76,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     info = machine_info()
     print(f"machine: {info['cpu']}, {info['cores']} cores, load {info['load_avg_at_start']}, {info['vramgym']}")
+    if min(args.num_envs, args.steps, args.repeat) < 1:
+        ap.error("--num-envs, --steps and --repeat must be >= 1")
     bank, batches = collect(args.num_envs, args.steps, args.fuel, args.seed)
-    libs = {"with the check": cpu.lib(), "without": unchecked_library()}
+    libs = {"with the check": cpu.lib(), "without": unchecked_library("-O3")}  # setup.py's level
     best = {k: float("inf") for k in libs}
     outs = {}
     for _ in range(args.repeat):
@@ -90,6 +92,9 @@ def main(argv=None):
             if not torch.equal(u, v):
                 raise SystemExit("bench_cycle_check: results differ with and without the check")
     n = sum(int(x[0].numel()) if b[3] is None else int(b[3].sum()) for x, b in zip(a, batches))
+    if not n:
+        raise SystemExit(f"bench_cycle_check: {args.steps} steps of {args.num_envs} envs finished no body to score; "
+                         "take more steps or envs")
     steps = sum(int(x[2].sum()) for x in a)
     print(f"{len(batches)} scoring calls, {n} candidates, {bank.n_tests} tests each, fuel {args.fuel}; "
           f"VM steps counted: {steps:,} (identical with and without the check)")

@@ -34,15 +34,17 @@ OUT_OF_FUEL = oc.TRAP_CODES["out_of_fuel"]
 
 
 @lru_cache(maxsize=None)
-def unchecked_library():
+def unchecked_library(opt: str = "-O1"):
     """The core without the cycle check (the host's threaded build otherwise). Hidden symbols, as
     setup.py builds the core: the threaded interpreter's dispatch table is a static in an inline
     function, which g++ binds process-wide (STB_GNU_UNIQUE) when visible, so this library would
-    jump into the code of another build loaded before it (the tests' drivers)."""
+    jump into the code of another build loaded before it (the tests' drivers). opt: -O1 builds
+    fast for the tests; experiments/bench_cycle_check.py asks for setup.py's -O3, so that it
+    compares the check and nothing else."""
     inc = [ROOT / "vm" / "csrc", ROOT / "compiler" / "csrc"]
     return cpu.load_library(native_build.build(
-        "vramgym-nocycle-core", "core.so", ROOT / "vm" / "csrc" / "cpu_backend.cpp",
-        ["-std=c++17", "-O1", "-pthread", "-shared", "-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
+        f"vramgym-nocycle-core{opt}", "core.so", ROOT / "vm" / "csrc" / "cpu_backend.cpp",
+        ["-std=c++17", opt, "-pthread", "-shared", "-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
          "-DVG_NO_CYCLE_CHECK"], inc,
         sorted(f for d in inc for f in d.glob("*.h"))))
 
