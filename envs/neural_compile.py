@@ -10,7 +10,8 @@ the episode with reward 0 and `info["invalid_action"]`.
 which earns 11 (valid, all tests pass, same steps).
 
 Source programs are the bank's tasks' reference solutions: the observation holds their compiler
-token arrays ((S, 4) int32 rows of kind, value, line, col; zero rows after the end), the task's
+token arrays ((S, 4) int32 rows of kind, value, line, col; zero rows after the end; S =
+`source_len`, 256 by default: a longer reference is refused when the env is made), the task's
 signature kinds and shown examples, and the bytes written so far. The image's function 0 is the
 one its tests call, so a reference whose entry is not its first function is shown with the
 entry's definition moved to the top (`entry_first`): compiling the shown source earns 11.
@@ -34,7 +35,7 @@ from vramgym.vm.evaluate import execute_tasks_cpu
 from vramgym.vm.values import check_int
 
 from .bank import TaskBank, bank_for
-from .reward import NeuralCompileReward, check_output
+from .reward import NeuralCompileReward, check_callable, check_output
 from .vector import CoreEnv, TensorVectorEnv, check_max_episode_steps
 
 END = 256
@@ -84,8 +85,8 @@ class NeuralCompileCore:
                  reward: NeuralCompileReward | None = None):
         max_words = check_int(max_words, "max_words", 1)
         reward = NeuralCompileReward() if reward is None else reward
-        if not callable(reward):   # here, not at the first scored step
-            raise TypeError(f"reward must be callable (like NeuralCompileReward), got {reward!r:.80}")
+        check_callable(reward, 4, "NeuralCompileReward")   # here, not at the first scored step
+        source_len = check_int(source_len, "source_len", 1, oc.LIMITS["MAX_TOKENS"])
         self.bank, self.max_words, self.source_len = bank, max_words, source_len
         missing = [t.name for t in bank.tasks if t.reference is None]
         if missing:  # its observation is the reference's source
@@ -216,9 +217,10 @@ class NeuralCompileCore:
 class NeuralCompileEnv(CoreEnv):
     def __init__(self, bank: TaskBank | None = None, tasks: list[str] | None = None, max_words: int = 256,
                  reward: NeuralCompileReward | None = None, n_tests: int = 16, seed: int = 0,
-                 backend: str | None = None, render_mode: str | None = None, fuel: int | None = None):
+                 backend: str | None = None, render_mode: str | None = None, fuel: int | None = None,
+                 source_len: int = 256):
         bank = bank_for(bank, tasks, n_tests, seed, backend, fuel)
-        self.core = NeuralCompileCore(bank, max_words, reward=reward)
+        self.core = NeuralCompileCore(bank, max_words, source_len, reward=reward)
         self.observation_space = self.core.observation_space()
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         super().__init__(render_mode)
@@ -229,9 +231,9 @@ class NeuralCompileVectorEnv(TensorVectorEnv):
                  max_words: int = 256, reward: NeuralCompileReward | None = None, n_tests: int = 16, seed: int = 0,
                  backend: str | None = None, device=None, render_mode: str | None = None,
                  max_episode_steps: int | None = None, copy: bool = True, fuel: int | None = None,
-                 cuda_graph: bool | str = False):
+                 cuda_graph: bool | str = False, source_len: int = 256):
         check_max_episode_steps(max_episode_steps, "max_words")
         bank = bank_for(bank, tasks, n_tests, seed, backend, fuel, device)
-        core = NeuralCompileCore(bank, max_words, reward=reward)
+        core = NeuralCompileCore(bank, max_words, source_len, reward=reward)
         super().__init__(core, num_envs, core.observation_space(), spaces.Discrete(NUM_ACTIONS), seed, device,
                          render_mode, copy, cuda_graph)

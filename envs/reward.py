@@ -9,20 +9,24 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
 def where(cond, a, b):
     """np.where or torch.where, by the type of `cond`."""
-    if isinstance(cond, np.ndarray):
+    if not _is_torch(cond):
         return np.where(cond, a, b)
     import torch
     return torch.where(cond, a, b)
 
 
-def clip(x, lo, hi):
-    return np.clip(x, lo, hi) if isinstance(x, np.ndarray) else x.clamp(lo, hi)
+def clip(x, lo, hi):   # (numpy arithmetic on 0-d arrays gives numpy scalars: not torch either)
+    return x.clamp(lo, hi) if _is_torch(x) else np.clip(x, lo, hi)
 
 
 def maximum(x, lo):
-    return np.maximum(x, lo) if isinstance(x, np.ndarray) else x.clamp(min=lo)
+    return x.clamp(min=lo) if _is_torch(x) else np.maximum(x, lo)
 
 
 def scaled(w, x):
@@ -31,7 +35,23 @@ def scaled(w, x):
 
 
 def f32(x):
-    return x.astype(np.float32) if isinstance(x, np.ndarray) else x.float()
+    return x.float() if _is_torch(x) else np.asarray(x, dtype=np.float32)
+
+
+def check_callable(reward, n_args: int, like: str) -> None:
+    """TypeError when the env is made, not at its first scored step, unless `reward` can be called
+    with the n_args score arrays the env passes (a SynthesisReward handed to NeuralCompile-v0
+    used to fail only there, mid-training)."""
+    import inspect
+    if not callable(reward):
+        raise TypeError(f"reward must be callable (like {like}), got {reward!r:.80}")
+    try:
+        inspect.signature(reward).bind(*range(n_args))
+    except TypeError:
+        raise TypeError(f"reward must take {n_args} score argument{'s' if n_args > 1 else ''} "
+                        f"(like {like}), got {reward!r:.80}") from None
+    except ValueError:   # no signature to read (some builtins): the first step tells
+        pass
 
 
 def check_output(r, like, reward):

@@ -41,7 +41,7 @@ from vramgym.vm.values import check_int
 from . import vocab as V
 from .bank import TaskBank, bank_for, code_cap_for
 from .grammar import STATE_SIZE, BatchedAutomaton, Grammar
-from .reward import SynthesisReward, check_output, check_real
+from .reward import SynthesisReward, check_callable, check_output, check_real
 from .vector import CoreEnv, TensorVectorEnv, check_max_episode_steps
 
 INT32 = np.iinfo(np.int32)
@@ -101,7 +101,8 @@ class SynthesisCore:
         max_len = check_int(max_len, "max_len")   # (the grammar says how short it may be)
         reward = SynthesisReward() if reward is None else reward
         # checked here, not at the first scored step (or the first invalid action: compile_penalty)
-        if not callable(reward) or (not batch and not hasattr(reward, "compile_penalty")):
+        check_callable(reward, 1, "SynthesisReward")
+        if not batch and not hasattr(reward, "compile_penalty"):
             raise TypeError(f"reward must be callable on the scores{'' if batch else ' with a compile_penalty'} "
                             f"(like SynthesisReward), got {reward!r:.80}")
         # the token env's penalty for an invalid action, checked once (a float, not a tensor op)

@@ -27,6 +27,7 @@ as they come, and an action sequence that the mask allowed always compiles.
 """
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass
 
@@ -145,6 +146,18 @@ _KW_KIND = {"return": "RETURN", "if": "IF", "elif": "ELIF", "else": "ELSE", "whi
             ">=": "GE", "==": "EQ", "!=": "NE"}
 
 
+def _action_id(a) -> int:
+    """An action as an int: integers as they are, floats only when whole (4.9 and NaN are out of
+    range for the envs, envs/vector.py as_actions; int() would truncate 4.9 to 4)."""
+    try:
+        return operator.index(a)
+    except TypeError:
+        f = float(a)
+        if not f.is_integer():
+            raise ValueError(f"action {a!r} is not a whole number (out of range 0..{VOCAB_SIZE - 1})") from None
+        return int(f)
+
+
 def _render(actions, sig: Signature):
     """Source text and compiler token rows (kind, value, line, col) of a body, in one pass."""
     sig = as_signature(sig)
@@ -181,7 +194,7 @@ def _render(actions, sig: Signature):
     unplaced = [len(rows) - 1]          # INDENT/DEDENT rows waiting for the next word's position
     last = None
     for a in actions:
-        a = int(a)
+        a = _action_id(a)
         if not 0 <= a < VOCAB_SIZE:
             raise ValueError(f"action {a} out of range 0..{VOCAB_SIZE - 1}")
         if a == END:

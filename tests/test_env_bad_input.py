@@ -327,6 +327,56 @@ def test_reward_must_be_callable_at_construction(env_id, vector):
         make_vec(env_id, reward="x") if vector else make(env_id, reward="x")
 
 
+@pytest.mark.parametrize("vector", [False, True])
+def test_reward_of_the_other_env_is_refused_at_construction(vector):
+    """A SynthesisReward takes one scores object, a NeuralCompileReward four arrays: each env
+    refuses the other's when it is made (NeuralCompile-v0 used to fail at its first END)."""
+    from vramgym.envs.reward import NeuralCompileReward, SynthesisReward
+    nc, batch = NC, BATCH
+    for env_id, reward in ((nc, SynthesisReward()), (batch, NeuralCompileReward()), (nc, lambda v, a: v)):
+        with pytest.raises(TypeError, match="reward must take"):
+            make_vec(env_id, reward=reward) if vector else make(env_id, reward=reward)
+    make_vec(nc, reward=lambda *scores: scores[0] * 1.0) if vector else make(nc, reward=lambda v, a, s, r: v * 1.0)
+
+
+def test_rewards_take_0d_numpy_scores():
+    """numpy arithmetic on 0-d arrays gives numpy scalars, which the reward helpers took for
+    torch tensors (AttributeError: no clamp)."""
+    from vramgym.envs.reward import NeuralCompileReward, SynthesisReward
+    r = NeuralCompileReward()
+    one = r(np.array([True]), np.array([True]), np.array([5.0]), np.array([10.0]))
+    assert float(r(np.array(True), np.array(True), np.array(5.0), np.array(10.0))) == float(one[0]) == 11.5
+
+
+def test_neural_compile_source_len_is_an_argument():
+    """The observation's source width: a longer reference used to be refused with no way to widen it."""
+    from vramgym.envs.tasks import Task
+    src = "def big(a: int) -> int:\n" + "".join(f"    x{i} = a + {i}\n" for i in range(60)) + "    return x59\n"
+    bank = TaskBank([Task.from_reference("big", src, [{"kind": "int", "lo": -100, "hi": 100}])], n_tests=4)
+    with pytest.raises(ValueError, match="more than source_len=256"):
+        make("vramgym/NeuralCompile-v0", bank=bank)
+    for env in (make("vramgym/NeuralCompile-v0", bank=bank, source_len=400),
+                make_vec("vramgym/NeuralCompile-v0", bank=bank, source_len=400)):
+        obs, _ = env.reset(seed=0)
+        assert obs["source"].shape[-2] == 400
+    with pytest.raises(ValueError, match="source_len"):
+        make("vramgym/NeuralCompile-v0", bank=bank, source_len=0)
+
+
+def test_rendering_refuses_fractional_actions_as_the_envs_do():
+    """detokenize / to_compiler_tokens rebuild what the env scored: a non-integral float is out
+    of range there (the env ends the body), so here it raises instead of rendering int(4.9) = 4."""
+    sig = BANK.signatures[0]
+    body = [V.ID["return"], V.NEWLINE]
+    for bad in (4.9, float("nan"), float("inf"), torch.tensor(4.5)):
+        for f in (V.detokenize, V.to_compiler_tokens):
+            with pytest.raises(ValueError, match="not a whole number"):
+                f([bad] + body[1:], sig)
+    whole = [float(body[0]), np.float32(body[1])]
+    assert V.detokenize(whole, sig) == V.detokenize(body, sig)
+    assert np.array_equal(V.to_compiler_tokens(torch.tensor(body), sig), V.to_compiler_tokens(body, sig))
+
+
 def test_token_env_reward_needs_a_compile_penalty():
     with pytest.raises(TypeError, match="with a compile_penalty"):
         make(SYN, reward=lambda scores: scores.pass_frac)
