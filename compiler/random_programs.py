@@ -71,11 +71,12 @@ COMMENTS = ("keep the running value", "edge case", "bounded loop", "may trap", "
 
 # Static cost model, in (roughly) VM instructions: a generous upper bound, not a measurement.
 NODE_OPS = 2
+LOOP_OPS = 5
+CALL_OPS = 6
+# Hard limits the rejection loop enforces.
 MAX_ATTEMPTS = 10_000  # generate_program's tries (defaults: 1-3; op_budget=10: at most ~30)
 LIST_MEMORY = 3500     # ints of list memory the entry's lists and arguments may take (VM default 4096)
 ARG_LIST_LEN = 6       # ints a list argument is charged (random_args' lists hold 0..6)
-LOOP_OPS = 5
-CALL_OPS = 6
 
 # Python operator precedence, lowest first (what decides where parentheses are needed).
 P_COND, P_OR, P_AND, P_NOT, P_CMP, P_SUM, P_TERM, P_UNARY, P_ATOM = range(9)
