@@ -7,8 +7,8 @@ training data for a neural compiler. Every program it returns
   docs/language.md: types fixed per variable, block scoping, no variable named like a function
   or a builtin, every function ends safely with a return);
 * terminates within bounded resources on *every* input, so that CPython and the VM agree: all
-  loops have a static iteration bound, recursion goes through a depth parameter that is clamped
-  by its callers, every list stays at most `GeneratorConfig.list_cap` long (growth is guarded by
+  loops have a static iteration bound, recursion (direct, or mutual through a companion
+  function) goes through a depth parameter that is clamped by its callers, every list stays at most `GeneratorConfig.list_cap` long (growth is guarded by
   a `len()` check), and a static cost model bounds the executed operations, the lists created
   and the list memory used by one call of the entry function (see `GeneratorConfig`);
 * may still trap on purpose: int32 overflow, division by zero, bad indices, `pop()` on an empty
@@ -73,6 +73,7 @@ COMMENTS = ("keep the running value", "edge case", "bounded loop", "may trap", "
 NODE_OPS = 2
 LOOP_OPS = 5
 CALL_OPS = 6
+COMPANION_OPS = 14  # a companion's call back, its base-case test and its return expression
 # Hard limits the rejection loop enforces.
 MAX_ATTEMPTS = 10_000  # generate_program's tries (defaults: 1-3; op_budget=10: at most ~30)
 LIST_MEMORY = 3500     # ints of list memory the entry's lists and arguments may take (VM default 4096)
@@ -114,6 +115,7 @@ class GeneratorConfig:
     # Probabilities.
     p_recursive: float = 0.3        # a non-entry function is self-recursive
     p_binary_recursion: float = 0.3  # ... with two recursive call sites (fib-like)
+    p_mutual_recursion: float = 0.3  # ... whose recursive calls go through a companion function
     p_big_literal: float = 0.08     # an int literal is large (near the int32 limits)
     p_unsafe_div: float = 0.15      # a divisor is an arbitrary expression (may be 0)
     p_unsafe_index: float = 0.1     # an index is an arbitrary expression (may be out of range)
@@ -217,6 +219,7 @@ class _Func:
     depth: int = 1              # call depth of one call
     grows: bool = False         # may grow a list (append, +=), itself or through callees
     pops: bool = False          # may pop from a list, itself or through callees
+    via: str | None = None      # the companion a recursive function's self-calls go through
 
 
 @dataclass
@@ -274,6 +277,19 @@ class _ProgramGen:
                 f.rec_bound = r.randint(1, 4 if f.branching == 2 else cfg.max_recursion)
                 f.params.insert(0, (self._depth_name(pnames), "int"))  # the depth comes first
             funcs.append(f)
+        # A recursive function may recurse through a companion g (f -> g -> f -> ...) that
+        # forwards its depth: mutual recursion with the same bound. The knob is read before the
+        # draw so that p_mutual_recursion=0 keeps the random stream of older versions.
+        spare = [n for n in cfg.func_names if n not in names]
+        companions: list[_Func] = []
+        for f in funcs:
+            if f.recursive and spare and cfg.p_mutual_recursion and r.random() < cfg.p_mutual_recursion:
+                g = _Func(spare.pop(r.randrange(len(spare))), [], f.ret)
+                g.params = [(self._depth_name(()), "int")]
+                g.params += list(zip(self._param_names([k for _, k in f.params[1:]]),
+                                     [k for _, k in f.params[1:]]))
+                f.via = g.name
+                companions.append(g)
         # Function i may call functions j > i (a DAG, so no unbounded mutual recursion) and,
         # when recursive, itself. Generate from the leaves up so each callee's cost is known.
         bodies: dict[str, list] = {}
@@ -281,7 +297,11 @@ class _ProgramGen:
             budget_frac = 1.0 if i == 0 else r.uniform(0.1, 0.5)
             fg = _FuncGen(self, funcs[i], funcs[i + 1:], budget_frac)
             bodies[funcs[i].name] = fg.body()
-        order = list(range(nfun))
+        for g in companions:
+            f = next(f for f in funcs if f.via == g.name)
+            bodies[g.name] = self._companion_body(g, f)
+        funcs = funcs + companions
+        order = list(range(len(funcs)))
         r.shuffle(order)  # definitions appear in any order: calls to later-defined functions
         out: list[str] = []
         if r.random() < 0.3:
@@ -299,6 +319,30 @@ class _ProgramGen:
         entry = funcs[0]
         return GeneratedProgram("\n".join(out) + "\n", entry.name,
                                 tuple(k for _, k in entry.params), entry.ret), entry
+
+    def _companion_body(self, g: _Func, f: _Func) -> list:
+        """g's body: it calls f back with the same or a smaller depth and its own parameters, so
+        the pair recurses as deep as f alone would; a base case of its own is optional."""
+        r = self.r
+        d = g.params[0][0]
+        ints = [p for p, k in g.params if k == "int"]
+        bools = [p for p, k in g.params[1:] if k == "bool"]
+        args = [r.choice((d, d, f"{d} - 1"))] + [p for p, _ in g.params[1:]]
+        call = f"{f.name}({', '.join(args)})"
+        out = []
+        if r.random() < 0.4:
+            base = (r.choice(ints + [str(r.randint(-3, 9))]) if g.ret == "int"
+                    else r.choice(bools + ["True", "False"]))
+            cond = r.choice((f"{d} <= 0", f"{d} < 0", f"not {d} > 0"))
+            out.append(("clauses", [(f"if {cond}:", [("simple", f"return {base}")])]))
+        if g.ret == "int":
+            e = r.choice(ints + [str(r.randint(1, 9))])
+            text = r.choice((call, call, f"{call} + {e}", f"{e} - {call}", f"min({call}, {e})", f"abs({call})"))
+        else:
+            b = r.choice(bools + ["True", "False"])
+            text = r.choice((call, call, f"not {call}", f"{b} or {call}", f"{call} and {b}"))
+        out.append(("simple", f"return {text}"))
+        return out
 
     def _param_names(self, kinds):
         used: set[str] = set()
@@ -409,7 +453,7 @@ class _FuncGen:
         stmts += self.block(ctx, must_return=True, top=True)
         f.ops = self.ops + CALL_OPS + len(f.params)
         f.lists, f.mem = self.lists, self.mem
-        f.depth = self.activations if not f.recursive else f.rec_bound + 1
+        f.depth = self.activations if not f.recursive else (f.rec_bound + 1) * (2 if f.via else 1)
         f.depth += self.callee_depth
         f.grows, f.pops = self.grows, self.pops
         return stmts
@@ -1180,14 +1224,15 @@ class _FuncGen:
             self.callee_depth = max(self.callee_depth, g.depth)
             self.grows |= g.grows
             self.pops |= g.pops
-        self.charge(ops=CALL_OPS)
+        self.charge(ops=CALL_OPS + (COMPANION_OPS + len(g.params) if g is f and f.via else 0))
         sep = ", "
         if len(args) >= 2 and r.random() < self.cfg.p_multiline:
             sep = ",\n"
         text = sep.join(args)
         if args and r.random() < self.cfg.p_trailing_comma:
             text += ","
-        return _Expr(f"{g.name}({text})", P_ATOM, self.cap, has_call)
+        name = f.via if g is f and f.via else g.name
+        return _Expr(f"{name}({text})", P_ATOM, self.cap, has_call)
 
 
 # ----------------------------------------------------------------------------------------

@@ -125,8 +125,10 @@ def inputs() -> tuple[list[str], list[np.ndarray]]:
     r = random.Random(SEED)
     rng = np.random.default_rng(SEED)
     sources = [p.read_text() for p in sorted((HERE / "corpus").rglob("*.py"))]
-    configs = [GeneratorConfig(), GeneratorConfig(max_expr_depth=8, max_block_depth=5),
-               GeneratorConfig(max_expr_depth=14, p_extra_parens=0.3)]
+    # (p_mutual_recursion=0: the generator's stream as it was when the hashes were recorded)
+    configs = [GeneratorConfig(p_mutual_recursion=0), GeneratorConfig(max_expr_depth=8, max_block_depth=5,
+                                                                      p_mutual_recursion=0),
+               GeneratorConfig(max_expr_depth=14, p_extra_parens=0.3, p_mutual_recursion=0)]
     sources += [generate_program(rng, configs[i % 3]).source for i in range(600)]
     sources += [_expression_program(r) for _ in range(1800)]
     sources += [_mutate(sources[r.randrange(len(sources))], r) for _ in range(900)]

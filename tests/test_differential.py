@@ -269,3 +269,29 @@ def test_functions_named_like_list_methods_match_cpython():
         got = execute(compiled, prog.entry, args, backend="cpu")
         assert all(_same(g, w) for g, w in zip(got, want)), _report(SEED, i, prog, args, want, got)
     assert named > 50, named
+
+
+def _call_cycles(source: str) -> int:
+    """Pairs of distinct functions that call each other (mutual recursion), found with ast."""
+    import ast
+    calls = {d.name: {c.func.id for c in ast.walk(d) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+             for d in ast.parse(source).body if isinstance(d, ast.FunctionDef)}
+    return sum(1 for f in calls for g in calls[f] if g != f and g in calls and f in calls[g]) // 2
+
+
+def test_mutual_recursion_matches_cpython():
+    """Programs whose recursive functions recurse through a companion (f -> g -> f): the
+    pairs exist, stay within the call depth the config allows, and agree with CPython."""
+    cfg = GeneratorConfig(p_recursive=0.8, p_mutual_recursion=1.0)
+    pairs = 0
+    for i in range(300):
+        rng = np.random.default_rng([SEED, 78, i])
+        prog = generate_program(rng, cfg)
+        args = random_args(rng, prog.params, ARGS_PER_PROGRAM)
+        pairs += _call_cycles(prog.source)
+        want = run_python(prog.source, prog.entry, args)
+        got = execute(compile_source(prog.source), prog.entry, args, backend="cpu", max_depth=cfg.max_call_depth)
+        assert all(_same(g, w) for g, w in zip(got, want)), _report(SEED, i, prog, args, want, got)
+    assert pairs > 100, pairs
+    default = sum(_call_cycles(_case(SEED, i)[0].source) > 0 for i in range(300))
+    assert default > 10, default  # the default config writes them too
