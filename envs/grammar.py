@@ -1,10 +1,11 @@
 """Grammar- and type-aware action masks: a typed pushdown automaton over the vocabulary, batched.
 
 The agent writes the body of a function whose signature line is given. At every step the mask
-allows exactly the actions that continue the prefix to a well-typed program of the language
-(within the subset documented in envs/grammar_reference.py) that can still be finished within
-the length budget L, so that ANY masked action sequence reaches END by L tokens and compiles
-(tests/test_grammar.py checks it against the compiler and CPython).
+allows the actions that continue the prefix to a well-typed program of the language (within
+the subset documented in envs/grammar_reference.py) whose canonical completion still fits the
+length budget L, so that ANY masked action sequence reaches END by L tokens and compiles
+(tests/test_grammar.py checks it against the compiler and CPython). Sound, not complete: see
+grammar_reference.py for what the canonical completion leaves out near the budget.
 
     g = Grammar(signature, max_len=64)
     state = g.reset(n)                 # (n, STATE_SIZE) int32
@@ -74,7 +75,7 @@ from .grammar_reference import (  # noqa: F401  (re-exported: the state layout a
     P_FOR_VAR, P_IDX_OP, P_INDENT, P_NL, P_RANGE_LP, P_TARGET, PH_AFTER, PH_BEFORE, PH_CALLEE,
     PH_DOT, PH_POP, PH_POPLP, STATE_SIZE, T_B, T_I, T_L, T_NONE, TM_INT_DIVMOD, TM_INT_MUL,
     TM_LIST_MUL, TM_NONE, TYPE_CODE, ReferenceGrammar, _after_operand, _final_type, _fresh,
-    _ftrans, _TAIL, action_ids, check_count)
+    _ftrans, _TAIL, action_ids, check_count, check_gids, check_states)
 from .vocab import ID, Signature, as_signature  # noqa: F401
 
 T = ID
@@ -336,11 +337,11 @@ class NumpyOps:
 
     @staticmethod
     def rows(state) -> np.ndarray:             # (n, STATE_SIZE) int64
-        return np.atleast_2d(state).astype(np.int64)
+        return np.atleast_2d(check_states(state)).astype(np.int64)
 
     @staticmethod
-    def vec(v) -> np.ndarray:                  # (n,) int64
-        return np.asarray(v).reshape(-1).astype(np.int64)
+    def vec(v) -> np.ndarray:                  # (n,) int64 grammar ids
+        return np.asarray(check_gids(v, -1)).reshape(-1).astype(np.int64)
 
     actions = staticmethod(action_ids)        # (n,) int64, non-integers -1
 
@@ -537,7 +538,7 @@ class BatchedAutomaton:
         n = len(S)
         x = _Ctx()
         x.S, x.n, x.ar = S, n, xp.arange(n)
-        g = xp.full(n, 0) if gid is None else xp.vec(gid)
+        g = xp.full(n, 0) if gid is None else xp.vec(check_gids(gid, n))
         x.var, x.ret, x.ret_cost, x.max_len = P.var[g], P.ret[g], P.ret_cost[g], P.max_len[g]
         x.cargs, x.cnargs, x.cret = P.cargs[g], P.cnargs[g], P.cret[g]
         x.length, x.done = S[:, H_LEN], S[:, H_DONE] != 0
@@ -915,7 +916,7 @@ class Grammar(ReferenceGrammar):
 
     def mask(self, state: np.ndarray) -> np.ndarray:
         """(n, VOCAB_SIZE) bool: the allowed actions of each env (all False once done)."""
-        state = np.atleast_2d(state)
+        state = np.atleast_2d(check_states(state))
         if len(state) < self.reference_below:
             return ReferenceGrammar.mask(self, state)
         return self._batched.mask(state)
@@ -923,7 +924,7 @@ class Grammar(ReferenceGrammar):
     def step(self, state: np.ndarray, actions) -> tuple[np.ndarray, np.ndarray]:
         """Apply one action per env. Returns (new state, invalid (n,) bool); an invalid action
         (out of range, masked, or after END) leaves that env unchanged."""
-        state = np.atleast_2d(state)
+        state = np.atleast_2d(check_states(state))
         if len(state) < self.reference_below:
             return ReferenceGrammar.step(self, state, actions)
         return self._batched.step(state, actions)

@@ -291,6 +291,7 @@ class NativeAutomaton:
     def _rows(self, state, dtype=np.int32):
         """(n, STATE_SIZE) int32, C-contiguous: numpy on the CPU (a view of a CPU tensor), a torch
         tensor on the CUDA device (inputs elsewhere are moved there)."""
+        state = G.check_states(state)
         if self.device.type == "cuda":
             import torch
             t = torch.as_tensor(state).detach()
@@ -302,6 +303,7 @@ class NativeAutomaton:
         """(n,) int64 (zeros when v is None), as _rows places it."""
         if v is None:
             v = np.zeros(n, dtype=np.int64)
+        v = G.check_gids(v, -1)
         if self.device.type == "cuda":
             import torch
             return torch.as_tensor(v).detach().reshape(-1).to(device=self.device, dtype=torch.int64).contiguous()
@@ -347,6 +349,7 @@ class NativeAutomaton:
             n = len(self.grammars)
             g = self._vec(gid, 0)
             return self._cuda.init[torch.where(g < 0, g + n, g).clamp(0, n - 1)]
+        gid = G.check_gids(gid, -1)
         g = np.asarray(gid.detach().cpu().numpy() if _is_torch(gid) else gid).reshape(-1)
         return self._like(self._init[g], gid)
 

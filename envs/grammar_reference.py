@@ -6,10 +6,14 @@ and invalid flags (tests/test_grammar_vectorized.py checks it on random rollouts
 keeps the original per-row automaton: simple to read, slow (about 0.5 ms per env-step).
 
 The agent writes the body of a function whose signature line is given. At every step the mask
-allows exactly the actions that continue the prefix to a well-typed program of the language
-(within the subset below) that can still be finished within the length budget L, so that ANY
+allows the actions that continue the prefix to a well-typed program of the language (within
+the subset below) whose canonical completion still fits the length budget L, so that ANY
 masked action sequence reaches END by L tokens and compiles (tests/test_grammar.py checks it
-against the compiler and CPython).
+against the compiler and CPython). The canonical completion (`min_tokens_to_finish`) closes
+every open expression and block with constants, never variables, so the mask is sound but not
+complete near the budget: at L = 6 with `def f(xs: list[int]) -> list[int]:` it forbids `pass`
+first, although `pass` NEWLINE `return xs` NEWLINE END fits, because the constant-only way to
+return a list is longer than `xs`.
 
     g = ReferenceGrammar(signature, max_len=64)
     state = g.reset(n)                 # (n, STATE_SIZE) int32
@@ -27,8 +31,9 @@ over `or and not`, comparisons (chained), `+ - * // %`, unary `-`, `( )`, list l
 `xs[i]`, `xs.pop()`, `len abs min max`, and recursive calls of the task's function. Left out
 (the mask never offers them): tuple assignment, conditional expressions, annotated
 assignment, unary `+`, `not not`, `- -`, expression statements other than `append`,
-statements after `return/break/continue` in the same block, and `while True:` as a safe
-ending (a function must end in a `return` or an if/else whose branches all return).
+statements after `return/break/continue` in the same block or after an if/else whose
+branches all return, and `while True:` as a safe ending (a function must end in a `return` or
+an if/else whose branches all return).
 
 State (one int32 row per env, fixed size, so moving it to torch is mechanical):
 
@@ -52,7 +57,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import math
+import numbers
+
 import numpy as np
+
+from vramgym.vm.values import check_int
 
 from . import vocab as V
 from .vocab import ID, Signature, as_signature
@@ -123,14 +133,53 @@ _CLASS_REP[T["False"]] = T["True"]
 
 def action_ids(actions) -> np.ndarray:
     """Actions as the automata read them, (n,) int64: a value that is no integer (4.9, NaN, inf)
-    becomes -1, an out-of-range and so invalid action, where a cast would truncate 4.9 to the
-    valid action 4 (as the envs' actions, envs/vector.py as_actions). TypeError for non-numbers."""
+    or past int64 (2**70) becomes -1, an out-of-range and so invalid action, where a cast would
+    truncate 4.9 to the valid action 4 (as the envs' actions, envs/vector.py as_actions).
+    TypeError for non-numbers."""
     a = np.asarray(actions)
+    if a.dtype == np.uint64:           # 2**63 and up fit no int64
+        a = np.where(a > np.iinfo(np.int64).max, -1, a.astype(np.int64))
+    elif a.dtype == object:            # Python ints past int64, or not numbers at all
+        if not all(isinstance(v, numbers.Integral) for v in a.flat):
+            raise TypeError(f"actions must be ints, got {actions!r:.80}")
+        a = np.array([int(v) if -(1 << 63) <= v < 1 << 63 else -1 for v in a.flat], np.int64)
     if a.dtype.kind == "f":
         a = np.where((a == np.trunc(a)) & (np.abs(a) < 2.0**62), a, -1)
     elif a.dtype.kind not in "biu":
         raise TypeError(f"actions must be ints, got an array of {a.dtype}")
     return a.reshape(-1).astype(np.int64)
+
+
+def _has_int_dtype(x) -> bool:
+    if hasattr(x, "is_floating_point"):     # a torch tensor (no import here)
+        return not (x.is_floating_point() or x.is_complex() or str(x.dtype) == "torch.bool")
+    return x.dtype.kind in "iu"
+
+
+def check_states(state):
+    """State batches are one row (STATE_SIZE,) or rows (n, STATE_SIZE) of integers, numpy or
+    torch: anything else is refused rather than read as other rows or truncated. Only the shape
+    and dtype are read (no device sync). Returns numpy input as an array, tensors as they are."""
+    if not hasattr(state, "shape") or not hasattr(state, "dtype"):
+        state = np.asarray(state)
+    shape = tuple(state.shape)
+    if len(shape) not in (1, 2) or shape[-1] != STATE_SIZE:
+        raise ValueError(f"states must be one row ({STATE_SIZE},) or rows (n, {STATE_SIZE}), got shape {shape}")
+    if not _has_int_dtype(state):
+        raise TypeError(f"states must be integers (as reset/initial make them), got {state.dtype}")
+    return state
+
+
+def check_gids(gid, n: int):
+    """Grammar ids: integers, one per row (n of them). Values are the callers' to check (numpy
+    indexing raises IndexError; the GPU kernels clamp them rather than sync)."""
+    if not hasattr(gid, "shape") or not hasattr(gid, "dtype"):
+        gid = np.asarray(gid)
+    if not _has_int_dtype(gid):
+        raise TypeError(f"grammar ids must be integers, got {gid.dtype}")
+    if len(gid.shape) > 1 or (n >= 0 and math.prod(gid.shape) != n):
+        raise ValueError(f"{n} rows but grammar ids of shape {tuple(gid.shape)}")
+    return gid
 
 
 def check_count(actions, n: int) -> None:
@@ -146,7 +195,7 @@ class ReferenceGrammar:
         self.sig = as_signature(signature)
         self.ret = TYPE_CODE[self.sig.ret]
         self.ptypes = tuple(TYPE_CODE[t] for t in self.sig.param_types)
-        self.max_len = int(max_len)
+        self.max_len = check_int(max_len, "max_len", 1)
         if self.max_len > MAX_LEN:
             raise ValueError(f"max_len {self.max_len} is above {MAX_LEN}: a longer body could nest deeper than "
                              f"the compiler allows")
@@ -177,7 +226,7 @@ class ReferenceGrammar:
 
     def mask(self, state: np.ndarray) -> np.ndarray:
         """(n, VOCAB_SIZE) bool: the allowed actions of each env (all False once done)."""
-        state = np.atleast_2d(state)
+        state = np.atleast_2d(check_states(state))
         out = np.zeros((len(state), V.VOCAB_SIZE), dtype=bool)
         for i, row in enumerate(state.tolist()):
             out[i] = self._mask_row(row)
@@ -186,7 +235,7 @@ class ReferenceGrammar:
     def step(self, state: np.ndarray, actions) -> tuple[np.ndarray, np.ndarray]:
         """Apply one action per env. Returns (new state, invalid (n,) bool); an invalid action
         (out of range, masked, or after END) leaves that env unchanged."""
-        state = np.atleast_2d(state)
+        state = np.atleast_2d(check_states(state))
         actions = action_ids(actions)
         check_count(actions, len(state))
         new = state.copy()
@@ -200,11 +249,11 @@ class ReferenceGrammar:
         return new, invalid
 
     def done(self, state: np.ndarray) -> np.ndarray:
-        return np.atleast_2d(state)[:, H_DONE].astype(bool)
+        return np.atleast_2d(check_states(state))[:, H_DONE].astype(bool)
 
     def min_tokens_to_finish(self, state: np.ndarray) -> np.ndarray:
         """(n,) int: tokens (END included) of the canonical completion of each env."""
-        return np.array([self._cost(r) for r in np.atleast_2d(state).tolist()])
+        return np.array([self._cost(r) for r in np.atleast_2d(check_states(state)).tolist()])
 
     # ---- per-row core ---------------------------------------------------------------------
     def _mask_row(self, row: list[int]) -> np.ndarray:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .grammar import INF, BatchedAutomaton
+from .grammar import INF, BatchedAutomaton, check_gids, check_states
 
 _OPS: dict = {}
 
@@ -68,10 +68,10 @@ class TorchOps:
         return torch.from_numpy(np.ascontiguousarray(a)).to(self.device)
 
     def rows(self, state: torch.Tensor) -> torch.Tensor:
-        return torch.atleast_2d(state).to(device=self.device, dtype=torch.int64)
+        return torch.atleast_2d(torch.as_tensor(check_states(state))).to(device=self.device, dtype=torch.int64)
 
-    def vec(self, v: torch.Tensor) -> torch.Tensor:
-        return torch.as_tensor(v).reshape(-1).to(device=self.device, dtype=torch.int64)
+    def vec(self, v: torch.Tensor) -> torch.Tensor:       # grammar ids
+        return torch.as_tensor(check_gids(v, -1)).reshape(-1).to(device=self.device, dtype=torch.int64)
 
     def actions(self, v) -> torch.Tensor:
         """As NumpyOps.actions (grammar_reference.action_ids): the envs' reading of actions

@@ -27,6 +27,7 @@ as they come, and an action sequence that the mask allowed always compiles.
 """
 from __future__ import annotations
 
+import keyword
 import operator
 import re
 from dataclasses import dataclass
@@ -77,10 +78,13 @@ class Signature:
         if not 1 <= len(self.params) <= NUM_PARAMS:
             raise ValueError(f"a signature needs 1..{NUM_PARAMS} parameters")
         names = [self.name] + [p for p, _ in self.params]
-        reserved = set(oc.BUILTIN_NAMES) | {f"v{i}" for i in range(NUM_VARS)} | set(KEYWORDS)
+        reserved = (set(oc.BUILTIN_NAMES) | {f"v{i}" for i in range(NUM_VARS)} | set(KEYWORDS)
+                    | set(keyword.kwlist) | {"__debug__"})
         for n in names:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", n) or n in reserved:
-                raise ValueError(f"bad name in signature: {n!r} (v0..v7, builtins and keywords are taken)")
+            if not isinstance(n, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", n) or n in reserved \
+                    or len(n) > oc.LIMITS["MAX_NAME_LEN"]:
+                raise ValueError(f"bad name in signature: {n!r} (identifiers of at most {oc.LIMITS['MAX_NAME_LEN']} "
+                                 "characters; v0..v7, builtins and Python's keywords are taken)")
         if len(set(names)) != len(names):
             raise ValueError("signature names must be distinct")
         for t in [t for _, t in self.params] + [self.ret]:
@@ -152,6 +156,8 @@ def _action_id(a) -> int:
     try:
         return operator.index(a)
     except TypeError:
+        if isinstance(a, (str, bytes, bytearray)):   # float() would parse "4" or b"4" (np.str_ too)
+            raise TypeError(f"actions must be numbers, got {type(a).__name__} {a!r:.40}") from None
         f = float(a)
         if not f.is_integer():
             raise ValueError(f"action {a!r} is not a whole number (out of range 0..{VOCAB_SIZE - 1})") from None

@@ -742,3 +742,71 @@ def test_every_automaton_reads_non_integer_actions_as_invalid_and_counts_them():
             assert bad.all(), (name, n)
             with pytest.raises(ValueError, match="rows but"):
                 step(S, a[:-1])
+
+
+def test_every_automaton_refuses_bad_states_grammar_ids_and_huge_actions():
+    """Found by an audit: a (2, 3, STATE_SIZE) state was read as 2 rows by the native automaton
+    (its step returned unwritten memory) and as finished or truncated rows elsewhere, float states
+    gave all-False masks below 8 rows and truncated ones above, rows of the wrong width were read,
+    float grammar ids were truncated, and an action of 2**70 raised instead of being invalid."""
+    from vramgym.envs.grammar_torch import TorchAutomaton
+    grammars = [Grammar(SIGNATURES[0], max_len=20)]
+    g = grammars[0]
+    autos = {"numpy": BatchedAutomaton(grammars), "torch": TorchAutomaton(grammars, torch.device("cpu")),
+             "native": NativeAutomaton(grammars)}
+    for n in (3, 12):
+        S = g.reset(n)
+        gid = np.zeros(n, np.int64)
+        bad_states = [np.stack([S] * 2), S.astype(np.float64) + 0.5, S.astype(np.float64), S[:, :-1],
+                      np.concatenate([S, S], axis=1), S.astype(bool)]
+        for b in bad_states:
+            for call in (lambda b: g.mask(b), lambda b: g.step(b, np.zeros(len(b), np.int64)),
+                         lambda b: g.min_tokens_to_finish(b), lambda b: G.ReferenceGrammar.mask(g, b)):
+                with pytest.raises((ValueError, TypeError)):
+                    call(b)
+            for name, auto in autos.items():
+                conv = torch.as_tensor if name == "torch" else np.asarray
+                with pytest.raises((ValueError, TypeError)):
+                    auto.mask(conv(b), conv(gid[:len(b)]))
+                with pytest.raises((ValueError, TypeError)):
+                    auto.step(conv(b), conv(np.zeros(len(b), np.int64)), conv(gid[:len(b)]))
+        for name, auto in autos.items():
+            conv = torch.as_tensor if name == "torch" else np.asarray
+            for bad_gid in (gid + 0.7, gid.astype(np.float64), gid[:-1], np.zeros((n, 1), np.int64)):
+                with pytest.raises((ValueError, TypeError)):
+                    auto.mask(conv(S), conv(bad_gid))
+            with pytest.raises(TypeError):
+                auto.initial(conv(np.array([0.2, 1.7])))
+            acts = [2**70] + [V.ID["return"]] * (n - 1)
+            new, bad = (np.asarray(x) for x in auto.step(conv(S), acts, conv(gid)))
+            assert bad[0] and not bad[1:].any() and (new[0] == S[0]).all(), name
+        new, bad = g.step(S, [2**70] + [V.ID["return"]] * (n - 1))
+        assert bad[0] and not bad[1:].any()
+        new, bad = g.step(S, np.array([2**64 - 1] * n, dtype=np.uint64))
+        assert bad.all()
+    for max_len in (48.9, "48", True):
+        with pytest.raises(TypeError):
+            Grammar(SIGNATURES[0], max_len=max_len)
+
+
+def test_vocab_refuses_strings_and_signatures_python_rejects():
+    """Found by an audit: detokenize parsed the strings "4" and b"4" as actions, and Signature
+    took Python keywords (lambda, None, class), __debug__ and names longer than the compiler's 64
+    characters, whose masked bodies then failed in compile_source and CPython."""
+    sig = "def f(a: int) -> int:"
+    assert V.detokenize([4, 51, 1], sig) == V.detokenize([4.0, np.int64(51), 1], sig)
+    for acts in (["4", "51", "1"], [b"4", 51, 1], np.array(["4", "51", "1"]), [4, " 51 ", 1]):
+        with pytest.raises(TypeError):
+            V.detokenize(acts, sig)
+        with pytest.raises(TypeError):
+            V.to_compiler_tokens(acts, sig)
+    for name in ("lambda", "None", "class", "def", "__debug__", "a" * 65):
+        with pytest.raises(ValueError, match="bad name"):
+            V.Signature.parse(f"def f({name}: int) -> int:")
+        with pytest.raises(ValueError, match="bad name"):
+            V.Signature.parse(f"def {name}(a: int) -> int:")
+    long = "a" * 64
+    from vramgym.compiler import compile_source
+    g = Grammar(f"def f({long}: int) -> int:", 8)
+    body = V.detokenize([V.ID["return"], V.P0, V.NEWLINE, V.END], g.sig)
+    compile(body, "<body>", "exec") and compile_source(body)   # both accept the longest name
