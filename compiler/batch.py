@@ -63,7 +63,8 @@ class CompiledBatch:
         ret_kind None takes its return kind, a ret_kind given must match it (ValueError), and
         run_batch traps bad_input on a run whose arguments are not of its parameter kinds.
         Without them, ret_kind None means "int", and nothing is checked."""
-        code, offsets = packed_rows(self.code, np.maximum(self.lengths, 0))
+        lengths = int_array(self.lengths, "lengths", -(2**63), 2**63 - 1, np.int64)   # no float or bool cast
+        code, offsets = packed_rows(self.code, np.maximum(lengths, 0))
         if self.signatures is None:
             return ProgramBatch.build(code, offsets, entry, "int" if ret_kind is None else ret_kind)
         n = len(self)
@@ -103,9 +104,9 @@ def packed_rows(code: np.ndarray, lengths: np.ndarray, rows: np.ndarray | None =
     if code.ndim != 2:
         raise ValueError(f"code must be a 2-D (N, code_cap) matrix, got shape {code.shape}")
     width = code.shape[1]
-    lengths = np.asarray(lengths)
+    lengths = int_array(lengths, "lengths", -(2**63), 2**63 - 1, np.int64)   # no float or bool cast
     take = np.arange(len(lengths)) if rows is None else np.asarray(rows, dtype=np.int64)
-    lens = lengths[take].astype(np.int64)
+    lens = lengths[take]
     if len(lens) and (lens.min() < 0 or lens.max() > width):
         i = int(np.flatnonzero((lens < 0) | (lens > width))[0])
         raise ValueError(f"lengths[{int(take[i])}] = {int(lens[i])} is outside the code matrix's 0..{width} words")

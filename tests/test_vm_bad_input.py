@@ -137,6 +137,62 @@ def test_batches_do_not_share_the_callers_arrays():
         assert type(back) is type(obj) and run_batch(typed, back if obj is inp else inp).value.tolist() == [3]
         assert not back.offsets.flags.writeable
 
+def test_batches_copy_arrays_handed_over_by_array_protocol_objects():
+    """Found by an audit: an object whose __array__ returns an array it keeps passed the copy
+    test (the array owns its data and is not the object given), so the batch shared it and set
+    the caller's array read-only; the caller could set it writeable again and send the core
+    unchecked offsets (a segfault)."""
+    class Holder:
+        def __init__(self, a):
+            self.a = a
+
+        def __array__(self, dtype=None, copy=None):
+            return self.a
+
+    p = compile_source("def f(xs: list[int]) -> int:\n    return len(xs)\n")
+    w, o = np.array([2, 3, 7, 8, 9], np.int32), np.array([0, 5], np.int64)
+    inp = Encoded(Holder(w), Holder(o))
+    code, code_off = np.tile(p.code, 2), np.arange(3, dtype=np.int64) * len(p.code)
+    pb = ProgramBatch.build(Holder(code), Holder(code_off), np.zeros(2, np.int32), "int")
+    for mine, theirs in ((inp.words, w), (inp.offsets, o), (pb.code, code), (pb.offsets, code_off)):
+        assert not np.shares_memory(mine, theirs) and theirs.flags.writeable
+    w[1], o[1] = 100_000_000, 100_000_002
+    code_off[:] = np.arange(3) * 60_000
+    assert run_batch(pb, inp).value.tolist() == [3, 3]
+
+
+def test_hand_made_functions_take_the_compilers_kind_names_or_are_refused():
+    """Found by an audit: execute compared a Function's ret with 'list' literally, so a hand-made
+    Function returning 'list[int]' (accepted everywhere else) ran as a list and came back as its
+    length; an unknown kind raised a bare KeyError from the batch builder."""
+    from vramgym.vm.program import Function
+    p = compile_source("def f(xs: list[int]) -> list[int]:\n    return xs + xs\n")
+    f = p.functions[0]
+    q = Program.from_code(p.code, [Function(f.name, f.index, f.pc, ("list[int]",), "list[int]", f.nlocals)])
+    assert execute(q, "f", [([1, 2],)]) == [[1, 2, 1, 2]]
+    direct = Program(p.code, [Function(f.name, f.index, f.pc, ("list[int]",), "list[int]", f.nlocals)])
+    assert execute(direct, "f", [([1, 2],)]) == [[1, 2, 1, 2]]
+    for params, ret in ((("list",), "float"), (("str",), "int"), ("int", "int")):
+        with pytest.raises((ValueError, TypeError)):
+            Program.from_code(p.code, [Function(f.name, f.index, f.pc, params, ret, f.nlocals)])
+        with pytest.raises(ValueError, match="kinds"):
+            ProgramBatch.from_programs([Program(p.code, [Function(f.name, f.index, f.pc, params, ret, f.nlocals)])],
+                                       "f")
+
+
+def test_hand_made_compiled_batch_lengths_are_not_cast():
+    """Found by an audit: CompiledBatch.to_programs cast float lengths (5.9 read as 5 words) and
+    bools (True as 1 word)."""
+    from vramgym.compiler import compile_batch
+    from vramgym.compiler.batch import CompiledBatch
+    cb = compile_batch(["def f(a: int) -> int:\n    return a * 2\n"])
+    assert CompiledBatch(cb.code, cb.lengths.astype(np.int64), cb.errors).to_programs().offsets.tolist() == \
+        cb.to_programs().offsets.tolist()
+    for lengths in (cb.lengths + 0.9, cb.lengths.astype(np.float64), np.array([True])):
+        with pytest.raises(TypeError):
+            CompiledBatch(cb.code, lengths, cb.errors).to_programs()
+
+
 def test_program_from_code_rejects_words_it_would_mask():
     p = compile_source(INC)
     assert np.array_equal(Program.from_code(p.code.view(np.int32)).code, p.code)

@@ -127,6 +127,10 @@ class ProgramBatch:
             if not isinstance(p, Program):
                 raise TypeError(f"from_programs takes vramgym Programs, got {type(p).__name__}")
         fns = [p.function(entry) for p in programs]
+        for f in fns:   # (a hand-made Program's Function may name any kind)
+            if f.ret not in KIND_BY_NAME or not all(k in KIND_BY_NAME for k in f.params):
+                raise ValueError(f"function {f.name!r} has kinds {f.params!r} -> {f.ret!r}; each must be one "
+                                 f"of {sorted(KIND_BY_NAME)}")
         lengths = [len(p.code) for p in programs]
         offsets = np.zeros(len(programs) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])

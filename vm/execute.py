@@ -11,7 +11,7 @@ import numpy as np
 from . import opcodes as oc
 from .batch import ProgramBatch, VMConfig, run_batch
 from .program import Program
-from .values import Encoded, Trap, encode_tuples
+from .values import KIND_BY_NAME, Encoded, Trap, encode_tuples
 
 _TRAPS = {code: Trap(name) for code, name, _ in oc.TRAPS if code}
 # List results longer than 64 are fetched by running those runs again with room for them: in
@@ -53,7 +53,8 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
     m = len(args_list)
     run_prog = np.repeat(np.arange(len(programs), dtype=np.int32), m)
     run_in = (np.array([base[f.params] for f in fns], dtype=np.int32)[:, None] + np.arange(m, dtype=np.int32)).ravel()
-    has_list = any(f.ret == "list" for f in fns)
+    rets = [KIND_BY_NAME.get(f.ret) for f in fns]   # ('list[int]' is 'list', as in ProgramBatch)
+    has_list = oc.KIND_LIST in rets
     res = run_batch(batch, inputs, (run_prog, run_in), config=config, out_cap=64 if has_list else 0,
                     backend=backend, nthreads=nthreads)
     out_list = res.out_list
@@ -78,9 +79,9 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
             s = status[r]
             if s:
                 v = _TRAPS.get(s, Trap("bad_bytecode"))
-            elif f.ret == "bool":
+            elif rets[p] == oc.KIND_BOOL:
                 v = bool(value[r])
-            elif f.ret == "list":
+            elif rets[p] == oc.KIND_LIST:
                 v = long_lists[r] if r in long_lists else out_list[r, : value[r]].tolist()
             else:
                 v = value[r]

@@ -1,12 +1,12 @@
 """A compiled program: its bytecode image, its functions' signatures, and a disassembler."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from . import opcodes as oc
-from .values import int_array
+from .values import KIND_BY_NAME, int_array
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,18 @@ class Function:
         names = self.param_names or tuple(f"a{i}" for i in range(len(self.params)))
         ps = ", ".join(f"{n}: {_type(k)}" for n, k in zip(names, self.params))
         return f"def {self.name}({ps}) -> {_type(self.ret)}"
+
+
+def _canonical(f: Function) -> Function:
+    """A hand-made Function with its kinds spelled as the compiler spells them ('list[int]' is
+    'list'); ValueError for a kind the VM has not (execute would decode its result wrongly)."""
+    def kind(k, what):
+        if not isinstance(k, str) or k not in KIND_BY_NAME:
+            raise ValueError(f"function {f.name!r}: {what} kind {k!r} is not one of {sorted(KIND_BY_NAME)}")
+        return "list" if k == "list[int]" else k
+    if isinstance(f.params, str) or not isinstance(f.params, (tuple, list)):
+        raise TypeError(f"function {f.name!r}: params must be a tuple of kinds, got {f.params!r:.60}")
+    return replace(f, params=tuple(kind(k, "parameter") for k in f.params), ret=kind(f.ret, "return"))
 
 
 def code_words(words, name: str = "words", ndim: int = 1) -> np.ndarray:
@@ -71,7 +83,7 @@ class Program:
         if not isinstance(functions, (list, tuple)) or not all(isinstance(f, Function) for f in functions):
             raise TypeError("functions must be a list of vramgym.vm.Function, got "
                             f"{type(functions).__name__} {functions!r:.80}")
-        return cls(code, list(functions))
+        return cls(code, [_canonical(f) for f in functions])
 
     def disassemble(self, function: str | None = None) -> str:
         """The whole program, or one function's code."""

@@ -143,7 +143,9 @@ def owned(arr: np.ndarray, given) -> np.ndarray:
     copy unless it is a fresh array of its own, marked read-only. Batches are checked once, on
     construction, and the core trusts the check: a caller who kept `given` (or a view of it) and
     wrote to it afterwards could otherwise send it offsets past the end of its buffers."""
-    if arr is given or not arr.flags.owndata:
+    # Only a list or tuple converts to an array nobody else holds: an ndarray, a tensor's view or
+    # an object's __array__ (which may hand back an array it keeps) is copied.
+    if not isinstance(given, (list, tuple)) or arr is given or not arr.flags.owndata:
         arr = arr.copy()
     arr.flags.writeable = False
     return arr
