@@ -471,3 +471,11 @@ def test_from_code_checks_its_functions(functions):
         Program.from_code(compile_source(INC).code, functions=functions)
     prog = compile_source(INC)
     assert execute(Program.from_code(prog.code, functions=tuple(prog.functions)), "g", [(1,)]) == [2]
+
+
+def test_items_past_int32_words_are_refused_before_the_core():
+    """Suspected by an audit, from reading the core: it takes an item's size as an int32, so an
+    item of 2**32 + 5 words would be read as 5 (testing it end to end takes 16 GiB)."""
+    assert values.offsets_array(np.array([0, 2**31 - 1, 2**31 + 3]), 2**31 + 3, "word", "n").tolist()[-1] == 2**31 + 3
+    with pytest.raises(ValueError, match="more than 2"):
+        values.offsets_array(np.array([0, 4, 2**32 + 9]), 2**32 + 9, "word", "len(words)")

@@ -178,11 +178,15 @@ def offsets_array(offsets, total: int, unit: str, of: str) -> np.ndarray:
     arr = int_array(offsets, "offsets", 0, total, np.int64)
     if len(arr) < 1 or arr[0] != 0 or arr[-1] != total:
         raise ValueError(f"offsets must be N + 1 {unit} offsets from 0 to {of} = {total}")
-    down = np.flatnonzero(np.diff(arr) < 0)
+    sizes = np.diff(arr)
+    down = np.flatnonzero(sizes < 0)
     if len(down):
         i = int(down[0])
         raise ValueError(f"offsets must be non-decreasing: offsets[{i}] = {int(arr[i])} > offsets[{i + 1}] = "
                          f"{int(arr[i + 1])}")
+    if len(sizes) and int(sizes.max()) > INT32_MAX:   # the core takes an item's size as an int32
+        i = int(np.argmax(sizes))
+        raise ValueError(f"item {i} has {int(sizes[i])} {unit}s, more than 2**31 - 1")
     return arr
 
 
