@@ -8,9 +8,10 @@ training data for a neural compiler. Every program it returns
   or a builtin, every function ends safely with a return);
 * terminates within bounded resources on *every* input, so that CPython and the VM agree: all
   loops have a static iteration bound, recursion (direct, or mutual through a companion
-  function) goes through a depth parameter that is clamped by its callers, every list stays at most `GeneratorConfig.list_cap` long (growth is guarded by
-  a `len()` check), and a static cost model bounds the executed operations, the lists created
-  and the list memory used by one call of the entry function (see `GeneratorConfig`);
+  function) goes through a depth parameter that is clamped by its callers, every list stays at
+  most `GeneratorConfig.list_cap` long (growth is guarded by a `len()` check), and a static cost
+  model bounds the executed operations, the lists created and the list memory used by one call
+  of the entry function (see `GeneratorConfig`);
 * may still trap on purpose: int32 overflow, division by zero, bad indices, `pop()` on an empty
   list and `range()` with step 0 all occur with tunable probabilities.
 

@@ -55,10 +55,9 @@ arrays; this per-row version stays as its oracle.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 import math
 import numbers
+from functools import lru_cache
 
 import numpy as np
 
