@@ -44,7 +44,6 @@ place, in both modes.
 """
 from __future__ import annotations
 
-import numbers
 
 import gymnasium as gym
 import numpy as np
@@ -54,6 +53,7 @@ from gymnasium.vector import AutoresetMode
 from vramgym.vm.values import check_int
 
 from .bank import check_seed, is_int_dtype
+from .grammar_reference import action_ids
 
 _M32 = 0xFFFFFFFF
 
@@ -106,18 +106,8 @@ def as_actions(x, device: torch.device) -> torch.Tensor:
         t = x
         if t.is_complex():
             raise TypeError(f"actions must be ints, got a tensor of {t.dtype}")
-    else:
-        a = np.asarray(x)
-        if a.dtype == np.uint64:     # 2**63 and up fit no int64
-            big, a = a > np.iinfo(np.int64).max, a.astype(np.int64)
-            a[big] = -1
-        elif a.dtype == object:      # Python ints past int64 (2**70), or not numbers at all
-            if not all(isinstance(v, numbers.Integral) for v in a.flat):
-                raise TypeError(f"actions must be ints, got {x!r:.80}")
-            a = np.array([int(v) if -(1 << 63) <= v < 1 << 63 else -1 for v in a.flat], np.int64).reshape(a.shape)
-        if a.dtype.kind not in "biuf":
-            raise TypeError(f"actions must be ints, got an array of {a.dtype}")
-        t = torch.as_tensor(a)
+    else:   # the automata's reading (uint64 and Python ints past int64, non-integers: -1)
+        t = torch.as_tensor(action_ids(x).reshape(np.shape(x)))
     if t.is_floating_point():   # NaN fails ==, inf fails <; 2**62 keeps the cast defined
         t = torch.where((t == t.trunc()) & (t.abs() < 2.0**62), t, -1)
     return t.to(device=device, dtype=torch.int64)
