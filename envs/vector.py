@@ -44,7 +44,6 @@ place, in both modes.
 """
 from __future__ import annotations
 
-
 import gymnasium as gym
 import numpy as np
 import torch
