@@ -55,7 +55,8 @@ FUNC_NAMES = ("f", "g", "h", "helper", "compute", "combine", "walk", "fold", "sc
               "check", "mix", "build", "shuffle", "measure", "pick", "merge", "probe", "tally",
               "rotate", "blend", "count_up", "digest", "visit")
 METHOD_NAMED_POOL = ("append", "pop", "f", "g", "h")
-_BUILTIN_FUNCTIONS = set(_BUILTIN_NAMES) - {"append", "pop"}  # not allowed as function names
+# Not allowed as function names (a module-level `__builtins__` takes CPython's builtins away).
+_BUILTIN_FUNCTIONS = set(_BUILTIN_NAMES) - {"append", "pop"} | {"__builtins__"}
 VAR_NAMES = {
     "int": ("a", "b", "c", "i", "j", "k", "m", "n", "p", "q", "r", "s", "t", "u", "v", "w", "x",
             "y", "z", "acc", "total", "idx", "lo", "hi", "mid", "val", "tmp", "best", "cur",
@@ -158,8 +159,8 @@ class GeneratorConfig:
                              f"generator's variable pools), got {self.func_names!r}")
         if len(set(self.func_names)) < self.max_functions:
             raise ValueError(f"func_names needs {self.max_functions} distinct names, got {len(set(self.func_names))}")
-        if self.entry_name is not None and (not _is_name(self.entry_name) or self.entry_name in _BUILTIN_NAMES
-                                            or self.entry_name in set(FUNC_NAMES) | set(self.func_names) | var_names):
+        taken = set(_BUILTIN_NAMES) | _BUILTIN_FUNCTIONS | set(FUNC_NAMES) | set(self.func_names) | var_names
+        if self.entry_name is not None and (not _is_name(self.entry_name) or self.entry_name in taken):
             raise ValueError(f"entry_name {self.entry_name!r} is not an identifier, or a builtin or a name the "
                              "generator uses itself")
         if self.entry_params is not None:

@@ -79,7 +79,7 @@ class Signature:
             raise ValueError(f"a signature needs 1..{NUM_PARAMS} parameters")
         names = [self.name] + [p for p, _ in self.params]
         reserved = (set(oc.BUILTIN_NAMES) | {f"v{i}" for i in range(NUM_VARS)} | set(KEYWORDS)
-                    | set(keyword.kwlist) | {"__debug__"})
+                    | set(keyword.kwlist) | {"__debug__", "__builtins__"})
         for n in names:
             if not isinstance(n, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", n) or n in reserved \
                     or len(n) > oc.LIMITS["MAX_NAME_LEN"]:

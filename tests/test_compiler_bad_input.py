@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vramgym.compiler import CompileError, compile_batch, compile_source, compile_tokens, tokenize
-from vramgym.vm import opcodes as oc
+from vramgym.vm import execute, opcodes as oc
 from vramgym.vm.cpu import MAX_THREADS
 
 GOOD = "def f(x: int) -> int:\n    return x\n"
@@ -263,6 +263,27 @@ def test_debug_is_not_a_name(src, where):
         compile_source(src)
     assert (e.value.line, e.value.col) == where
     compile_source(src.replace("__debug__", "__debug_"))  # a name one letter short is one
+
+
+def test_builtins_is_not_a_function_name():
+    """Found by an audit: a function named `__builtins__` compiled, but in CPython it replaces the
+    builtins of every function defined after it (abs(a) then fails with a TypeError). As a
+    parameter or local it is an ordinary name in both."""
+    late = "def f(a: int) -> int:\n    return abs(a)\n"
+    early = "def __builtins__(a: int) -> int:\n    return a\n"
+    ns = {}
+    exec(compile(early + late, "<t>", "exec"), ns)
+    with pytest.raises(TypeError):
+        ns["f"](-3)
+    for src, where in ((early + late, (1, 5)), (late + "\n" + early, (4, 5))):
+        with pytest.raises(CompileError, match="__builtins__") as e:
+            compile_source(src)
+        assert (e.value.line, e.value.col) == where
+    local = ("def f(__builtins__: int) -> int:\n    y = __builtins__\n    __builtins__ = abs(y)\n"
+             "    return __builtins__\n")
+    ns = {}
+    exec(compile(local, "<t>", "exec"), ns)
+    assert execute(compile_source(local), "f", [(-3,)]) == [ns["f"](-3)] == [3]
 
 
 def test_token_limit_is_the_documented_one():

@@ -800,7 +800,7 @@ def test_vocab_refuses_strings_and_signatures_python_rejects():
             V.detokenize(acts, sig)
         with pytest.raises(TypeError):
             V.to_compiler_tokens(acts, sig)
-    for name in ("lambda", "None", "class", "def", "__debug__", "a" * 65):
+    for name in ("lambda", "None", "class", "def", "__debug__", "__builtins__", "a" * 65):
         with pytest.raises(ValueError, match="bad name"):
             V.Signature.parse(f"def f({name}: int) -> int:")
         with pytest.raises(ValueError, match="bad name"):

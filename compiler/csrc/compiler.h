@@ -151,14 +151,21 @@ VG_HD inline void lx_init_names(Lexer& L) {
   L.nnames = NUM_BUILTIN_NAMES;
 }
 
-VG_HD inline int32_t lx_intern(Lexer& L, const char* s, int32_t n, int64_t at) {
-  int32_t h = name_hash(s, n);
-  for (int32_t i = L.bucket[h]; i >= 0; i = L.next[i]) {
+// The id of a name already in L's table, or -1.
+VG_HD inline int32_t lx_find(const Lexer& L, const char* s, int32_t n) {
+  for (int32_t i = L.bucket[name_hash(s, n)]; i >= 0; i = L.next[i]) {
     if (L.names[i].len != n) continue;
     int32_t k = 0;
     while (k < n && L.names[i].ptr[k] == s[k]) k++;
     if (k == n) return i;
   }
+  return -1;
+}
+
+VG_HD inline int32_t lx_intern(Lexer& L, const char* s, int32_t n, int64_t at) {
+  int32_t found = lx_find(L, s, n);
+  if (found >= 0) return found;
+  int32_t h = name_hash(s, n);
   if (L.nnames >= MAX_NAMES) {
     lx_fail(L, ERR_TOO_MANY_NAMES, at, MAX_NAMES);
     return -1;
@@ -442,6 +449,7 @@ struct Compiler {
   int32_t elifs, ops;  // MAX_NESTING's count: elif clauses of the open if statements, and the
                        // binary operators of the expression being parsed
   int32_t cur;  // function being compiled
+  int32_t builtins_name;  // the id of `__builtins__` in a lexed source, or -1 (see signatures)
   PFrame frames[MAX_PFRAMES];  // the expression parser's stack
   SFrame sframes[MAX_SFRAMES];  // the statement parser's stack
   CompileError err;
@@ -1757,7 +1765,8 @@ VG_HD inline bool signatures(Compiler& c) {
     advance(c);
     const Token& name = tk(c);
     if (!expect(c, TOK_NAME)) return false;
-    if (name.value < NUM_RESERVED_NAMES) return fail_at(c, ERR_BUILTIN_NAME, name);
+    // A module-level `__builtins__` replaces CPython's builtins for every function defined after it.
+    if (name.value < NUM_RESERVED_NAMES || name.value == c.builtins_name) return fail_at(c, ERR_BUILTIN_NAME, name);
     if (find_func(c, name.value) >= 0) return fail_at(c, ERR_DUPLICATE_FUNCTION, name);
     f.name = name.value;
     f.pc = -1;
@@ -1850,6 +1859,7 @@ VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntok
   c.failed = false;
   c.err.code = ERR_OK;
   c.err.line = c.err.col = c.err.arg = 0;
+  c.builtins_name = lexed ? lx_find(*lexed, "__builtins__", 12) : -1;
   if (ntoks <= 0 || toks[ntoks - 1].kind != TOK_EOF) {
     c.failed = true;
     c.err.code = ERR_INVALID_SYNTAX;
