@@ -286,6 +286,83 @@ def test_builtins_is_not_a_function_name():
     assert execute(compile_source(local), "f", [(-3,)]) == [ns["f"](-3)] == [3]
 
 
+@pytest.mark.parametrize("src,where", [
+    ("def f(a: int) -> int:\n    return abs(a\n    b = 1\n    return b\n", (2, 15)),  # was (3, 5)
+    ("def f(a: int) -> int:\n    return abs(a", (2, 15)),
+    ("def f(a: int) -> int:\n    x, y = (1, [a\n\ndef g(a: int) -> int:\n    return a\n", (2, 16)),  # was (5, 12)
+    ("def f(a: int) -> int:\n    return g(a\n\ndef g(a: int) -> int:\n    return a\n", (2, 13)),  # g swallowed
+    ("def f(a: int,\n", (1, 6)),
+])
+def test_bracket_never_closed_is_reported_where_cpython_does(src, where):
+    """Found by an audit: a bracket left open at the end of the file was reported at the next
+    line or the file's last token, or as a call to a function the open bracket swallowed."""
+    with pytest.raises(SyntaxError, match="was never closed") as py:
+        compile(src, "<t>", "exec")
+    assert (py.value.lineno, py.value.offset) == where
+    with pytest.raises(CompileError, match="was never closed") as e:
+        compile_source(src)
+    assert (e.value.line, e.value.col) == where
+    toks = tokenize(src)
+    res = compile_tokens(toks, np.array([0, len(toks)]))
+    assert oc.ERROR_NAMES[int(res.errors[0, 0])] == "never_closed" and tuple(res.errors[0, 1:3]) == where
+
+
+@pytest.mark.parametrize("src", [
+    "def f(a: int) -> int:\n    if (a > 1:\n        return 0\n    return 1\n",  # CPython: invalid syntax
+    "def f(a: int) -> int:\n    return (a -> 1\n    return 1\n",
+])
+def test_a_syntax_error_on_the_open_brackets_line_stands(src):
+    with pytest.raises(SyntaxError) as py:
+        compile(src, "<t>", "exec")
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert e.value.kind == "expected" and (e.value.line, e.value.col) == (py.value.lineno, py.value.offset)
+
+
+SYNTAX_KINDS = {"expected", "expected_expression", "expected_indent", "expected_newline", "invalid_syntax",
+                "not_assignable", "unexpected_indent", "bad_dedent"}
+
+
+def test_deleted_closing_brackets_are_reported_as_cpython_does():
+    """Random programs with one closing bracket deleted: CPython's PEG parser reads ahead further
+    than ours, so the two agree on most, not all (86% measured; 73% before never_closed). Always:
+    with a bracket open at the end, the error is that bracket, or a syntax error up to its line."""
+    import io
+    import random
+    import tokenize as pytok
+    from vramgym.compiler.random_programs import generate_program
+    seed = random.SystemRandom().randrange(2**32)
+    rng, r = np.random.default_rng(seed), random.Random(seed)
+    same = n = 0
+    for _ in range(400):
+        src = generate_program(rng).source
+        closers = [t.start for t in pytok.generate_tokens(io.StringIO(src).readline)
+                   if t.type == pytok.OP and t.string in ")]"]
+        if not closers:
+            continue
+        line, col = r.choice(closers)
+        lines = src.split("\n")
+        lines[line - 1] = lines[line - 1][:col] + lines[line - 1][col + 1:]
+        mut = "\n".join(lines)
+        with pytest.raises(SyntaxError) as py:
+            compile(mut, "<t>", "exec")
+        with pytest.raises(CompileError) as vg:
+            compile_source(mut)
+        n += 1
+        same += (vg.value.line, vg.value.col) == (py.value.lineno, py.value.offset)
+        stack = []
+        for kind, _, tline, tcol in tokenize(mut).tolist():
+            if oc.TOKENS[kind][0] in ("LPAREN", "LBRACKET"):
+                stack.append((tline, tcol))
+            elif oc.TOKENS[kind][0] in ("RPAREN", "RBRACKET") and stack:
+                stack.pop()
+        if stack and "does not match" not in py.value.msg:
+            where = (vg.value.line, vg.value.col)
+            assert vg.value.kind == "never_closed" and where == stack[-1] \
+                or where <= (stack[-1][0], 10**9) and vg.value.kind in SYNTAX_KINDS, (seed, mut, vg.value)
+    assert same >= 0.8 * n, (seed, same, n)
+
+
 def test_token_limit_is_the_documented_one():
     """16,384 tokens, the final EOF included (the error said 16383, counting without it)."""
     limit = oc.LIMITS["MAX_TOKENS"]

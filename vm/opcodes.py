@@ -205,6 +205,7 @@ ERRORS: tuple[tuple[int, str, str], ...] = (
     (51, "name_too_long", "name too long (limit {arg} characters)"),
     (52, "range_outside_for", "range() is only supported as the iterable of a for loop"),
     (53, "too_complex", "nested too deeply for CPython's compiler (limit {arg} levels: blocks, elif clauses and operators)"),
+    (54, "never_closed", "{tok} was never closed"),
 )
 ERROR_NAMES = {code: name for code, name, _ in ERRORS}
 ERROR_MESSAGES = {code: msg for code, _, msg in ERRORS}
@@ -282,7 +283,7 @@ def render_header() -> str:
     out += [f"  TOK_{name} = {i}," for i, (name, _) in enumerate(TOKENS)]
     out += [f"  NUM_TOKENS = {len(TOKENS)}", "};", "", "enum Err {"]
     out += [f"  ERR_{name.upper()} = {code}," for code, name, _ in ERRORS]
-    out += ["};", ""]
+    out += [f"  NUM_ERRORS = {len(ERRORS)}", "};", ""]
     out += [f"constexpr int NUM_RESERVED_KEYWORDS = {len(RESERVED_KEYWORDS)};"]
     kw = ", ".join(f'"{k}"' for k in RESERVED_KEYWORDS)
     out += [f"#define VG_RESERVED_KEYWORDS {kw}"]

@@ -1842,6 +1842,41 @@ VG_HD inline bool function(Compiler& c, int32_t fi) {
   return true;
 }
 
+// Errors of the grammar itself, which CPython's parser reports as they come.
+VG_HD inline bool is_syntax_error(int32_t code) {
+  return code == ERR_EXPECTED || code == ERR_EXPECTED_EXPRESSION || code == ERR_EXPECTED_INDENT ||
+         code == ERR_EXPECTED_NEWLINE || code == ERR_INVALID_SYNTAX || code == ERR_NOT_ASSIGNABLE ||
+         code == ERR_UNEXPECTED_INDENT || code == ERR_BAD_DEDENT;
+}
+
+// A bracket left open at the end of the file swallows every later line (later functions too) into
+// its statement. CPython then reports "'(' was never closed" at the innermost bracket still open,
+// unless its parser failed before that bracket; names, types and unsupported constructs it never
+// gets to. Measured on random programs with one bracket deleted: the same place in 2,662 of 2,671.
+VG_HD inline void never_closed(Compiler& c) {
+  int32_t open[MAX_EXPR_DEPTH];
+  int32_t d = 0;
+  for (int32_t i = 0; i < c.nt; i++) {
+    int32_t k = c.t[i].kind;
+    if (k == TOK_LPAREN || k == TOK_LBRACKET) {
+      if (d == MAX_EXPR_DEPTH) return;  // the parser's too_deep stands
+      open[d++] = i;
+    } else if (k == TOK_RPAREN || k == TOK_RBRACKET) {
+      if (d-- == 0) return;
+    }
+  }
+  if (d == 0) return;
+  const Token& b = c.t[open[d - 1]];
+  const Token& end = c.t[c.nt - 1];
+  bool later = c.err.line > b.line || (c.err.line == end.line && c.err.col == end.col);
+  if (later || !is_syntax_error(c.err.code)) {
+    c.err.code = ERR_NEVER_CLOSED;
+    c.err.line = b.line;
+    c.err.col = b.col;
+    c.err.arg = b.kind;
+  }
+}
+
 // Compile a token array (ending with EOF) into `code`. Returns the number of words, or -1 with
 // c.err set. `meta` (nullable) receives FUNC_META ints per function; *nfuncs their count.
 // lexed: the Lexer that made toks from a source (compile_source). Its tokens' kinds and values are
@@ -1894,10 +1929,11 @@ VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntok
       return -1;
     }
   }
-  if (!signatures(c)) return -1;
-  for (int32_t i = 0; i < c.nfuncs; i++)
-    if (!function(c, i)) return -1;
-  return c.n;
+  bool ok = signatures(c);
+  for (int32_t i = 0; ok && i < c.nfuncs; i++) ok = function(c, i);
+  if (ok) return c.n;
+  never_closed(c);
+  return -1;
 }
 
 VG_HD inline void write_meta(const Compiler& c, const Lexer* L, int32_t* meta) {

@@ -339,7 +339,7 @@ CompileOut compile_exact(const std::string& src, int32_t tok_cap, int32_t code_c
 long g_compiled, g_rejected;
 
 void check_error(const CompileError& e, const std::string& src) {
-  if (e.code <= ERR_OK || e.code > ERR_RANGE_OUTSIDE_FOR || e.line < 1 || e.col < 1) {
+  if (e.code <= ERR_OK || e.code >= NUM_ERRORS || e.line < 1 || e.col < 1) {
     dump_source(src);
     fprintf(stderr, "error code %d at %d:%d\n", e.code, e.line, e.col);
     fail("malformed compile error");
@@ -437,7 +437,7 @@ void fuzz_source(Rng& r, const std::string& src, std::vector<std::vector<uint32_
     tcode.resize(n);
     bad = validate(tcode.data(), n, 0, &pc);
     if (bad >= 0) fail("code compiled from tokens fails validation");
-  } else if (C->err.code <= ERR_OK || C->err.code > ERR_RANGE_OUTSIDE_FOR) {
+  } else if (C->err.code <= ERR_OK || C->err.code >= NUM_ERRORS) {
     fail("malformed compile_tokens error");
   }
 }
