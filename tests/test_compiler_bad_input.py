@@ -363,6 +363,20 @@ def test_deleted_closing_brackets_are_reported_as_cpython_does():
     assert same >= 0.8 * n, (seed, same, n)
 
 
+@pytest.mark.parametrize("stmt,kind", [
+    ("with a:\n        pass", "reserved_keyword"), ("try:\n        pass\n    finally:\n        pass", "reserved_keyword"),
+    ("lambda: 0", "reserved_keyword"), ("class A:\n        pass", "reserved_keyword"),
+    ("async for i in a:\n        pass", "reserved_keyword"), ("match a:\n        case 1:\n            pass", "unsupported"),
+    ("a[0]: int = 1", "unsupported"), ("(a): int = 1", "unsupported"),
+])
+def test_unsupported_statements_are_reported_at_their_start(stmt, kind):
+    """Found by an audit: these were reported at their ':' (found first as an annotation's)."""
+    src = f"def f(a: list[int]) -> int:\n    {stmt}\n    return 0\n"
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert (e.value.kind, e.value.line, e.value.col) == (kind, 2, 5)
+
+
 def test_token_limit_is_the_documented_one():
     """16,384 tokens, the final EOF included (the error said 16383, counting without it)."""
     limit = oc.LIMITS["MAX_TOKENS"]

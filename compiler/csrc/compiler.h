@@ -1408,6 +1408,7 @@ VG_HD inline bool simple_statement(Compiler& c) {
       return false;
     case TOK_DEF: return fail(c, ERR_NESTED_DEF);
     case TOK_IF: case TOK_WHILE: case TOK_FOR: case TOK_ELSE: case TOK_ELIF: return fail(c, ERR_INVALID_SYNTAX);
+    case TOK_RESERVED: return fail(c, ERR_RESERVED_KEYWORD);  // `with a:`, `try:`: at the keyword, not the ':'
     default: break;
   }
   int32_t start = c.p;
@@ -1423,7 +1424,7 @@ VG_HD inline bool simple_statement(Compiler& c) {
   if (eq == start) return fail(c, ERR_EXPECTED_EXPRESSION);
   const Token& op = c.t[eq];
   if (op.kind == TOK_COLON) {  // x: T = e
-    if (!(t.kind == TOK_NAME && eq == start + 1)) return fail_at(c, ERR_UNSUPPORTED, op);
+    if (!(t.kind == TOK_NAME && eq == start + 1)) return fail_at(c, ERR_UNSUPPORTED, t);  // `match a:`, `a[0]: int`
     c.p = eq + 1;
     int32_t want = parse_type(c);
     if (c.failed || !expect(c, TOK_ASSIGN)) return false;

@@ -1,3 +1,3 @@
 def f(x: int) -> int:
     return (x + 1
-# error: 4:1 expected
+# error: 2:12 was never closed
