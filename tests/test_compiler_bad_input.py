@@ -377,6 +377,37 @@ def test_unsupported_statements_are_reported_at_their_start(stmt, kind):
     assert (e.value.kind, e.value.line, e.value.col) == (kind, 2, 5)
 
 
+@pytest.mark.parametrize("src", [
+    "def f(a: int) -> int:\n    if a  # c\n        return 1\n    return 0\n",
+    "def f(a: int) -> int:\n    return a +  # c\n", "def f(a: int) -> int:\n    return a +  # c",
+    "def f(a: int) -> int:\r\n    return a +  # c\r\n", "def f(a: int) -> int:  # x\r    return a # c\r    b = 1 +  # q\r",
+])
+def test_an_error_at_a_line_end_with_a_comment_is_at_the_comment(src):
+    """Found by an audit: the line's NEWLINE, where these errors are, was placed after the comment."""
+    with pytest.raises(SyntaxError) as py:
+        compile(src, "<t>", "exec")
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert (e.value.line, e.value.col) == (py.value.lineno, py.value.offset)
+
+
+@pytest.mark.parametrize("src", [
+    "def f(a: int) -> int:\n    return a)\n    return (a]\n",  # was reported at the later ']'
+    "def f(a: int) -> int:\n    return a b\n    return a)\n",   # CPython's tokenizer error wins
+    ")\ndef f(a: int) -> int:\n    return a\n",
+])
+def test_an_unmatched_closing_bracket_is_reported_first(src):
+    with pytest.raises(SyntaxError, match="unmatched") as py:
+        compile(src, "<t>", "exec")
+    where = (py.value.lineno, py.value.offset)
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert (e.value.line, e.value.col) == where
+    toks = tokenize(src)
+    res = compile_tokens(toks, np.array([0, len(toks)]))
+    assert tuple(res.errors[0, 1:3]) == where
+
+
 def test_token_limit_is_the_documented_one():
     """16,384 tokens, the final EOF included (the error said 16383, counting without it)."""
     limit = oc.LIMITS["MAX_TOKENS"]

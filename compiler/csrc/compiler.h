@@ -55,8 +55,8 @@ struct Lexer {
   int32_t nindent;
   int32_t depth;  // open brackets: newlines inside them are ignored
   uint64_t square;    // bit d: the bracket open at depth d is '[' (depths below 64)
-  int32_t mismatch;   // the first closing bracket that does not match the open one (a token
-                      // index), or -1: compile_tokens' check of untrusted tokens, done here
+  int32_t mismatch;   // the first closing bracket that does not match the open one or has none
+                      // (a token index), or -1: compile_tokens' check of untrusted tokens, done here
   NameEntry names[MAX_NAMES];
   int32_t nnames;
   int16_t bucket[256];          // hash of a name -> its latest entry (-1: none); chained by next
@@ -234,6 +234,11 @@ VG_HD inline bool lex(Lexer& L) {
     char c = s[at];
     if (c == '#') {
       while (L.pos < L.len && s[L.pos] != '\n' && s[L.pos] != '\r') L.pos++;
+      if (L.depth == 0) {  // the line's NEWLINE where its comment starts, as CPython places it
+        if (!lx_emit(L, TOK_NEWLINE, 0, at)) return false;
+        line_start = true;
+        if (L.pos < L.len) lx_newline(L);
+      }
       continue;
     }
     if (c == '\n' || c == '\r') {
@@ -295,6 +300,8 @@ VG_HD inline bool lex(Lexer& L) {
         if (L.depth > 0) {
           L.depth--;
           if (L.mismatch < 0 && L.depth < 64 && ((L.square >> L.depth) & 1) != (uint64_t)(c == ']')) L.mismatch = L.n;
+        } else if (L.mismatch < 0) {
+          L.mismatch = L.n;  // CPython's tokenizer: "unmatched ')'"
         }
         tok = c == ')' ? TOK_RPAREN : TOK_RBRACKET;
         break;
@@ -1904,8 +1911,9 @@ VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntok
   }
   // Tokens may come from outside: check them first. A closing bracket must match the open one
   // (CPython: "closing parenthesis ']' does not match opening parenthesis '('"); the parser counts
-  // ( and [ alike. Bit d of `square`: the bracket open at depth d is '['. Unbalanced brackets and
-  // nesting past MAX_EXPR_DEPTH (= 64, the bits) are left to the parser's own errors.
+  // ( and [ alike; a closing bracket with none open is CPython's "unmatched ')'". Bit d of `square`:
+  // the bracket open at depth d is '['. Brackets left open and nesting past MAX_EXPR_DEPTH (= 64,
+  // the bits) are left to the parser's own errors.
   if (lexed && lexed->mismatch >= 0) {
     fail_at(c, ERR_INVALID_SYNTAX, toks[lexed->mismatch]);
     return -1;
@@ -1921,9 +1929,9 @@ VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntok
     if (t.kind == TOK_LPAREN || t.kind == TOK_LBRACKET) {
       if (depth < 64) square = (square & ~(1ull << depth)) | (uint64_t)(t.kind == TOK_LBRACKET) << depth;
       depth++;
-    } else if ((t.kind == TOK_RPAREN || t.kind == TOK_RBRACKET) && depth > 0) {
-      depth--;
-      if (depth < 64) bad |= ((square >> depth) & 1) != (uint64_t)(t.kind == TOK_RBRACKET);
+    } else if (t.kind == TOK_RPAREN || t.kind == TOK_RBRACKET) {
+      bad |= depth == 0;
+      if (depth > 0 && --depth < 64) bad |= ((square >> depth) & 1) != (uint64_t)(t.kind == TOK_RBRACKET);
     }
     if (bad) {
       fail_at(c, ERR_INVALID_SYNTAX, t);
