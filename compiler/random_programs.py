@@ -132,6 +132,9 @@ class GeneratorConfig:
     p_multiline: float = 0.1        # a list literal or call is split over lines (implicit joining)
     p_trailing_comma: float = 0.1   # in calls, list literals and tuple assignments
     p_annotated: float = 0.15       # a declaration is an annotated assignment
+    p_list_recursion: float = 0.15  # a recursive function returns list[int] (a list per level)
+    p_call_store: float = 0.1       # an indexed store goes to a call's result: g(xs)[i] = e, g(xs)[i] += e
+    p_crlf: float = 0.03            # the source's lines end in CRLF (one in four of these: a lone CR)
     # The pool of function names (at least max_functions of them). METHOD_NAMED_POOL adds append
     # and pop: list methods, which Python allows as function names and the compiler interns with
     # the builtins.
@@ -270,7 +273,11 @@ class _ProgramGen:
                 ret = cfg.entry_ret or ret
             recursive = i > 0 and r.random() < cfg.p_recursive
             if recursive:
-                ret = r.choice(("int", "int", "bool"))  # a list return would cost a list per level
+                # (a list return costs lists per level: the budget checks keep it affordable)
+                if cfg.p_list_recursion and r.random() < cfg.p_list_recursion:
+                    ret = "list"
+                else:
+                    ret = r.choice(("int", "int", "bool"))
             pnames = self._param_names(kinds)
             params = list(zip(pnames, kinds))
             f = _Func(name, params, ret, recursive)
@@ -319,7 +326,11 @@ class _ProgramGen:
             out.append(f"def {f.name}({sig}) -> {TYPE_TEXT[f.ret]}:")
             _render(bodies[f.name], indent, indent, out, r, self.cfg)
         entry = funcs[0]
-        return GeneratedProgram("\n".join(out) + "\n", entry.name,
+        newline = "\n"
+        if cfg.p_crlf and r.random() < cfg.p_crlf:  # the knob first: at 0 the stream is unchanged
+            newline = r.choice(("\r\n", "\r\n", "\r\n", "\r"))
+        # (a multi-line statement's own "\n"s change too: a file has one convention)
+        return GeneratedProgram(("\n".join(out) + "\n").replace("\n", newline), entry.name,
                                 tuple(k for _, k in entry.params), entry.ret), entry
 
     def _companion_body(self, g: _Func, f: _Func) -> list:
@@ -332,6 +343,16 @@ class _ProgramGen:
         args = [r.choice((d, d, f"{d} - 1"))] + [p for p, _ in g.params[1:]]
         call = f"{f.name}({', '.join(args)})"
         out = []
+        lists = [p for p, k in g.params[1:] if k == "list"]
+        if g.ret == "list":
+            # Only the parameters' lists and f's own results: no new list per level here.
+            if lists and r.random() < 0.4:
+                cond = r.choice((f"{d} <= 0", f"{d} < 0", f"not {d} > 0"))
+                out.append(("clauses", [(f"if {cond}:", [("simple", f"return {r.choice(lists)}")])]))
+            alt = r.choice(lists) if lists else None
+            text = r.choice((call, call) + ((f"{call} or {alt}", f"{alt} if {d} < 0 else {call}") if alt else ()))
+            out.append(("simple", f"return {text}"))
+            return out
         if r.random() < 0.4:
             base = (r.choice(ints + [str(r.randint(-3, 9))]) if g.ret == "int"
                     else r.choice(bools + ["True", "False"]))
@@ -448,7 +469,7 @@ class _FuncGen:
             d = self.depth_param
             cond = r.choice((f"{d} <= 0", f"{d} < 1", f"not {d} > 0", f"0 >= {d}"))
             self.in_base_case = True  # no call at all: a self-call here would never end
-            base = self.expr(f.ret, 1, nocall=True)
+            base = self.expr(f.ret, 1, cap=self.cap, nocall=True)
             self.in_base_case = False
             stmts.append(("clauses", [(f"if {cond}:", [("simple", f"return {base.text}")])]))
         ctx = _Ctx()
@@ -512,6 +533,12 @@ class _FuncGen:
                 e = self.wrap(self.expr("int", 1), P_SUM + 1)
                 text = r.choice((call.text, f"{e.text} + {call.text}", f"{call.text} - {e.text}",
                                  f"max({call.text}, {e.text})"))
+            elif self.f.ret == "list":
+                # No concatenation with the call: a list would grow by a level's worth past list_cap.
+                e = self.wrap(self.expr("list", 1, cap=self.cap), P_OR + 1)
+                c = self.wrap(self.expr("bool", 1), P_OR + 1)
+                text = r.choice((call.text, call.text, f"{call.text} or {e.text}",
+                                 f"{e.text} if {c.text} else {call.text}"))
             else:
                 e = self.wrap(self.expr("bool", 1), P_AND + 1)
                 text = r.choice((call.text, f"not {call.text}", f"{e.text} or {call.text}"))
@@ -586,6 +613,10 @@ class _FuncGen:
         return self.s_grow(ctx, extend=True)
 
     def s_subassign(self, ctx):
+        if self.cfg.p_call_store and self.r.random() < self.cfg.p_call_store:
+            s = self.s_call_store(ctx)
+            if s is not None:
+                return s
         lists = self.visible("list")
         if not lists:
             return None
@@ -594,6 +625,20 @@ class _FuncGen:
         idx = self.index(xs.name, ctx)
         self.charge(ops=3)
         return ("simple", f"{xs.name}[{idx.text}] = {e.text}")
+
+    def s_call_store(self, ctx):
+        """g(...)[i] = e or g(...)[i] op= e: a store into a call's result, which may be a list the
+        caller holds too (a parameter it returned). Python evaluates e first for `=`, last for
+        `op=`. The index is not guarded: an empty result traps index_error."""
+        r = self.r
+        call = self.call("list", 1, ctx, nogrow=ctx.no_growth)
+        if call is None:
+            return None
+        idx = r.choice(("0", "0", "-1", "-1", "1", "2"))
+        op = r.choice(("=", "=", "+=", "-=", "*=", "//=", "%="))
+        rhs = self.divisor(ctx) if op in ("//=", "%=") else self.expr("int", r.randint(0, 2), nogrow=ctx.no_growth)
+        self.charge(ops=5)
+        return ("simple", f"{call.text}[{idx}] {op} {rhs.text}")
 
     def s_tuple(self, ctx):
         r = self.r

@@ -125,10 +125,10 @@ def inputs() -> tuple[list[str], list[np.ndarray]]:
     r = random.Random(SEED)
     rng = np.random.default_rng(SEED)
     sources = [p.read_text() for p in sorted((HERE / "corpus").rglob("*.py"))]
-    # (p_mutual_recursion=0: the generator's stream as it was when the hashes were recorded)
-    configs = [GeneratorConfig(p_mutual_recursion=0), GeneratorConfig(max_expr_depth=8, max_block_depth=5,
-                                                                      p_mutual_recursion=0),
-               GeneratorConfig(max_expr_depth=14, p_extra_parens=0.3, p_mutual_recursion=0)]
+    # (the knobs added after the hashes were recorded are 0: the generator's stream as it was then)
+    old = dict(p_mutual_recursion=0, p_list_recursion=0, p_call_store=0, p_crlf=0)
+    configs = [GeneratorConfig(**old), GeneratorConfig(max_expr_depth=8, max_block_depth=5, **old),
+               GeneratorConfig(max_expr_depth=14, p_extra_parens=0.3, **old)]
     sources += [generate_program(rng, configs[i % 3]).source for i in range(600)]
     sources += [_expression_program(r) for _ in range(1800)]
     sources += [_mutate(sources[r.randrange(len(sources))], r) for _ in range(900)]
