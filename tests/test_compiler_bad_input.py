@@ -320,7 +320,7 @@ def test_a_syntax_error_on_the_open_brackets_line_stands(src):
 
 
 SYNTAX_KINDS = {"expected", "expected_expression", "expected_indent", "expected_newline", "invalid_syntax",
-                "not_assignable", "unexpected_indent", "bad_dedent"}
+                "not_assignable", "unexpected_indent", "bad_dedent", "forgot_comma"}
 
 
 def test_deleted_closing_brackets_are_reported_as_cpython_does():
@@ -361,6 +361,105 @@ def test_deleted_closing_brackets_are_reported_as_cpython_does():
             assert vg.value.kind == "never_closed" and where == stack[-1] \
                 or where <= (stack[-1][0], 10**9) and vg.value.kind in SYNTAX_KINDS, (seed, mut, vg.value)
     assert same >= 0.8 * n, (seed, same, n)
+
+
+def _cpython_error(src):
+    with pytest.raises(SyntaxError) as py:
+        compile(src, "<t>", "exec")
+    return py.value.lineno, py.value.offset, py.value.msg
+
+
+# Each was reported at a later token, or as an undefined name, a type error or an unsupported
+# construct met before the parser saw the two operands (rows: body of `def f(a: int) -> int:`).
+@pytest.mark.parametrize("body,kind", [
+    ("retrn a", "invalid_syntax"),                      # was: undefined name 'retrn'
+    ("a = 1 a = 2\n    return a", "invalid_syntax"),    # was: unsupported (chained '=') at the 2nd '='
+    ("a a = 1\n    return a", "invalid_syntax"),        # was: cannot assign, at the first `a`
+    ("a a += 1\n    return a", "invalid_syntax"),
+    ("return (a) b", "invalid_syntax"),
+    ("x = undefined_y\n    return a b", None),           # a name error first: pass order (docs)
+    ("return g(a + 1 b)", "forgot_comma"),
+    ("return g(a, b c, 1)", "forgot_comma"),
+    ("x = [1 2]\n    return a", "forgot_comma"),
+    ("x = (1\n      2)\n    return x", "forgot_comma"),
+    ("return ((a + 1) 2)", "forgot_comma"),              # the range starts inside the grouping parens
+    ("return ((a, 1) 2)", "forgot_comma"),               # ... but a tuple's start at its '('
+    ("return g(mx 2)", "forgot_comma"),                  # (CPython has no hint for `m 2`: docs/language.md)
+    ("x = (a b\n", "never_closed"),                     # the element runs into the end of the file
+    ("x = (a b, 1\n", "forgot_comma"),
+    ("x = [1,\n      a b, 2\n", "never_closed"),         # the pair on a later line than the bracket
+    ("return if a", "invalid_syntax"),                   # was: expected 'else', after the condition
+    ("x = if a else 2\n    return x", "invalid_syntax"),
+])
+def test_two_operands_in_a_row_are_reported_where_cpython_does(body, kind):
+    src = f"def f(a: int) -> int:\n    {body}\n"
+    line, col, msg = _cpython_error(src)
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    if kind is None:  # documented: the first error of the first pass that finds one
+        assert e.value.kind == "undefined_name" and (e.value.line, e.value.col) != (line, col)
+        return
+    assert (e.value.kind, e.value.line, e.value.col) == (kind, line, col)
+    want = {"invalid_syntax": "invalid syntax", "forgot_comma": "invalid syntax. Perhaps you forgot a comma?",
+            "never_closed": "'(' was never closed"}[kind]
+    if kind == "never_closed" and "[" in body:
+        want = "'[' was never closed"
+    assert msg == want == e.value.message
+    toks = tokenize(src)
+    res = compile_tokens(toks, np.array([0, len(toks)]))
+    assert oc.ERROR_NAMES[int(res.errors[0, 0])] == kind and tuple(res.errors[0, 1:3]) == (line, col)
+
+
+@pytest.mark.parametrize("body", ["match a:\n        case 1:\n            return 1",
+                                  "match a, 1:\n        case (1, 1):\n            return 1"])
+def test_a_soft_keyword_starting_a_line_is_no_operand(body):
+    """`match a:` is CPython's match statement, not two names: it stays unsupported, at `match`."""
+    src = f"def f(a: int) -> int:\n    {body}\n"
+    try:
+        compile(src, "<t>", "exec")
+    except SyntaxError:
+        pytest.fail("CPython accepts it")
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert (e.value.line, e.value.col) == (2, 5)
+
+
+def test_deleted_operators_and_commas_are_reported_as_cpython_does():
+    """Random programs with one binary operator or comma deleted, so that two operands meet:
+    1,926 of 1,993 at CPython's (line, col) when measured (540 of 1,970 before the rule). The rest:
+    CPython's 'expected else' inside conditional expressions, its missing hint after names like
+    `m` or `_` (see docs/language.md), and others it reads further ahead for."""
+    import io
+    import random
+    import tokenize as pytok
+    import warnings
+    from vramgym.compiler.random_programs import generate_program
+    warnings.simplefilter("ignore", SyntaxWarning)  # CPython on `1 (2)`: "'int' object is not callable"
+    seed = random.SystemRandom().randrange(2**32)
+    rng, r = np.random.default_rng(seed), random.Random(seed)
+    same = n = 0
+    ops = {",", "+", "-", "*", "//", "%", "<", "==", "and", "or"}
+    for _ in range(400):
+        src = generate_program(rng).source
+        cands = [t for t in pytok.generate_tokens(io.StringIO(src).readline)
+                 if t.type in (pytok.OP, pytok.NAME) and t.string in ops]
+        if not cands:
+            continue
+        t = r.choice(cands)
+        lines = src.splitlines(keepends=True)
+        row = lines[t.start[0] - 1]
+        lines[t.start[0] - 1] = row[:t.start[1]] + row[t.end[1]:]
+        mut = "".join(lines)
+        try:
+            compile(mut, "<t>", "exec")
+            continue
+        except SyntaxError as e:
+            where = (e.lineno, e.offset)
+        with pytest.raises(CompileError) as vg:
+            compile_source(mut)
+        n += 1
+        same += (vg.value.line, vg.value.col) == where
+    assert n > 200 and same >= 0.9 * n, (seed, same, n)
 
 
 @pytest.mark.parametrize("stmt,kind", [

@@ -206,6 +206,7 @@ ERRORS: tuple[tuple[int, str, str], ...] = (
     (52, "range_outside_for", "range() is only supported as the iterable of a for loop"),
     (53, "too_complex", "nested too deeply for CPython's compiler (limit {arg} levels: blocks, elif clauses and operators)"),
     (54, "never_closed", "{tok} was never closed"),
+    (55, "forgot_comma", "invalid syntax. Perhaps you forgot a comma?"),
 )
 ERROR_NAMES = {code: name for code, name, _ in ERRORS}
 ERROR_MESSAGES = {code: msg for code, _, msg in ERRORS}

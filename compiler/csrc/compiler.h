@@ -762,6 +762,10 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
       if (lev == LV_EXPR) {
         if (!enter(c)) return -1;
         int32_t start = c.p, at_if = find_ternary(c, start);
+        if (at_if == start) {  // `return if a`: no value before the `if` (its condition is not the error)
+          fail(c, ERR_INVALID_SYNTAX);
+          return -1;
+        }
         if (!(f = push_frame(c, sp, PF_EXPR))) return -1;
         if (at_if >= 0) {  // compile the condition first, then come back for the value
           c.p = at_if + 1;
@@ -1854,7 +1858,123 @@ VG_HD inline bool function(Compiler& c, int32_t fi) {
 VG_HD inline bool is_syntax_error(int32_t code) {
   return code == ERR_EXPECTED || code == ERR_EXPECTED_EXPRESSION || code == ERR_EXPECTED_INDENT ||
          code == ERR_EXPECTED_NEWLINE || code == ERR_INVALID_SYNTAX || code == ERR_NOT_ASSIGNABLE ||
-         code == ERR_UNEXPECTED_INDENT || code == ERR_BAD_DEDENT;
+         code == ERR_UNEXPECTED_INDENT || code == ERR_BAD_DEDENT || code == ERR_FORGOT_COMMA;
+}
+
+VG_HD inline bool operand_end(int32_t k) {
+  return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE || k == TOK_RPAREN || k == TOK_RBRACKET;
+}
+VG_HD inline bool operand_start(int32_t k) { return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE; }
+
+// Whether the expression whose first operand is token j runs on to the end of the file (inside a
+// bracket that is never closed, where the lexer puts NEWLINE only just before EOF). CPython's parser
+// then asks for a token past the end before it can blame a missing comma, and "was never closed" wins.
+VG_HD inline bool runs_to_eof(const Compiler& c, int32_t j) {
+  int32_t i = j + 1;  // just after an operand
+  for (;;) {
+    int32_t k = c.t[i].kind;
+    bool group = k == TOK_LPAREN || k == TOK_LBRACKET;  // a call or a subscript
+    if (!group) {
+      bool op = (k >= TOK_PLUS && k <= TOK_NE) || k == TOK_AND || k == TOK_OR || k == TOK_NOT || k == TOK_IN ||
+                k == TOK_IF || k == TOK_ELSE || k == TOK_DOT;
+      if (!op) return k == TOK_EOF || k == TOK_NEWLINE || k == TOK_DEDENT;
+      while (i + 1 < c.nt && ((c.t[i + 1].kind >= TOK_PLUS && c.t[i + 1].kind <= TOK_NE) || c.t[i + 1].kind == TOK_NOT ||
+                              c.t[i + 1].kind == TOK_IN)) i++;  // `not in`, unary signs
+      k = c.t[++i].kind;
+      if (operand_start(k)) { i++; continue; }
+      if (k != TOK_LPAREN && k != TOK_LBRACKET) return k == TOK_EOF || k == TOK_NEWLINE || k == TOK_DEDENT;
+    }
+    for (int32_t d = 0;; i++) {  // skip the bracketed group
+      k = c.t[i].kind;
+      if (k == TOK_EOF) return true;
+      if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
+      else if ((k == TOK_RPAREN || k == TOK_RBRACKET) && --d == 0) break;
+    }
+    i++;
+  }
+}
+
+// Whether the bracket at token i is closed before the end of the file.
+VG_HD inline bool closed(const Compiler& c, int32_t i) {
+  for (int32_t d = 0; i < c.nt; i++) {
+    int32_t k = c.t[i].kind;
+    if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
+    else if ((k == TOK_RPAREN || k == TOK_RBRACKET) && --d == 0) return true;
+  }
+  return false;
+}
+
+// Whether tokens s..e are one parenthesized expression (not a tuple): CPython's node for it, and
+// so the start of a "forgot a comma" range, is what is inside.
+VG_HD inline bool bare_group(Compiler& c, int32_t s, int32_t e) {
+  if (e <= s + 1 || paren_group(c, s, e + 1) != e) return false;
+  for (int32_t i = s + 1, d = 0; i < e; i++) {
+    int32_t k = c.t[i].kind;
+    if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
+    else if (k == TOK_RPAREN || k == TOK_RBRACKET) d--;
+    else if (k == TOK_COMMA && d == 0) return false;
+  }
+  return true;
+}
+
+// Two operands in a row (`retrn a`, `a = 1 a = 2`, `f(a b)`) are a syntax error that the parser
+// meets only after names and types in that statement, or in a later pass. CPython reports it
+// first: at the second operand, or inside brackets as "Perhaps you forgot a comma?" at the start
+// of the element. So after a failed compile, the first such pair replaces the error when it comes
+// before it, or later in its logical line unless the error is itself a syntax error (a target that
+// cannot be assigned counts as one only when the pair is past its '='). A line that starts with a
+// pair and ends with ':' may be CPython's `match a:` or `case 1:` (soft keywords: names to us, and
+// the token path has no names' text, so the rule must not need it): its own error stands.
+VG_HD inline bool adjacent_operands(Compiler& c) {
+  int32_t elem[MAX_EXPR_DEPTH];  // per open bracket: the token where its current element began
+  int32_t open[MAX_EXPR_DEPTH];  // and the bracket itself
+  uint8_t params[MAX_EXPR_DEPTH];  // a def's parameters: 1, 2 once in a parameter's annotation
+  int32_t d = 0;
+  bool past = false;  // at or after the error's position: only its logical line is left
+  bool assigned = false;  // an '=' since then: `a a = 1` is the pair's error, `1 = a b` the target's
+  for (int32_t i = 0; i + 1 < c.nt; i++) {
+    const Token& t = c.t[i];
+    int32_t k = t.kind;
+    past = past || t.line > c.err.line || (t.line == c.err.line && t.col >= c.err.col);
+    if (past && (k == TOK_NEWLINE || k == TOK_EOF)) return false;
+    assigned = assigned || (past && d == 0 && (k == TOK_ASSIGN || is_aug(k)));
+    if (k == TOK_LPAREN || k == TOK_LBRACKET) {
+      if (d == MAX_EXPR_DEPTH) return false;  // the parser's too_deep stands
+      open[d] = i;
+      params[d] = k == TOK_LPAREN && i >= 2 && c.t[i - 1].kind == TOK_NAME && c.t[i - 2].kind == TOK_DEF;
+      elem[d++] = i + 1;
+    } else if (k == TOK_RPAREN || k == TOK_RBRACKET) {
+      if (d > 0) d--;
+    } else if (k == TOK_COMMA && d > 0) {
+      elem[d - 1] = i + 1;
+      if (params[d - 1]) params[d - 1] = 1;
+    } else if (k == TOK_COLON && d > 0 && params[d - 1] == 1) {  // an annotation is an expression
+      elem[d - 1] = i + 1;
+      params[d - 1] = 2;
+    }
+    const Token& n = c.t[i + 1];
+    if (!operand_end(k) || !operand_start(n.kind)) continue;
+    bool line_start = i == 0 || c.t[i - 1].kind == TOK_NEWLINE || c.t[i - 1].kind == TOK_INDENT ||
+                      c.t[i - 1].kind == TOK_DEDENT;
+    if (line_start && k == TOK_NAME && kind_at(c, line_end(c, i) - 1) == TOK_COLON) continue;
+    bool comma = d > 0 && params[d - 1] != 1;  // `f(a b)`; but `def f(a b)` is no expression
+    int32_t s = comma ? elem[d - 1] : i + 1, e = i;
+    while (comma && bare_group(c, s, e)) s++, e--;  // `((a + 1) b)`: the range starts at `a`
+    const Token& at = c.t[s];
+    // (the parser meets the pair at its second operand: a syntax error before that comes first)
+    bool after = n.line > c.err.line || (n.line == c.err.line && n.col > c.err.col);
+    if (after && is_syntax_error(c.err.code) && (c.err.code != ERR_NOT_ASSIGNABLE || assigned)) return false;
+    // In a bracket never closed, CPython blames the bracket when its parser read to the end: the
+    // element runs into it, or the pair is on a later line than the bracket (`[1,\n n y, 2`).
+    if (d > 0 && (runs_to_eof(c, i + 1) || (n.line > c.t[open[d - 1]].line && !closed(c, open[d - 1]))))
+      return true;  // never_closed's error
+    c.err.code = comma ? ERR_FORGOT_COMMA : ERR_INVALID_SYNTAX;
+    c.err.line = at.line;
+    c.err.col = at.col;
+    c.err.arg = 0;
+    return false;
+  }
+  return false;
 }
 
 // A bracket left open at the end of the file swallows every later line (later functions too) into
@@ -1862,7 +1982,7 @@ VG_HD inline bool is_syntax_error(int32_t code) {
 // innermost bracket still open; it never gets to names, types and unsupported constructs. So that
 // error replaces all but a syntax error up to the bracket's line. Random programs with one closing
 // bracket deleted: the same place as CPython in 2,588 of 3,000.
-VG_HD inline void never_closed(Compiler& c) {
+VG_HD inline void never_closed(Compiler& c, bool force) {
   int32_t open[MAX_EXPR_DEPTH];
   int32_t d = 0;
   for (int32_t i = 0; i < c.nt; i++) {
@@ -1878,7 +1998,7 @@ VG_HD inline void never_closed(Compiler& c) {
   const Token& b = c.t[open[d - 1]];
   const Token& end = c.t[c.nt - 1];
   bool later = c.err.line > b.line || (c.err.line == end.line && c.err.col == end.col);
-  if (later || !is_syntax_error(c.err.code)) {
+  if (force || later || !is_syntax_error(c.err.code)) {
     c.err.code = ERR_NEVER_CLOSED;
     c.err.line = b.line;
     c.err.col = b.col;
@@ -1942,7 +2062,7 @@ VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntok
   bool ok = signatures(c);
   for (int32_t i = 0; ok && i < c.nfuncs; i++) ok = function(c, i);
   if (ok) return c.n;
-  never_closed(c);
+  never_closed(c, adjacent_operands(c));
   return -1;
 }
 
