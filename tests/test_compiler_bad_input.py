@@ -507,6 +507,23 @@ def test_an_unmatched_closing_bracket_is_reported_first(src):
     assert tuple(res.errors[0, 1:3]) == where
 
 
+@pytest.mark.parametrize("src", [
+    "def f(x: int) -> int:\n    return x)\n  y = 1\n",               # was: bad_dedent at (3, 3)
+    "def f(x: int) -> int:\n    y = (x]\n    return 2147483648\n",   # was: int_too_large
+    "def f(x: int) -> int:\n    y = x)\n\treturn x\n",               # was: tab_indent
+    "def f(x: int) -> int:\n    y = x)\n    return 1.5\n",
+])
+def test_a_bad_closing_bracket_comes_before_a_later_lexer_error(src):
+    """Found by an audit: the lexer noted the bracket and went on, so a later lexer error won."""
+    with pytest.raises(SyntaxError) as py:
+        compile(src, "<t>", "exec")
+    assert "unmatched" in py.value.msg or "does not match" in py.value.msg
+    for fn in (compile_source, tokenize):
+        with pytest.raises(CompileError) as e:
+            fn(src)
+        assert (e.value.kind, e.value.line, e.value.col) == ("invalid_syntax", py.value.lineno, py.value.offset)
+
+
 def test_token_limit_is_the_documented_one():
     """16,384 tokens, the final EOF included (the error said 16383, counting without it)."""
     limit = oc.LIMITS["MAX_TOKENS"]

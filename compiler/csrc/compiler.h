@@ -77,6 +77,13 @@ VG_HD inline bool vg_streq(const char* a, int32_t alen, const char* b) {
 }
 
 VG_HD inline bool lx_fail(Lexer& L, int32_t code, int64_t at, int32_t arg = 0) {
+  if (!L.failed && L.mismatch >= 0 && L.mismatch < L.n) {  // a bad closing bracket before: CPython's
+    L.failed = true;                                        // tokenizer stopped there
+    L.err.code = ERR_INVALID_SYNTAX;
+    L.err.line = L.toks[L.mismatch].line;
+    L.err.col = L.toks[L.mismatch].col;
+    L.err.arg = 0;
+  }
   if (!L.failed) {
     L.failed = true;
     L.err.code = code;
