@@ -600,14 +600,14 @@ class _FuncGen:
         if ints and x < 0.6:
             v = r.choice(ints)
             op = r.choice(("+=", "+=", "-=", "*=", "//=", "%="))
-            rhs = self.divisor(ctx) if op in ("//=", "%=") else self.expr("int", r.randint(0, 2), nogrow=ctx.no_growth)
+            rhs = self.aug_value(op, ctx)
             self.charge(ops=3)
             return ("simple", f"{v.name} {op} {rhs.text}")
         if lists and x < 0.85:
             xs = r.choice(lists)
             idx = self.index(xs.name, ctx)
             op = r.choice(("+=", "-=", "*=", "//=", "%="))
-            rhs = self.divisor(ctx) if op in ("//=", "%=") else self.expr("int", r.randint(0, 2), nogrow=ctx.no_growth)
+            rhs = self.aug_value(op, ctx)
             self.charge(ops=5)
             return ("simple", f"{xs.name}[{idx.text}] {op} {rhs.text}")
         return self.s_grow(ctx, extend=True)
@@ -636,7 +636,7 @@ class _FuncGen:
             return None
         idx = r.choice(("0", "0", "-1", "-1", "1", "2"))
         op = r.choice(("=", "=", "+=", "-=", "*=", "//=", "%="))
-        rhs = self.divisor(ctx) if op in ("//=", "%=") else self.expr("int", r.randint(0, 2), nogrow=ctx.no_growth)
+        rhs = self.aug_value(op, ctx)
         self.charge(ops=5)
         return ("simple", f"{call.text}[{idx}] {op} {rhs.text}")
 
@@ -1010,6 +1010,12 @@ class _FuncGen:
         if x < 0.75:
             return _Expr(f"({self.wrap(e, P_AND).text} or {r.randint(1, 9)})", P_ATOM, 0, e.has_call)
         return _Expr(f"max({e.text}, 1)", P_ATOM, 0, e.has_call)
+
+    def aug_value(self, op, ctx) -> _Expr:
+        """The right side of an augmented assignment: a safe divisor for //= and %=."""
+        if op in ("//=", "%="):
+            return self.divisor(ctx)
+        return self.expr("int", self.r.randint(0, 2), nogrow=ctx.no_growth)
 
     def index(self, xs: str, ctx, pure=False) -> _Expr:
         """An index into list variable xs: often in range, sometimes anything."""

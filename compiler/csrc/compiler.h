@@ -77,20 +77,19 @@ VG_HD inline bool vg_streq(const char* a, int32_t alen, const char* b) {
 }
 
 VG_HD inline bool lx_fail(Lexer& L, int32_t code, int64_t at, int32_t arg = 0) {
-  if (!L.failed && L.mismatch >= 0 && L.mismatch < L.n) {  // a bad closing bracket before: CPython's
-    L.failed = true;                                        // tokenizer stopped there
+  if (L.failed) return false;
+  L.failed = true;
+  if (L.mismatch >= 0 && L.mismatch < L.n) {  // a bad closing bracket before: CPython's tokenizer stopped there
     L.err.code = ERR_INVALID_SYNTAX;
     L.err.line = L.toks[L.mismatch].line;
     L.err.col = L.toks[L.mismatch].col;
     L.err.arg = 0;
+    return false;
   }
-  if (!L.failed) {
-    L.failed = true;
-    L.err.code = code;
-    L.err.line = L.line;
-    L.err.col = (int32_t)(at - L.line_start) + 1;
-    L.err.arg = arg;
-  }
+  L.err.code = code;
+  L.err.line = L.line;
+  L.err.col = (int32_t)(at - L.line_start) + 1;
+  L.err.arg = arg;
   return false;
 }
 
@@ -1873,6 +1872,20 @@ VG_HD inline bool operand_end(int32_t k) {
 }
 VG_HD inline bool operand_start(int32_t k) { return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE; }
 
+// The token that closes the bracket at token i, or -1 when none does before the end of the file.
+VG_HD inline int32_t closer(const Compiler& c, int32_t i) {
+  for (int32_t d = 0; i < c.nt; i++) {
+    int32_t k = c.t[i].kind;
+    if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
+    else if ((k == TOK_RPAREN || k == TOK_RBRACKET) && --d == 0) return i;
+  }
+  return -1;
+}
+
+VG_HD inline bool binary_or_prefix_op(int32_t k) {
+  return (k >= TOK_PLUS && k <= TOK_NE) || k == TOK_AND || k == TOK_OR || k == TOK_NOT || k == TOK_IN;
+}
+
 // Whether the expression whose first operand is token j runs on to the end of the file (inside a
 // bracket that is never closed, where the lexer puts NEWLINE only just before EOF). CPython's parser
 // then asks for a token past the end before it can blame a missing comma, and "was never closed" wins.
@@ -1880,35 +1893,19 @@ VG_HD inline bool runs_to_eof(const Compiler& c, int32_t j) {
   int32_t i = j + 1;  // just after an operand
   for (;;) {
     int32_t k = c.t[i].kind;
-    bool group = k == TOK_LPAREN || k == TOK_LBRACKET;  // a call or a subscript
-    if (!group) {
-      bool op = (k >= TOK_PLUS && k <= TOK_NE) || k == TOK_AND || k == TOK_OR || k == TOK_NOT || k == TOK_IN ||
-                k == TOK_IF || k == TOK_ELSE || k == TOK_DOT;
-      if (!op) return k == TOK_EOF || k == TOK_NEWLINE || k == TOK_DEDENT;
-      while (i + 1 < c.nt && ((c.t[i + 1].kind >= TOK_PLUS && c.t[i + 1].kind <= TOK_NE) || c.t[i + 1].kind == TOK_NOT ||
-                              c.t[i + 1].kind == TOK_IN)) i++;  // `not in`, unary signs
+    if (k != TOK_LPAREN && k != TOK_LBRACKET) {  // not a call or a subscript: an operator, or the end
+      if (!binary_or_prefix_op(k) && k != TOK_IF && k != TOK_ELSE && k != TOK_DOT) break;
+      while (i + 1 < c.nt && binary_or_prefix_op(c.t[i + 1].kind)) i++;  // `not in`, unary signs
       k = c.t[++i].kind;
       if (operand_start(k)) { i++; continue; }
-      if (k != TOK_LPAREN && k != TOK_LBRACKET) return k == TOK_EOF || k == TOK_NEWLINE || k == TOK_DEDENT;
+      if (k != TOK_LPAREN && k != TOK_LBRACKET) break;
     }
-    for (int32_t d = 0;; i++) {  // skip the bracketed group
-      k = c.t[i].kind;
-      if (k == TOK_EOF) return true;
-      if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
-      else if ((k == TOK_RPAREN || k == TOK_RBRACKET) && --d == 0) break;
-    }
-    i++;
+    int32_t m = closer(c, i);  // a bracketed group
+    if (m < 0) return true;
+    i = m + 1;
   }
-}
-
-// Whether the bracket at token i is closed before the end of the file.
-VG_HD inline bool closed(const Compiler& c, int32_t i) {
-  for (int32_t d = 0; i < c.nt; i++) {
-    int32_t k = c.t[i].kind;
-    if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
-    else if ((k == TOK_RPAREN || k == TOK_RBRACKET) && --d == 0) return true;
-  }
-  return false;
+  int32_t k = c.t[i].kind;
+  return k == TOK_EOF || k == TOK_NEWLINE || k == TOK_DEDENT;
 }
 
 // Whether tokens s..e are one parenthesized expression (not a tuple): CPython's node for it, and
@@ -1973,7 +1970,7 @@ VG_HD inline bool adjacent_operands(Compiler& c) {
     if (after && is_syntax_error(c.err.code) && (c.err.code != ERR_NOT_ASSIGNABLE || assigned)) return false;
     // In a bracket never closed, CPython blames the bracket when its parser read to the end: the
     // element runs into it, or the pair is on a later line than the bracket (`[1,\n n y, 2`).
-    if (d > 0 && (runs_to_eof(c, i + 1) || (n.line > c.t[open[d - 1]].line && !closed(c, open[d - 1]))))
+    if (d > 0 && (runs_to_eof(c, i + 1) || (n.line > c.t[open[d - 1]].line && closer(c, open[d - 1]) < 0)))
       return true;  // never_closed's error
     c.err.code = comma ? ERR_FORGOT_COMMA : ERR_INVALID_SYNTAX;
     c.err.line = at.line;
