@@ -347,6 +347,21 @@ def test_render_agrees_with_the_scorer_on_unmasked_bodies():
         assert np.array_equal(fast.code[i, : fast.lengths[i]], slow.code[i, : slow.lengths[i]])
 
 
+@pytest.mark.parametrize("text", [r"v0 = [ <INDENT> \n return <P0> \n <END>",
+                                  r"v0 = [ <INDENT> \n for v1 in <P0> : \n v0 = v1 \n <DEDENT> return <P0> \n <END>"])
+def test_an_indent_before_a_newline_gets_one_error_wherever_it_is_placed(text):
+    """The render's tokens put such an INDENT at the next line's first word, the scorer's at the
+    current line: the compiler's checks after a failure compared lines and gave "'[' was never
+    closed" for one and "expected an expression" for the other (seen in the test above, by seed)."""
+    from vramgym.compiler import compile_tokens
+    task = TASKS.index("sum_list")
+    b = V.encode(text)
+    rows = V.to_compiler_tokens(b[:-1], BANK.signatures[task])
+    slow = compile_tokens(rows, np.array([0, len(rows)]))
+    fast = compile_tokens(*BANK.compiler_tokens(np.array([b + [V.END] * 8]), np.array([len(b) - 1]), np.array([task])))
+    assert not slow.ok[0] and np.array_equal(slow.errors[:, [0, 3]], fast.errors[:, [0, 3]])
+
+
 @pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
 def test_vector_ansi_render(env_id):
     vec = gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", bank=BANK, render_mode="ansi")

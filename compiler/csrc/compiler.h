@@ -466,6 +466,7 @@ struct Compiler {
   PFrame frames[MAX_PFRAMES];  // the expression parser's stack
   SFrame sframes[MAX_SFRAMES];  // the statement parser's stack
   CompileError err;
+  int32_t err_tok;  // the index of the token err is at: the post passes compare tokens, not places
   bool failed;
 };
 
@@ -482,6 +483,8 @@ VG_HD inline bool fail_at(Compiler& c, int32_t code, const Token& at, int32_t ar
     c.err.line = at.line;
     c.err.col = at.col;
     c.err.arg = arg;
+    int64_t k = &at - c.t;  // (every token the parser blames is one of c.t)
+    c.err_tok = k >= 0 && k < c.nt ? (int32_t)k : c.nt - 1;
   }
   return false;
 }
@@ -1939,7 +1942,7 @@ VG_HD inline bool adjacent_operands(Compiler& c) {
   for (int32_t i = 0; i + 1 < c.nt; i++) {
     const Token& t = c.t[i];
     int32_t k = t.kind;
-    past = past || t.line > c.err.line || (t.line == c.err.line && t.col >= c.err.col);
+    past = past || i >= c.err_tok;
     if (past && (k == TOK_NEWLINE || k == TOK_EOF)) return false;
     assigned = assigned || (past && d == 0 && (k == TOK_ASSIGN || is_aug(k)));
     if (k == TOK_LPAREN || k == TOK_LBRACKET) {
@@ -1966,7 +1969,7 @@ VG_HD inline bool adjacent_operands(Compiler& c) {
     while (comma && bare_group(c, s, e)) s++, e--;  // `((a + 1) b)`: the range starts at `a`
     const Token& at = c.t[s];
     // (the parser meets the pair at its second operand: a syntax error before that comes first)
-    bool after = n.line > c.err.line || (n.line == c.err.line && n.col > c.err.col);
+    bool after = i + 1 > c.err_tok;
     if (after && is_syntax_error(c.err.code) && (c.err.code != ERR_NOT_ASSIGNABLE || assigned)) return false;
     // In a bracket never closed, CPython blames the bracket when its parser read to the end: the
     // element runs into it, or the pair is on a later line than the bracket (`[1,\n n y, 2`).
@@ -1976,6 +1979,7 @@ VG_HD inline bool adjacent_operands(Compiler& c) {
     c.err.line = at.line;
     c.err.col = at.col;
     c.err.arg = 0;
+    c.err_tok = s;
     return false;
   }
   return false;
@@ -2000,8 +2004,12 @@ VG_HD inline void never_closed(Compiler& c, bool force) {
   }
   if (d == 0) return;
   const Token& b = c.t[open[d - 1]];
-  const Token& end = c.t[c.nt - 1];
-  bool later = c.err.line > b.line || (c.err.line == end.line && c.err.col == end.col);
+  // The error's line, where an INDENT or DEDENT takes the next token's (token input may place them
+  // anywhere: env bodies put an INDENT before a NEWLINE); an error with only layout after it is at the end.
+  int32_t e = c.err_tok, end = c.err_tok;
+  while (e < c.nt - 1 && (c.t[e].kind == TOK_INDENT || c.t[e].kind == TOK_DEDENT)) e++;
+  while (end < c.nt - 1 && (c.t[end].kind == TOK_NEWLINE || c.t[end].kind == TOK_INDENT || c.t[end].kind == TOK_DEDENT)) end++;
+  bool later = c.t[e].line > b.line || end == c.nt - 1;
   if (force || later || !is_syntax_error(c.err.code)) {
     c.err.code = ERR_NEVER_CLOSED;
     c.err.line = b.line;
