@@ -651,3 +651,93 @@ def test_an_empty_block_in_tokens_is_an_error_as_in_source(src):
     err = compile_tokens(empty, [0, len(empty)]).error(0)
     assert err is not None and err.kind == "expected_indent"
     assert (err.line, err.col) == tuple(empty[i, 2:4])  # at the DEDENT
+
+
+H = "def f(x: int) -> int:\n"
+
+
+@pytest.mark.parametrize("src", [
+    H + "    if x:\n", H + "    if x:\n\n\n", H + "    if x:  # c\n", H + "    if x:\n# c\n", H + "    if x:\n  \n",
+    H + "    if x:\r", H + "    if x:\r\r", H + "    if x:\r\n", H + "    if x:\n    \n", H, H[:-1],
+    H + "    x = 1\n     y = 2\n", "  x = 1\n", H + "    x = 1\n        y = 2  # c\n",
+    H + "    if x:\n        x = 1\n      return x  # c\n", H + "    if x:\n        x = 1\n      return x",
+    H + "    if x:\n        x = 1\n      return (x +\n 1)\n", H + "    if x:\n        x = 1\n      return x\r\n",
+    H + "    return x'a'\n", H + "    return bu'a'\n", H + "    return 1andy\n", H + "    return 1ifx\n",
+    H + "    return 01if x else 1\n", H + "    return 1else\n",
+])
+def test_layout_and_literal_errors_are_where_cpython_puts_them(src):
+    """Found by an audit: a missing block at the end of a file ending in a line break was a line
+    late, an unexpected indent one column late, a bad dedent at the line's start (CPython: its end),
+    a string after a name that is no prefix (`x'a'`) at the name."""
+    with pytest.raises(SyntaxError) as py:
+        compile(src, "<t>", "exec")
+    where = (py.value.lineno, py.value.offset)
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert (e.value.line, e.value.col) == where
+    try:
+        toks = tokenize(src)
+    except CompileError as e:
+        assert (e.line, e.col) == where
+    else:
+        res = compile_tokens(toks, np.array([0, len(toks)]))
+        assert tuple(res.errors[0, 1:3]) == where
+
+
+@pytest.mark.parametrize("expr,ret", [("1if x else 2", "int"), ("0if x else 00", "int"), ("x if x>0else 2", "int"),
+                                      ("x==1or x==2", "bool"), ("x>0and x<5", "bool"), ("-1if not x else 1", "int"),
+                                      ("[x for x in [1]][0]if x else 1", "int")])
+def test_a_keyword_may_follow_a_number_without_a_space(expr, ret):
+    """CPython's tokenizer ends a number at `if`, `in`, `is`, `and`, `or`, `else`, `for`, `not`
+    (a SyntaxWarning since 3.12, no error): such a program is Python, and means the same here."""
+    import warnings
+    src = f"def f(x: int) -> {ret}:\n    return {expr}\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ns = {}
+        exec(compile(src, "<t>", "exec"), ns)
+    if "for" in expr:  # comprehensions are no part of the language: the error is after the number
+        with pytest.raises(CompileError) as e:
+            compile_source(src)
+        assert e.value.col > src.splitlines()[1].index("[") + 2
+        return
+    prog = compile_source(src)
+    args = [(-3,), (0,), (1,), (2,), (4,), (7,)]
+    assert execute(prog, "f", args) == [ns["f"](*a) for a in args]
+
+
+@pytest.mark.parametrize("src", [
+    H + "    x = y\n      z = 1\n    return (x\n",          # was: '(' never closed, at line 4
+    H + "    x = y\n    return x\n        z = 1\n",         # was: undefined name y
+    H + "    return g(x)\n\ndef g() -> int:\n    return 1\n      y = 2\n",   # wrong_arg_count
+    "def f(x: int) -> int:\n    return x\n\ndef f(y: int) -> int:\n    y = 1\n     return y\n",  # duplicate
+    H + "    if x: return True\n        y = 1\n    return 0\n",  # type mismatch, then after a one-line body
+])
+def test_an_unexpected_indent_comes_before_name_and_type_errors(src):
+    """Found by an audit: CPython reports a stray indent anywhere in the file before anything
+    that needs a parsed program; the parser had stopped at the first name or type error."""
+    with pytest.raises(SyntaxError) as py:
+        compile(src, "<t>", "exec")
+    where = (py.value.lineno, py.value.offset)
+    for path in ("source", "tokens"):
+        if path == "source":
+            with pytest.raises(CompileError) as e:
+                compile_source(src)
+            got = (e.value.kind, e.value.line, e.value.col)
+        else:
+            toks = tokenize(src)
+            res = compile_tokens(toks, np.array([0, len(toks)]))
+            got = (oc.ERROR_NAMES[int(res.errors[0, 0])], *map(int, res.errors[0, 1:3]))
+        assert got == ("unexpected_indent", *where)
+
+
+@pytest.mark.parametrize("src", [
+    "def f(a:, b: int) -> int:\n    return a\n      x = 1\n",    # CPython: the header first
+    H + "    y = 1\n    if y\n        y = 2\n    return y\n",     # expected ':' stands
+])
+def test_a_syntax_error_before_a_stray_indent_stands(src):
+    with pytest.raises(SyntaxError) as py:
+        compile(src, "<t>", "exec")
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert e.value.kind != "unexpected_indent" and (e.value.line, e.value.col) == (py.value.lineno, py.value.offset)

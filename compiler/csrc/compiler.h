@@ -106,6 +106,30 @@ VG_HD inline bool lx_emit(Lexer& L, int32_t kind, int32_t value, int64_t at) {
 VG_HD inline bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 VG_HD inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
+// Whether a name's n chars are a string prefix (r, u, b, f, t, or br, fr, tr either way round, any case).
+VG_HD inline bool string_prefix(const char* s, int32_t n) {
+  auto low = [](char ch) { return (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch); };
+  char a = low(s[0]), b = n > 1 ? low(s[1]) : 0;
+  if (n == 1) return a == 'r' || a == 'u' || a == 'b' || a == 'f' || a == 't';
+  if (n != 2) return false;
+  if (a == 'r') { a = b; b = 'r'; }
+  return b == 'r' && (a == 'b' || a == 'f' || a == 't');
+}
+
+// Whether s (n chars, right after a number's digits) starts with a keyword that CPython's
+// tokenizer lets end a number without a space (`1if x else 2`, `x==1or y`; a SyntaxWarning since
+// 3.12): `if`, `in`, `is` on their first two letters, `and`, `else`, `for`, `not`, `or` whole.
+VG_HD inline bool keyword_after_number(const char* s, int64_t n) {
+  if (n >= 2 && s[0] == 'i' && (s[1] == 'f' || s[1] == 'n' || s[1] == 's')) return true;
+  const char* kws[] = {"and", "else", "for", "not", "or"};
+  for (const char* k : kws) {
+    int64_t m = 0;
+    while (k[m] && m < n && s[m] == k[m]) m++;
+    if (!k[m]) return m == n || !(is_alpha(s[m]) || is_digit(s[m]));
+  }
+  return false;
+}
+
 // Keywords of the language map to their own tokens; other Python keywords to RESERVED.
 // A switch on the first letter keeps this cheap: it runs for every identifier.
 VG_HD inline int32_t keyword(const char* s, int32_t n, int32_t* reserved_index) {
@@ -229,7 +253,10 @@ VG_HD inline bool lex(Lexer& L) {
           L.nindent--;
           if (!lx_emit(L, TOK_DEDENT, 0, p)) return false;
         }
-        if (ind != L.indents[L.nindent - 1]) return lx_fail(L, ERR_BAD_DEDENT, p);
+        if (ind != L.indents[L.nindent - 1]) {  // CPython: at the end of the line
+          while (p < L.len && s[p] != '\n' && s[p] != '\r') p++;
+          return lx_fail(L, ERR_BAD_DEDENT, p);
+        }
       }
       L.pos = p;
       line_start = false;
@@ -259,7 +286,8 @@ VG_HD inline bool lex(Lexer& L) {
       int64_t p = at;
       while (p < L.len && (is_alpha(s[p]) || is_digit(s[p]))) p++;
       int32_t n = (int32_t)(p - at);
-      if (p < L.len && (s[p] == '\'' || s[p] == '"')) return lx_fail(L, ERR_STRING, at);  // b"..", f"..".
+      // b"..", f"..": the string starts at its prefix; after another name it starts at the quote
+      if (p < L.len && (s[p] == '\'' || s[p] == '"') && string_prefix(s + at, n)) return lx_fail(L, ERR_STRING, at);
       if (n > MAX_NAME_LEN) return lx_fail(L, ERR_NAME_TOO_LONG, at, MAX_NAME_LEN);
       int32_t ri = 0;
       int32_t kw = keyword(s + at, n, &ri);
@@ -286,8 +314,9 @@ VG_HD inline bool lex(Lexer& L) {
         p++;
       }
       char nx = p < L.len ? s[p] : 0;
-      if (nx == '.' || nx == 'e' || nx == 'E' || nx == 'j' || nx == 'J') return lx_fail(L, ERR_FLOAT, at);
-      if (is_alpha(nx) || is_digit(nx)) return lx_fail(L, ERR_BAD_NUMBER, at);
+      bool kw = keyword_after_number(s + p, L.len - p);  // `1if x else 2`: CPython ends the number
+      if (!kw && (nx == '.' || nx == 'e' || nx == 'E' || nx == 'j' || nx == 'J')) return lx_fail(L, ERR_FLOAT, at);
+      if (!kw && (is_alpha(nx) || is_digit(nx))) return lx_fail(L, ERR_BAD_NUMBER, at);
       if (s[at] == '0' && p - at > 1 && nonzero) return lx_fail(L, ERR_BAD_NUMBER, at);  // 007
       if (v > VG_INT32_MAX) return lx_fail(L, ERR_INT_TOO_LARGE, at);
       if (!lx_emit(L, TOK_INT, (int32_t)v, at)) return false;
@@ -361,6 +390,14 @@ VG_HD inline bool lex(Lexer& L) {
   }
   if (L.failed) return false;
   int64_t at = L.pos;
+  if (line_start && at == L.len && at > 0 && (s[at - 1] == '\r' || (s[at - 1] == '\n' && !(at > 1 && s[at - 2] == '\r')))) {
+    // CPython reports an error at the end of a file that ends in \n or \r (not \r\n) on that
+    // last line break (`if x:\n` at EOF: "expected an indented block" at the colon's line)
+    at = L.len - 1;
+    L.line--;
+    L.line_start = at;
+    while (L.line_start > 0 && s[L.line_start - 1] != '\n' && s[L.line_start - 1] != '\r') L.line_start--;
+  }
   if (!line_start && !lx_emit(L, TOK_NEWLINE, 0, at)) return false;
   while (L.nindent > 1) {
     L.nindent--;
@@ -482,6 +519,8 @@ VG_HD inline bool fail_at(Compiler& c, int32_t code, const Token& at, int32_t ar
     c.err.code = code;
     c.err.line = at.line;
     c.err.col = at.col;
+    // CPython puts an unexpected indent on the indentation's last column, not the first token's
+    if (code == ERR_UNEXPECTED_INDENT && at.kind == TOK_INDENT && at.col > 1) c.err.col = at.col - 1;
     c.err.arg = arg;
     int64_t k = &at - c.t;  // (every token the parser blames is one of c.t)
     c.err_tok = k >= 0 && k < c.nt ? (int32_t)k : c.nt - 1;
@@ -1985,6 +2024,32 @@ VG_HD inline bool adjacent_operands(Compiler& c) {
   return false;
 }
 
+// Errors only a program that parses can have (names, types, calls, returns, loops): CPython
+// reports every syntax error in the file before them. (Not expected_type, expected_def or
+// unsupported: `def f(a:, b: int)` and `else return` are syntax errors to CPython too.)
+VG_HD inline bool after_parse_error(int32_t code) {
+  return (code >= ERR_DUPLICATE_FUNCTION && code <= ERR_FUNCTION_NAME) ||
+         (code >= ERR_UNDEFINED_NAME && code <= ERR_CONTINUE_OUTSIDE_LOOP) || code == ERR_TUPLE_MISMATCH ||
+         code == ERR_TUPLE_VALUE || code == ERR_NONE_VALUE || code == ERR_UNKNOWN_METHOD || code == ERR_RANGE_OUTSIDE_FOR;
+}
+
+// So such an error gives way to the first INDENT that opens no block (the last token before it,
+// layout aside, is not a ':'), which the parser had not reached, or in the signatures pass had
+// skipped: CPython's "unexpected indent". Later passes may still put an earlier pair of operands
+// before it.
+VG_HD inline void stray_indent(Compiler& c) {
+  if (!after_parse_error(c.err.code)) return;
+  for (int32_t i = 0, last = -1; i < c.nt; i++) {
+    int32_t k = c.t[i].kind;
+    if (k == TOK_INDENT && last != TOK_COLON) {
+      c.failed = false;  // (fail_at keeps a first error)
+      fail_at(c, ERR_UNEXPECTED_INDENT, c.t[i]);
+      return;
+    }
+    if (k != TOK_NEWLINE && k != TOK_INDENT && k != TOK_DEDENT) last = k;
+  }
+}
+
 // A bracket left open at the end of the file swallows every later line (later functions too) into
 // its statement, and CPython, whose parser reads ahead, mostly reports "'(' was never closed" at the
 // innermost bracket still open; it never gets to names, types and unsupported constructs. So that
@@ -2074,6 +2139,7 @@ VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntok
   bool ok = signatures(c);
   for (int32_t i = 0; ok && i < c.nfuncs; i++) ok = function(c, i);
   if (ok) return c.n;
+  stray_indent(c);
   never_closed(c, adjacent_operands(c));
   return -1;
 }

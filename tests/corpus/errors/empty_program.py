@@ -1,2 +1,2 @@
 # Only comments: no function at all.
-# error: 3:1 program defines no function
+# error: 2:42 program defines no function

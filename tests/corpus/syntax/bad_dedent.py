@@ -2,4 +2,4 @@ def f(x: int) -> int:
     if x:
         return 1
   return 0
-# error: 4:3 unindent does not match
+# error: 4:11 unindent does not match

@@ -2,4 +2,4 @@ def f() -> int:
     return 0
 
 def g() -> int:
-# error: 6:1 expected an indented block
+# error: 5:41 expected an indented block

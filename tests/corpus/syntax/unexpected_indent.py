@@ -1,4 +1,4 @@
 def f(x: int) -> int:
     y = x
         return y
-# error: 3:9 unexpected indent
+# error: 3:8 unexpected indent
