@@ -220,7 +220,8 @@ def _check_offsets(offsets, n_tokens: int) -> np.ndarray:
 def compile_tokens(tokens: np.ndarray, offsets: np.ndarray, *, code_cap: int = 1024,
                    nthreads: int | None = None) -> CompiledBatch:
     """Compile N token arrays: `tokens` is (T, 4) int32 rows (kind, value, line, col) with kinds
-    from opcodes.TOKENS, NAME values as name ids (ids below len(BUILTIN_NAMES) are the builtins),
+    from opcodes.TOKENS, NAME values as name ids (ids below len(BUILTIN_NAMES) are the builtins,
+    MAX_NAMES - 1 is `__builtins__`),
     each program ending with an EOF token; `offsets` (N + 1,) int64 token offsets, non-decreasing
     from 0 to T. Integer arrays of other dtypes are accepted when every value fits (int32 tokens,
     int64 offsets); floats, bools and out-of-range values raise TypeError / ValueError."""

@@ -279,6 +279,9 @@ def test_builtins_is_not_a_function_name():
         with pytest.raises(CompileError, match="__builtins__") as e:
             compile_source(src)
         assert (e.value.line, e.value.col) == where
+        toks = tokenize(src)  # token input has no names' text: `__builtins__` has a fixed id
+        res = compile_tokens(toks, np.array([0, len(toks)]))
+        assert oc.ERROR_NAMES[int(res.errors[0, 0])] == "builtin_name" and tuple(res.errors[0, 1:3]) == where
     local = ("def f(__builtins__: int) -> int:\n    y = __builtins__\n    __builtins__ = abs(y)\n"
              "    return __builtins__\n")
     ns = {}

@@ -166,15 +166,21 @@ VG_HD inline int32_t keyword(const char* s, int32_t n, int32_t* reserved_index) 
   return -1;
 }
 
+// `__builtins__` has the last name id in every program, so that token input (names without
+// their text) knows it too: a module-level function of that name replaces CPython's builtins.
+constexpr int32_t BUILTINS_NAME = MAX_NAMES - 1;
+
 VG_HD inline void lx_init_names(Lexer& L) {
-  const char* b[] = {VG_BUILTIN_NAMES};
+  const char* b[NUM_BUILTIN_NAMES + 1] = {VG_BUILTIN_NAMES};
+  b[NUM_BUILTIN_NAMES] = "__builtins__";
   for (int i = 0; i < 256; i++) L.bucket[i] = -1;
-  for (int i = 0; i < NUM_BUILTIN_NAMES; i++) {
+  for (int k = 0; k <= NUM_BUILTIN_NAMES; k++) {
+    int32_t i = k < NUM_BUILTIN_NAMES ? k : BUILTINS_NAME;
     int32_t n = 0;
-    while (b[i][n]) n++;
-    L.names[i].ptr = b[i];
+    while (b[k][n]) n++;
+    L.names[i].ptr = b[k];
     L.names[i].len = n;
-    int32_t h = name_hash(b[i], n);
+    int32_t h = name_hash(b[k], n);
     L.next[i] = L.bucket[h];
     L.bucket[h] = (int16_t)i;
   }
@@ -196,7 +202,7 @@ VG_HD inline int32_t lx_intern(Lexer& L, const char* s, int32_t n, int64_t at) {
   int32_t found = lx_find(L, s, n);
   if (found >= 0) return found;
   int32_t h = name_hash(s, n);
-  if (L.nnames >= MAX_NAMES) {
+  if (L.nnames >= BUILTINS_NAME) {
     lx_fail(L, ERR_TOO_MANY_NAMES, at, MAX_NAMES);
     return -1;
   }
@@ -499,7 +505,6 @@ struct Compiler {
   int32_t elifs, ops;  // MAX_NESTING's count: elif clauses of the open if statements, and the
                        // binary operators of the expression being parsed
   int32_t cur;  // function being compiled
-  int32_t builtins_name;  // the id of `__builtins__` in a lexed source, or -1 (see signatures)
   PFrame frames[MAX_PFRAMES];  // the expression parser's stack
   SFrame sframes[MAX_SFRAMES];  // the statement parser's stack
   CompileError err;
@@ -1826,7 +1831,7 @@ VG_HD inline bool signatures(Compiler& c) {
     const Token& name = tk(c);
     if (!expect(c, TOK_NAME)) return false;
     // A module-level `__builtins__` replaces CPython's builtins for every function defined after it.
-    if (name.value < NUM_RESERVED_NAMES || name.value == c.builtins_name) return fail_at(c, ERR_BUILTIN_NAME, name);
+    if (name.value < NUM_RESERVED_NAMES || name.value == BUILTINS_NAME) return fail_at(c, ERR_BUILTIN_NAME, name);
     if (find_func(c, name.value) >= 0) return fail_at(c, ERR_DUPLICATE_FUNCTION, name);
     f.name = name.value;
     f.pc = -1;
@@ -2100,7 +2105,6 @@ VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntok
   c.failed = false;
   c.err.code = ERR_OK;
   c.err.line = c.err.col = c.err.arg = 0;
-  c.builtins_name = lexed ? lx_find(*lexed, "__builtins__", 12) : -1;
   if (ntoks <= 0 || toks[ntoks - 1].kind != TOK_EOF) {
     c.failed = true;
     c.err.code = ERR_INVALID_SYNTAX;
