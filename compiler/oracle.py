@@ -117,7 +117,7 @@ def _range(*args):
     return map(I32, _builtin_range(*args))  # range() itself raises ValueError on step 0
 
 
-_LITERAL = re.compile(r"\b[0-9]+\b")
+_LITERAL = re.compile(r"(?<![A-Za-z_0-9])[0-9]+")  # (a number may run into a keyword: `1if`)
 
 
 def prepare(source: str, filename: str = "<vramgym>") -> dict:
@@ -128,7 +128,7 @@ def prepare(source: str, filename: str = "<vramgym>") -> dict:
         text = m.group(0)
         n = "_λ" + text  # non-ASCII: no name of the language (ASCII only) can be it, as `_vg_1` could
         literals[n] = I32(int(text))
-        return n
+        return n + " " if m.string[m.end():m.end() + 1].isalpha() else n  # `1if` -> `_λ1 if`
 
     code = compile(_LITERAL.sub(name, source), filename, "exec")
     namespace = {"len": _len, "range": _range, **literals}

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import keyword
 import random
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,6 +56,9 @@ FUNC_NAMES = ("f", "g", "h", "helper", "compute", "combine", "walk", "fold", "sc
               "check", "mix", "build", "shuffle", "measure", "pick", "merge", "probe", "tally",
               "rotate", "blend", "count_up", "digest", "visit")
 METHOD_NAMED_POOL = ("append", "pop", "f", "g", "h")
+# A number, not the end of a name, then one space and a keyword that CPython's tokenizer lets
+# end it (`0 or` stays: `0o` starts an octal literal).
+_GLUE = re.compile(r"(?<![A-Za-z_0-9])([0-9]+) (if|else|and|or)(?![A-Za-z_0-9])")
 # Not allowed as function names (a module-level `__builtins__` takes CPython's builtins away).
 _BUILTIN_FUNCTIONS = set(_BUILTIN_NAMES) - {"append", "pop"} | {"__builtins__"}
 VAR_NAMES = {
@@ -135,6 +139,7 @@ class GeneratorConfig:
     p_list_recursion: float = 0.15  # a recursive function returns list[int] (a list per level)
     p_call_store: float = 0.1       # an indexed store goes to a call's result: g(xs)[i] = e, g(xs)[i] += e
     p_crlf: float = 0.03            # the source's lines end in CRLF (one in four of these: a lone CR)
+    p_glued_keyword: float = 0.03   # every number before if/else/and/or loses its space (`1if`, `2else`)
     # The pool of function names (at least max_functions of them). METHOD_NAMED_POOL adds append
     # and pop: list methods, which Python allows as function names and the compiler interns with
     # the builtins.
@@ -329,8 +334,11 @@ class _ProgramGen:
         newline = "\n"
         if cfg.p_crlf and r.random() < cfg.p_crlf:  # the knob first: at 0 the stream is unchanged
             newline = r.choice(("\r\n", "\r\n", "\r\n", "\r"))
+        text = "\n".join(out) + "\n"
+        if cfg.p_glued_keyword and r.random() < cfg.p_glued_keyword:
+            text = _GLUE.sub(lambda m: m[0] if m[1] == "0" and m[2] == "or" else m[1] + m[2], text)
         # (a multi-line statement's own "\n"s change too: a file has one convention)
-        return GeneratedProgram(("\n".join(out) + "\n").replace("\n", newline), entry.name,
+        return GeneratedProgram(text.replace("\n", newline), entry.name,
                                 tuple(k for _, k in entry.params), entry.ret), entry
 
     def _companion_body(self, g: _Func, f: _Func) -> list:

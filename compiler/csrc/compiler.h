@@ -320,7 +320,8 @@ VG_HD inline bool lex(Lexer& L) {
         p++;
       }
       char nx = p < L.len ? s[p] : 0;
-      bool kw = keyword_after_number(s + p, L.len - p);  // `1if x else 2`: CPython ends the number
+      // `1if x else 2`: CPython ends the number (but `0or` starts an octal literal, `0o...`)
+      bool kw = keyword_after_number(s + p, L.len - p) && !(p - at == 1 && c == '0' && nx == 'o');
       if (!kw && (nx == '.' || nx == 'e' || nx == 'E' || nx == 'j' || nx == 'J')) return lx_fail(L, ERR_FLOAT, at);
       if (!kw && (is_alpha(nx) || is_digit(nx))) return lx_fail(L, ERR_BAD_NUMBER, at);
       if (s[at] == '0' && p - at > 1 && nonzero) return lx_fail(L, ERR_BAD_NUMBER, at);  // 007
@@ -689,6 +690,7 @@ VG_HD inline int32_t find_ternary(Compiler& c, int32_t i) {
 enum ExprLevel : int32_t { LV_EXPR, LV_OR, LV_AND, LV_NOT, LV_CMP, LV_SUM, LV_TERM, LV_UNARY, LV_PRIMARY, LV_ATOM };
 enum FrameType : uint8_t { PF_EXPR, PF_OR, PF_AND, PF_NOT, PF_CMP, PF_SUM, PF_TERM, PF_UNARY, PF_PRIMARY, PF_PAREN,
                            PF_LIST, PF_ARGS };
+VG_HD inline bool bare_group(Compiler& c, int32_t s, int32_t e);  // (with the error passes, below)
 enum ExprPhase : uint8_t { X_PLAIN, X_COND, X_BODY, X_ELSE };             // PF_EXPR
 enum ArgsOf : uint8_t { A_LEN, A_ABS, A_MIN, A_MAX, A_APPEND, A_POP, A_FUNC };  // PF_ARGS
 
@@ -1019,6 +1021,16 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
           if (k2 == KIND_NONE) { fail_at(c, ERR_BAD_OPERAND, c.t[f->b + 1], k2); return -1; }
           truth(c, k2);
           int32_t jf = emit(c, OP_JUMP_IF_FALSE, 0);
+          if (!c.failed && !check(c, TOK_ELSE) && !check(c, TOK_COLON) && !check(c, TOK_RESERVED) && !check(c, TOK_IN)) {
+            // CPython: "expected 'else' after 'if' expression" at the start of the value before
+            // the `if`, inside any parentheses that only group it. (err_tok stays where the else
+            // is missing: an earlier pair of operands comes first, as in CPython.)
+            int32_t s = f->a, e = f->b - 1;
+            while (bare_group(c, s, e)) s++, e--;
+            fail(c, ERR_EXPECTED, TOK_ELSE);
+            c.err.line = c.t[s].line;
+            c.err.col = c.t[s].col;
+          }
           if (!c.failed) expect(c, TOK_ELSE);
           int32_t after_else = c.p;
           c.p = f->a;
@@ -2013,7 +2025,8 @@ VG_HD inline bool adjacent_operands(Compiler& c) {
     while (comma && bare_group(c, s, e)) s++, e--;  // `((a + 1) b)`: the range starts at `a`
     const Token& at = c.t[s];
     // (the parser meets the pair at its second operand: a syntax error before that comes first)
-    bool after = i + 1 > c.err_tok;
+    bool else_missing = c.err.code == ERR_EXPECTED && c.err.arg == TOK_ELSE;  // `1 if a b`: CPython blames the else
+    bool after = i + 1 > c.err_tok || (i + 1 == c.err_tok && else_missing);
     if (after && is_syntax_error(c.err.code) && (c.err.code != ERR_NOT_ASSIGNABLE || assigned)) return false;
     // In a bracket never closed, CPython blames the bracket when its parser read to the end: the
     // element runs into it, or the pair is on a later line than the bracket (`[1,\n n y, 2`).
