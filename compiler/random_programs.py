@@ -70,6 +70,11 @@ VAR_NAMES = {
     "list": ("xs", "ys", "zs", "ws", "buf", "out", "vals", "items", "stack", "evens", "odds",
              "parts", "nums", "seq"),
 }
+# Legal variable names that look special: soft keywords, Python builtins outside the language,
+# `__builtins__` (an ordinary name for a variable) and the list methods' names. A draw skips the
+# program's function names, so the pool needs no check against func_names or entry_name.
+ODD_NAMES = ("match", "case", "type", "_", "print", "sum", "sorted", "id", "object", "input",
+             "__builtins__", "append", "pop", "l", "O", "_x", "__")
 DEPTH_NAMES = ("d", "depth", "level", "steps")  # the depth parameter of a recursive function
 COMMENTS = ("keep the running value", "edge case", "bounded loop", "may trap", "swap",
             "accumulate", "aliasing on purpose", "note: floor semantics", "TODO: simplify",
@@ -140,6 +145,11 @@ class GeneratorConfig:
     p_call_store: float = 0.1       # an indexed store goes to a call's result: g(xs)[i] = e, g(xs)[i] += e
     p_crlf: float = 0.03            # the source's lines end in CRLF (one in four of these: a lone CR)
     p_glued_keyword: float = 0.03   # every number before if/else/and/or loses its space (`1if`, `2else`)
+    p_long_chain: float = 0.05      # a comparison chains 3 or 4 operators (`a < b <= c != d`)
+    p_wide_tuple: float = 0.05      # a tuple assignment has 5 to 8 targets, a call's element among them
+    p_odd_name: float = 0.03        # a new variable is named like a soft keyword or a Python builtin
+    p_edge_range: float = 0.03      # a range() runs next to the int32 limits or has a huge step
+    p_reuse_for_var: float = 0.2    # `for x in xs` assigns a visible int variable x
     # The pool of function names (at least max_functions of them). METHOD_NAMED_POOL adds append
     # and pop: list methods, which Python allows as function names and the compiler interns with
     # the builtins.
@@ -185,6 +195,11 @@ class GeneratorConfig:
                              f"more than {LIST_MEMORY} ints of list memory)")
         if self.entry_ret is not None and self.entry_ret not in KINDS:
             raise ValueError(f"entry_ret must be one of {KINDS}, got {self.entry_ret!r}")
+
+
+def _int_text(v: int) -> str:
+    """An int literal's text as an argument (int32's minimum has no literal of its own)."""
+    return "-2147483647 - 1" if v == INT_MIN else str(v)
 
 
 def _is_name(n) -> bool:
@@ -304,6 +319,7 @@ class _ProgramGen:
                                      [k for _, k in f.params[1:]]))
                 f.via = g.name
                 companions.append(g)
+        self.func_set = set(names) | {g.name for g in companions}  # no variable may take these
         # Function i may call functions j > i (a DAG, so no unbounded mutual recursion) and,
         # when recursive, itself. Generate from the leaves up so each callee's cost is known.
         bodies: dict[str, list] = {}
@@ -394,6 +410,7 @@ class _FuncGen:
 
     def __init__(self, pg: _ProgramGen, f: _Func, callees: list[_Func], budget_frac: float):
         self.r, self.cfg, self.f = pg.r, pg.cfg, f
+        self.func_set = pg.func_set
         cfg = self.cfg
         self.callees = callees
         self.budget_ops = int(cfg.op_budget * budget_frac)
@@ -456,6 +473,10 @@ class _FuncGen:
 
     def fresh_name(self, kind):
         r = self.r
+        if self.cfg.p_odd_name and r.random() < self.cfg.p_odd_name:  # the knob first: at 0 the stream is unchanged
+            cands = [n for n in ODD_NAMES if n not in self.func_set and not self.is_visible(n)]
+            if cands:
+                return r.choice(cands)
         pool = VAR_NAMES[kind]
         if r.random() < self.cfg.p_reuse_name:
             pool = VAR_NAMES[r.choice(KINDS)]
@@ -674,12 +695,23 @@ class _FuncGen:
             self.charge(ops=12)
         else:
             n = r.randint(2, 4)
+            wide = self.cfg.p_wide_tuple and r.random() < self.cfg.p_wide_tuple
+            if wide:
+                n = r.randint(5, 8)
             lhs, rhs, new = [], [], []
             pool = list(assignable)
             r.shuffle(pool)
             for _ in range(n):
                 y = r.random()
-                if y < 0.2 and lists:
+                if wide and y < 0.15:
+                    # A call's element as a target: Python calls it after the whole right side,
+                    # between the stores to its left and right neighbours.
+                    call = self.call("list", 1, ctx, nogrow=ctx.no_growth)
+                    if call is None:
+                        continue
+                    lhs.append(f"{call.text}[{r.choice(('0', '-1', '1'))}]")
+                    kind = "int"
+                elif y < 0.2 and lists:
                     xs = r.choice(lists).name
                     lhs.append(f"{xs}[{self.index(xs, ctx).text}]")
                     kind = "int"
@@ -822,7 +854,10 @@ class _FuncGen:
         lit = lambda v: str(v) if v >= 0 else f"-{-v}"  # noqa: E731
         expr = lambda: self.expr("int", 1, nogrow=ctx.no_growth).text  # noqa: E731
         indexes = None  # the list whose indices the loop variable runs over
-        if x < 0.2:
+        edge = self.edge_range() if cfg.p_edge_range and r.random() < cfg.p_edge_range else None
+        if edge is not None:
+            args, iters = edge
+        elif x < 0.2:
             n = r.randint(-1, K)
             args, iters = lit(n), max(n, 0)
         elif x < 0.35:
@@ -876,6 +911,29 @@ class _FuncGen:
         self.mult = saved
         return ("clauses", [(f"for {var} in range({args}):", body)])
 
+    def edge_range(self):
+        """range() arguments next to the int32 limits, or with a step of about 2**31, that yield
+        at most max_loop_iters values: each value fits, the loop variable's next step would not."""
+        r, K = self.r, self.cfg.max_loop_iters
+        for _ in range(4):
+            k = r.randint(0, K)
+            x = r.random()
+            if x < 0.3:
+                a = INT_MAX - k - r.randint(0, 2)
+                args = (a, INT_MAX - r.randint(0, 1)) if r.random() < 0.5 else (a, INT_MAX, r.choice((1, 2, 3)))
+            elif x < 0.6:
+                a = INT_MIN + k + r.randint(0, 2)
+                args = (a, INT_MIN + r.randint(0, 1), r.choice((-1, -2, -3)))
+            else:
+                big = r.choice((INT_MAX, INT_MAX - 1, INT_MIN, INT_MIN + 1, 1 << 30))
+                s = big if big > 0 and r.random() < 0.5 else -abs(big)
+                ends = (INT_MIN, INT_MIN + 1, -1, 0, 1, INT_MAX - 1, INT_MAX)
+                args = (r.choice(ends), r.choice(ends), s)
+            n = len(range(*args))
+            if n <= K:
+                return ", ".join(_int_text(v) for v in args), n
+        return None
+
     def for_list(self, ctx):
         r = self.r
         lists = self.visible("list")
@@ -888,8 +946,13 @@ class _FuncGen:
         saved = self.enter_loop(max(it.size, self.cap))
         if saved is None:
             return None
-        var = self.fresh_name("int")
-        self.push({var: _Var(var, "int")})
+        ints = self.visible("int", assignable=True, frozen=ctx.frozen)
+        if ints and self.cfg.p_reuse_for_var and r.random() < self.cfg.p_reuse_for_var:
+            var = r.choice(ints).name  # assigns the visible variable; it keeps its last value
+            self.push({})
+        else:
+            var = self.fresh_name("int")
+            self.push({var: _Var(var, "int")})
         body = self.block(self.sub(ctx, in_loop=True, break_ok=True))
         self.pop_scope()
         self.mult = saved
@@ -1134,6 +1197,8 @@ class _FuncGen:
 
         def compare():
             n = 2 if r.random() < 0.8 or depth <= 0 else 3
+            if self.cfg.p_long_chain and r.random() < self.cfg.p_long_chain:
+                n = r.randint(4, 5)  # operands evaluated once each, left to right, until one fails
             es = [self.wrap(self.expr("int", max(depth - 1, 0), **o), P_SUM) for _ in range(n)]
             ops = [r.choice(("<", "<=", ">", ">=", "==", "!=")) for _ in range(n - 1)]
             text = es[0].text + "".join(f" {op} {e.text}" for op, e in zip(ops, es[1:]))

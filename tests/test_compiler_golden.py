@@ -126,7 +126,8 @@ def inputs() -> tuple[list[str], list[np.ndarray]]:
     rng = np.random.default_rng(SEED)
     sources = [p.read_text() for p in sorted((HERE / "corpus").rglob("*.py"))]
     # (the knobs added after the hashes were recorded are 0: the generator's stream as it was then)
-    old = dict(p_mutual_recursion=0, p_list_recursion=0, p_call_store=0, p_crlf=0, p_glued_keyword=0)
+    old = dict(p_mutual_recursion=0, p_list_recursion=0, p_call_store=0, p_crlf=0, p_glued_keyword=0,
+               p_long_chain=0, p_wide_tuple=0, p_odd_name=0, p_edge_range=0, p_reuse_for_var=0)
     configs = [GeneratorConfig(**old), GeneratorConfig(max_expr_depth=8, max_block_depth=5, **old),
                GeneratorConfig(max_expr_depth=14, p_extra_parens=0.3, **old)]
     sources += [generate_program(rng, configs[i % 3]).source for i in range(600)]
