@@ -791,3 +791,52 @@ def test_a_number_runs_into_a_name_as_cpython_decides():
             assert not ok or py_ok, src  # never accept what CPython rejects
             if py_ok and w not in ("in", "is", "for"):  # (outside the language: `in`, `is`, comprehensions)
                 assert ok, src
+
+
+@pytest.mark.parametrize("src", [
+    "def f() -> int:\n    return 1 +\ndef g(a int) -> int:\n    return 1\n",     # a later header
+    "def f() -> int:\n    return 1 +\nx = 3\n",                                  # a later top-level statement
+    "def f() -> int: :\n    return 1\n",                                         # a one-line body, then an indent
+    "def f() -> int: return 1 :\n    return 1\n",
+    "def f() -> int:\n    return\ndef g(a int) -> int:\n    return 1\n",         # a bare return is no syntax error
+    "def f() -> int: return\ndef g(a int) -> int:\n    return 1\n",
+    "def g() -> int:\n    return h(1\n)\n    x = [1 2]\nfor\n",                  # an unknown name ends only its body's check
+])
+def test_a_syntax_error_in_an_earlier_body_comes_before_a_later_header_error(src):
+    """Found in session 22: the pass that reads every signature stopped at the first bad header or
+    top-level statement, before the bodies before it were parsed; CPython reports in file order."""
+    with pytest.raises(SyntaxError) as py:
+        compile(src, "<t>", "exec")
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert (e.value.line, e.value.col) == (py.value.lineno, py.value.offset)
+    res = compile_tokens(tokenize(src), np.array([0, len(tokenize(src))]))
+    assert tuple(res.errors[0, 1:3]) == (py.value.lineno, py.value.offset)
+
+
+@pytest.mark.parametrize("expr", ["a not not b", "a not", "a not b", "a not (b)", "(a not b)", "a + b not c",
+                                  "f(a not b)", "a not 1", "[a, b not -a]", "(a) not b if a else b"])
+@pytest.mark.parametrize("stmt", ["return {}", "x = {}\n    return x", "if {}:\n        return 1\n    return 2"])
+def test_not_after_an_operand_is_reported_where_cpython_does(expr, stmt):
+    """Found in session 22: after an operand only `not in` may follow `not`; CPython blames the
+    token after the `not` (inside brackets: the element, "Perhaps you forgot a comma?"). Ours was
+    "expected a newline" at the `not`."""
+    src = "def f(a: int, b: int) -> int:\n    " + stmt.format(expr) + "\n"
+    with pytest.raises(SyntaxError) as py:
+        compile(src, "<t>", "exec")
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert (e.value.line, e.value.col, e.value.message) == (py.value.lineno, py.value.offset, py.value.msg)
+
+
+def test_not_in_is_unsupported_and_a_bare_return_needs_a_value():
+    with pytest.raises(CompileError) as e:
+        compile_source("def f(a: int, xs: list[int]) -> bool:\n    return a not in xs\n")
+    assert (e.value.kind, e.value.line, e.value.col) == ("unsupported", 2, 14)
+    for ret, src in (("bool", "def f(a: int) -> bool:\n    if a:\n        return\n    return True\n"),
+                     ("list[int]", "def f(a: int) -> list[int]: return\n")):
+        compile(src, "<t>", "exec")  # valid Python: the function returns None
+        with pytest.raises(CompileError) as e:
+            compile_source(src)
+        assert e.value.kind == "bare_return" and e.value.message == f"'return' needs a value of type {ret}"
+        assert src.splitlines()[e.value.line - 1][e.value.col - 1:].startswith("return")

@@ -207,6 +207,7 @@ ERRORS: tuple[tuple[int, str, str], ...] = (
     (53, "too_complex", "nested too deeply for CPython's compiler (limit {arg} levels: blocks, elif clauses and operators)"),
     (54, "never_closed", "{tok} was never closed"),
     (55, "forgot_comma", "invalid syntax. Perhaps you forgot a comma?"),
+    (56, "bare_return", "'return' needs a value of type {type}"),
 )
 ERROR_NAMES = {code: name for code, name, _ in ERRORS}
 ERROR_MESSAGES = {code: msg for code, _, msg in ERRORS}

@@ -539,10 +539,18 @@ VG_HD inline bool match(Compiler& c, int32_t k) {
   advance(c);
   return true;
 }
+VG_HD inline bool operand_end(int32_t k) {
+  return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE || k == TOK_RPAREN || k == TOK_RBRACKET;
+}
+VG_HD inline bool operand_start(int32_t k) { return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE; }
 VG_HD inline bool expect(Compiler& c, int32_t k) {
   if (match(c, k)) return true;
   if (check(c, TOK_RESERVED)) return fail(c, ERR_RESERVED_KEYWORD);  // `is`, `lambda`, ...
   if (check(c, TOK_IN)) return fail(c, ERR_UNSUPPORTED);              // `x in xs` outside for
+  if (check(c, TOK_NOT) && c.p > 0 && operand_end(c.t[c.p - 1].kind)) {  // after an operand only `not in` may follow `not`, and
+    if (kind_at(c, c.p + 1) == TOK_IN) return fail(c, ERR_UNSUPPORTED);  // CPython blames
+    return fail_at(c, ERR_INVALID_SYNTAX, c.t[c.p + 1 < c.nt ? c.p + 1 : c.p]);  // what follows
+  }
   if (k == TOK_NEWLINE) return fail(c, ERR_EXPECTED_NEWLINE);
   return fail(c, ERR_EXPECTED, k);
 }
@@ -1460,9 +1468,11 @@ VG_HD inline bool simple_statement(Compiler& c) {
   const Token& t = tk(c);
   switch (t.kind) {
     case TOK_RETURN: {
+      const Token& ret = tk(c);
       advance(c);
       const Token& at = tk(c);
-      if (check(c, TOK_NEWLINE)) { fail(c, ERR_EXPECTED_EXPRESSION); return false; }
+      // (valid Python, which returns None: a name or type error, not a syntax error)
+      if (check(c, TOK_NEWLINE)) return fail_at(c, ERR_BARE_RETURN, ret, c.funcs[c.cur].ret);
       int32_t k = expr(c);
       if (c.failed || !at_line_end(c)) return false;
       if (check(c, TOK_COMMA)) { fail(c, ERR_TUPLE_VALUE); return false; }
@@ -1926,10 +1936,23 @@ VG_HD inline bool is_syntax_error(int32_t code) {
          code == ERR_UNEXPECTED_INDENT || code == ERR_BAD_DEDENT || code == ERR_FORGOT_COMMA;
 }
 
-VG_HD inline bool operand_end(int32_t k) {
-  return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE || k == TOK_RPAREN || k == TOK_RBRACKET;
+// Pass 1 stops at the first error in a def line or between functions, but CPython parses the file
+// in order: a grammar error inside the body of a function before it comes first. So the bodies
+// read before the error are compiled, in order, and the first grammar error among them replaces
+// the pass-1 error. Other errors (an unknown name: functions after the pass-1 error are unknown)
+// end that body's check only. The code they emit is dropped with the failed compile.
+VG_HD inline void earlier_body_error(Compiler& c) {
+  const CompileError first = c.err;
+  const int32_t first_tok = c.err_tok;
+  for (int32_t i = 0; i < c.nfuncs && c.funcs[i].body_tok < first_tok; i++) {
+    c.failed = false;
+    if (!function(c, i) && is_syntax_error(c.err.code) && c.err_tok < first_tok) return;
+  }
+  c.failed = true;
+  c.err = first;
+  c.err_tok = first_tok;
 }
-VG_HD inline bool operand_start(int32_t k) { return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE; }
+
 
 // The token that closes the bracket at token i, or -1 when none does before the end of the file.
 VG_HD inline int32_t closer(const Compiler& c, int32_t i) {
@@ -2016,12 +2039,15 @@ VG_HD inline bool adjacent_operands(Compiler& c) {
       params[d - 1] = 2;
     }
     const Token& n = c.t[i + 1];
-    if (!operand_end(k) || !operand_start(n.kind)) continue;
+    // `a not b` is a pair too (`not` after an operand can only start `not in`): CPython's parser
+    // blames the token after the `not`, or inside brackets the element, as for `a b`
+    bool not_pair = n.kind == TOK_NOT && kind_at(c, i + 2) != TOK_IN;
+    if (!operand_end(k) || !(operand_start(n.kind) || not_pair)) continue;
     bool line_start = i == 0 || c.t[i - 1].kind == TOK_NEWLINE || c.t[i - 1].kind == TOK_INDENT ||
                       c.t[i - 1].kind == TOK_DEDENT;
     if (line_start && k == TOK_NAME && kind_at(c, line_end(c, i) - 1) == TOK_COLON) continue;
     bool comma = d > 0 && params[d - 1] != 1;  // `f(a b)`; but `def f(a b)` is no expression
-    int32_t s = comma ? elem[d - 1] : i + 1, e = i;
+    int32_t s = comma ? elem[d - 1] : i + 1 + not_pair, e = i;
     while (comma && bare_group(c, s, e)) s++, e--;  // `((a + 1) b)`: the range starts at `a`
     const Token& at = c.t[s];
     // (the parser meets the pair at its second operand: a syntax error before that comes first)
@@ -2048,7 +2074,8 @@ VG_HD inline bool adjacent_operands(Compiler& c) {
 VG_HD inline bool after_parse_error(int32_t code) {
   return (code >= ERR_DUPLICATE_FUNCTION && code <= ERR_FUNCTION_NAME) ||
          (code >= ERR_UNDEFINED_NAME && code <= ERR_CONTINUE_OUTSIDE_LOOP) || code == ERR_TUPLE_MISMATCH ||
-         code == ERR_TUPLE_VALUE || code == ERR_NONE_VALUE || code == ERR_UNKNOWN_METHOD || code == ERR_RANGE_OUTSIDE_FOR;
+         code == ERR_TUPLE_VALUE || code == ERR_NONE_VALUE || code == ERR_UNKNOWN_METHOD || code == ERR_RANGE_OUTSIDE_FOR ||
+         code == ERR_BARE_RETURN;
 }
 
 // So such an error gives way to the first INDENT that opens no block (the last token before it,
@@ -2154,6 +2181,7 @@ VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntok
     }
   }
   bool ok = signatures(c);
+  if (!ok) earlier_body_error(c);
   for (int32_t i = 0; ok && i < c.nfuncs; i++) ok = function(c, i);
   if (ok) return c.n;
   stray_indent(c);

@@ -1,3 +1,3 @@
 def f(x: int) -> int:
     return
-# error: 2:11 expected an expression
+# error: 2:5 'return' needs a value of type int
