@@ -65,6 +65,9 @@ from vramgym.vm import Program, Trap, VMConfig, execute
 from vramgym.vm.opcodes import DEFAULT_HEAP
 from vramgym.vm.values import INT32_MAX, INT32_MIN, check_int, check_value, kind_of
 
+# The end of a def line: '->', the return type and the ':' (group 0 ends after the ':').
+_SIGNATURE_END = re.compile(r"->\s*(int|bool|list\s*\[\s*int\s*\])\s*:")
+
 __all__ = ["Task", "Signature", "ParamSpec", "TASKS", "get_task", "task_names", "load_tasks", "save_tasks",
            "DIFFICULTIES", "FORMAT_VERSION"]
 
@@ -121,7 +124,10 @@ class Signature:
         try:
             prog = compile_source(text + "\n    while True:\n        pass\n")
         except CompileError as e:
-            if e.line > 1:  # an error in the body added above: the line holds more than a signature
+            # an error in the body added above, or after the signature's own ':' (the compiler
+            # reports a syntax error there before the stray indent of the body): more than a signature
+            end = _SIGNATURE_END.search(text)
+            if e.line > 1 or (end is not None and e.col > end.end()):
                 raise ValueError(f"bad signature {line!r}: text after the signature's ':'") from None
             raise ValueError(f"bad signature {line!r}: {e.line}:{e.col}: {e.message}") from None
         if len(prog.functions) != 1:
