@@ -913,7 +913,8 @@ class _FuncGen:
 
     def edge_range(self):
         """range() arguments next to the int32 limits, or with a step of about 2**31, that yield
-        at most max_loop_iters values: each value fits, the loop variable's next step would not."""
+        at most max_loop_iters values. Every value fits in int32; the next one after the last may
+        not, and the VM must not trap on it as CPython does not."""
         r, K = self.r, self.cfg.max_loop_iters
         for _ in range(4):
             k = r.randint(0, K)

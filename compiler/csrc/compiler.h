@@ -1953,7 +1953,6 @@ VG_HD inline void earlier_body_error(Compiler& c) {
   c.err_tok = first_tok;
 }
 
-
 // The token that closes the bracket at token i, or -1 when none does before the end of the file.
 VG_HD inline int32_t closer(const Compiler& c, int32_t i) {
   for (int32_t d = 0; i < c.nt; i++) {
