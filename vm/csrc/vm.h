@@ -110,7 +110,8 @@ VG_HD inline int32_t new_list(Workspace& ws, const VMConfig& cfg, int64_t n) {
 }
 
 // Make room for `need` elements in list r: grow in place when it is the last block, else move
-// it to a block twice the size. False when memory is exhausted.
+// it to a new block at the end; either takes twice the size, capped at the memory left. False
+// only when `need` elements do not fit.
 VG_HD inline bool reserve(Workspace& ws, const VMConfig& cfg, int32_t r, int64_t need) {
   ListHdr& l = ws.lists[r];
   if (need <= l.cap) return true;
