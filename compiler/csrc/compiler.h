@@ -539,18 +539,12 @@ VG_HD inline bool match(Compiler& c, int32_t k) {
   advance(c);
   return true;
 }
-VG_HD inline bool operand_end(int32_t k) {
-  return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE || k == TOK_RPAREN || k == TOK_RBRACKET;
-}
-VG_HD inline bool operand_start(int32_t k) { return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE; }
 VG_HD inline bool expect(Compiler& c, int32_t k) {
   if (match(c, k)) return true;
   if (check(c, TOK_RESERVED)) return fail(c, ERR_RESERVED_KEYWORD);  // `is`, `lambda`, ...
   if (check(c, TOK_IN)) return fail(c, ERR_UNSUPPORTED);              // `x in xs` outside for
-  if (check(c, TOK_NOT) && c.p > 0 && operand_end(c.t[c.p - 1].kind)) {  // after an operand only `not in` may follow `not`, and
-    if (kind_at(c, c.p + 1) == TOK_IN) return fail(c, ERR_UNSUPPORTED);  // CPython blames
-    return fail_at(c, ERR_INVALID_SYNTAX, c.t[c.p + 1 < c.nt ? c.p + 1 : c.p]);  // what follows
-  }
+  // `x not in xs` outside for (any other `not` after an operand is adjacent_operands' pair)
+  if (check(c, TOK_NOT) && kind_at(c, c.p + 1) == TOK_IN) return fail(c, ERR_UNSUPPORTED);
   if (k == TOK_NEWLINE) return fail(c, ERR_EXPECTED_NEWLINE);
   return fail(c, ERR_EXPECTED, k);
 }
@@ -1468,11 +1462,10 @@ VG_HD inline bool simple_statement(Compiler& c) {
   const Token& t = tk(c);
   switch (t.kind) {
     case TOK_RETURN: {
-      const Token& ret = tk(c);
       advance(c);
       const Token& at = tk(c);
       // (valid Python, which returns None: a name or type error, not a syntax error)
-      if (check(c, TOK_NEWLINE)) return fail_at(c, ERR_BARE_RETURN, ret, c.funcs[c.cur].ret);
+      if (check(c, TOK_NEWLINE)) return fail_at(c, ERR_BARE_RETURN, t, c.funcs[c.cur].ret);
       int32_t k = expr(c);
       if (c.failed || !at_line_end(c)) return false;
       if (check(c, TOK_COMMA)) { fail(c, ERR_TUPLE_VALUE); return false; }
@@ -1952,6 +1945,11 @@ VG_HD inline void earlier_body_error(Compiler& c) {
   c.err = first;
   c.err_tok = first_tok;
 }
+
+VG_HD inline bool operand_end(int32_t k) {
+  return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE || k == TOK_RPAREN || k == TOK_RBRACKET;
+}
+VG_HD inline bool operand_start(int32_t k) { return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE; }
 
 // The token that closes the bracket at token i, or -1 when none does before the end of the file.
 VG_HD inline int32_t closer(const Compiler& c, int32_t i) {
