@@ -63,6 +63,7 @@ struct Lexer {
   int16_t next[MAX_NAMES];
   CompileError err;
   bool failed;
+  bool cpython_raises;  // err is one CPython's tokenizer raises too (a bad number literal)
 };
 
 VG_HD inline int32_t name_hash(const char* s, int32_t n) {
@@ -128,6 +129,158 @@ VG_HD inline bool keyword_after_number(const char* s, int64_t n) {
     if (!k[m]) return m == n || !(is_alpha(s[m]) || is_digit(s[m]));
   }
   return false;
+}
+
+// CPython's tokenizer (3.11) on the number literal at s[at] (a digit, or a '.' before one), cut
+// down to whether it raises, and where: "invalid decimal literal" (`1_`, `1a`, `1.x`), "leading
+// zeros ...", "invalid digit '8' in octal literal". Such an error wins over a syntax error anywhere
+// before it, so the lexer needs CPython's verdict, not only its own (`1.5` and `0x1F` are valid
+// Python, refused by the language). *bad: the character CPython's column names (the one before its
+// cursor). A cursor step past the end reads -1 and stays, as CPython's at EOF.
+struct PyNumCursor {
+  const char* s;
+  int64_t len, p;
+  VG_HD int next() { return p < len ? (unsigned char)s[p++] : -1; }
+  VG_HD void back(int c) { if (c != -1) p--; }
+};
+
+VG_HD inline bool py_ident_char(int c) { return is_alpha((char)c) || is_digit((char)c) || c >= 128; }
+VG_HD inline bool py_digit(int c) { return c >= '0' && c <= '9'; }
+
+// CPython's lookahead(): the next characters spell `rest` and no identifier character follows.
+VG_HD inline bool py_lookahead(PyNumCursor& t, const char* rest) {
+  int64_t p0 = t.p;
+  int32_t i = 0;
+  for (; rest[i]; i++)
+    if (t.next() != rest[i]) break;
+  bool r = !rest[i] && !py_ident_char(t.p < t.len ? (unsigned char)t.s[t.p] : -1);
+  t.p = p0;
+  return r;
+}
+
+// CPython's verify_end_of_number(): a keyword may follow a number (`1if x else 2`, a warning
+// only); any other identifier character is an error at the number's last character.
+VG_HD inline bool py_end_ok(PyNumCursor& t, int c, int64_t* bad) {
+  bool r = false;
+  if (c == 'a') r = py_lookahead(t, "nd");
+  else if (c == 'e') r = py_lookahead(t, "lse");
+  else if (c == 'f') r = py_lookahead(t, "or");
+  else if (c == 'o') r = py_lookahead(t, "r");
+  else if (c == 'n') r = py_lookahead(t, "ot");
+  else if (c == 'i') r = t.p < t.len && (t.s[t.p] == 'f' || t.s[t.p] == 'n' || t.s[t.p] == 's');
+  if (r || !py_ident_char(c)) return true;
+  t.back(c);
+  *bad = t.p - 1;
+  return false;
+}
+
+// CPython's tok_decimal_tail(): digits with single underscores between them. -2: an error.
+VG_HD inline int py_decimal_tail(PyNumCursor& t, int64_t* bad) {
+  for (;;) {
+    int c;
+    do c = t.next(); while (py_digit(c));
+    if (c != '_') return c;
+    c = t.next();
+    if (!py_digit(c)) {
+      t.back(c);
+      *bad = t.p - 1;
+      return -2;
+    }
+  }
+}
+
+VG_HD inline bool py_bad_number(const char* s, int64_t len, int64_t at, int64_t* bad) {
+  PyNumCursor t{s, len, at};
+  int c = t.next();
+  if (c == '.') {
+    c = t.next();
+    goto fraction;
+  }
+  if (c == '0') {
+    c = t.next();
+    if (c == 'x' || c == 'X' || c == 'o' || c == 'O' || c == 'b' || c == 'B') {
+      const int base = c == 'x' || c == 'X' ? 16 : c == 'o' || c == 'O' ? 8 : 2;
+      c = t.next();
+      do {
+        if (c == '_') c = t.next();
+        bool ok = base == 16 ? py_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') : c >= '0' && c < '0' + base;
+        if (!ok) {
+          if (base != 16 && py_digit(c)) {  // "invalid digit '8' in octal literal": at the digit
+            *bad = t.p - 1;
+            return true;
+          }
+          t.back(c);
+          *bad = t.p - 1;
+          return true;
+        }
+        do {
+          c = t.next();
+          ok = base == 16 ? py_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') : c >= '0' && c < '0' + base;
+        } while (ok);
+      } while (c == '_');
+      if (base != 16 && py_digit(c)) {
+        *bad = t.p - 1;
+        return true;
+      }
+      return !py_end_ok(t, c, bad);
+    }
+    bool nonzero = false;
+    for (;;) {  // zeros, maybe with underscores
+      if (c == '_') {
+        c = t.next();
+        if (!py_digit(c)) {
+          t.back(c);
+          *bad = t.p - 1;
+          return true;
+        }
+      }
+      if (c != '0') break;
+      c = t.next();
+    }
+    if (py_digit(c)) {
+      nonzero = true;
+      if ((c = py_decimal_tail(t, bad)) == -2) return true;
+    }
+    if (c == '.') {
+      c = t.next();
+      goto fraction;
+    }
+    if (c == 'e' || c == 'E') goto exponent;
+    if (c == 'j' || c == 'J') goto imaginary;
+    if (nonzero) {  // "leading zeros in decimal integer literals are not permitted": at the first
+      *bad = at;
+      return true;
+    }
+    return !py_end_ok(t, c, bad);
+  }
+  if ((c = py_decimal_tail(t, bad)) == -2) return true;
+  if (c == '.') {
+    c = t.next();
+  fraction:
+    if (py_digit(c) && (c = py_decimal_tail(t, bad)) == -2) return true;
+  }
+  if (c == 'e' || c == 'E') {
+  exponent:
+    const int e = c;
+    c = t.next();
+    if (c == '+' || c == '-') {
+      c = t.next();
+      if (!py_digit(c)) {
+        t.back(c);
+        *bad = t.p - 1;
+        return true;
+      }
+    } else if (!py_digit(c)) {
+      t.back(c);
+      return !py_end_ok(t, e, bad);
+    }
+    if ((c = py_decimal_tail(t, bad)) == -2) return true;
+  }
+  if (c == 'j' || c == 'J') {
+  imaginary:
+    c = t.next();
+  }
+  return !py_end_ok(t, c, bad);
 }
 
 // Keywords of the language map to their own tokens; other Python keywords to RESERVED.
@@ -310,6 +463,11 @@ VG_HD inline bool lex(Lexer& L) {
     }
     char d = at + 1 < L.len ? s[at + 1] : 0;  // the operators' next characters (not read for names)
     if (is_digit(c) || (c == '.' && is_digit(d))) {
+      int64_t bad = at;
+      if (py_bad_number(s, L.len, at, &bad)) {  // CPython's error, at its column (`1_`, `1.x`, `09`)
+        L.cpython_raises = true;
+        return lx_fail(L, ERR_BAD_NUMBER, bad);
+      }
       if (c == '.') return lx_fail(L, ERR_FLOAT, at);
       int64_t p = at;
       int64_t v = 0;
@@ -1369,6 +1527,43 @@ VG_HD inline void store_target(Compiler& c, int32_t end, int32_t k) {
   emit(c, OP_STORE_INDEX);
 }
 
+// Errors of the grammar itself, which CPython's parser reports as they come.
+VG_HD inline bool is_syntax_error(int32_t code) {
+  return code == ERR_EXPECTED || code == ERR_EXPECTED_EXPRESSION || code == ERR_EXPECTED_INDENT ||
+         code == ERR_EXPECTED_NEWLINE || code == ERR_INVALID_SYNTAX || code == ERR_NOT_ASSIGNABLE ||
+         code == ERR_UNEXPECTED_INDENT || code == ERR_BAD_DEDENT || code == ERR_FORGOT_COMMA;
+}
+
+// Errors only a program that parses can have (names, types, calls, returns, loops): CPython
+// reports every syntax error in the file before them. (Not expected_type, expected_def or
+// unsupported: `def f(a:, b: int)` and `else return` are syntax errors to CPython too.)
+VG_HD inline bool after_parse_error(int32_t code) {
+  return (code >= ERR_DUPLICATE_FUNCTION && code <= ERR_FUNCTION_NAME) ||
+         (code >= ERR_UNDEFINED_NAME && code <= ERR_CONTINUE_OUTSIDE_LOOP) || code == ERR_TUPLE_MISMATCH ||
+         code == ERR_TUPLE_VALUE || code == ERR_NONE_VALUE || code == ERR_UNKNOWN_METHOD || code == ERR_RANGE_OUTSIDE_FOR ||
+         code == ERR_BARE_RETURN;
+}
+
+// `1 = a` with `a` unknown: the value is compiled first, but the target's grammar error is
+// CPython's, which comes before names and types. After a value's name or type error, the targets
+// [starts[i], ends[i]) are checked (the code they emit is dropped with the failed compile).
+VG_HD inline void target_error_first(Compiler& c, int32_t n, const int32_t* starts, const int32_t* ends) {
+  if (!after_parse_error(c.err.code)) return;
+  const CompileError value_err = c.err;
+  const int32_t value_tok = c.err_tok;
+  for (int32_t i = 0; i < n; i++) {
+    c.failed = false;
+    c.p = starts[i];
+    if (starts[i] == ends[i]) fail(c, ERR_NOT_ASSIGNABLE);
+    else store_target(c, ends[i], KIND_INT);
+    if (!c.failed && c.p != ends[i]) fail(c, ERR_NOT_ASSIGNABLE);
+    if (c.failed && is_syntax_error(c.err.code)) return;
+  }
+  c.failed = true;
+  c.err = value_err;
+  c.err_tok = value_tok;
+}
+
 // If tokens [i, end) are one parenthesised group, the index of its ')' else -1.
 VG_HD inline int32_t paren_group(Compiler& c, int32_t i, int32_t end) {
   if (kind_at(c, i) != TOK_LPAREN) return -1;
@@ -1448,7 +1643,7 @@ VG_HD inline void tuple_assign(Compiler& c, int32_t lhs, int32_t lend, int32_t r
     if (!c.failed && c.p != re[i]) fail(c, ERR_INVALID_SYNTAX);
     if (!c.failed && kinds[i] == KIND_NONE) fail_at(c, ERR_NONE_VALUE, at);
   }
-  if (c.failed) return;
+  if (c.failed) return target_error_first(c, nl, ls, le);
   if (nr == 2) emit(c, OP_SWAP);
   else if (nr > 2) emit(c, OP_REVERSE, nr);
   for (int32_t i = 0; i < nl && !c.failed; i++) {
@@ -1565,8 +1760,15 @@ VG_HD inline bool simple_statement(Compiler& c) {
   c.p = eq + 1;
   const Token& at = tk(c);
   int32_t k = expr(c);
-  if (c.failed || !at_line_end(c)) return false;
-  if (k == KIND_NONE) return fail_at(c, ERR_NONE_VALUE, at);
+  if (c.failed || !at_line_end(c)) {
+    target_error_first(c, 1, &start, &eq);
+    return false;
+  }
+  if (k == KIND_NONE) {
+    fail_at(c, ERR_NONE_VALUE, at);
+    target_error_first(c, 1, &start, &eq);
+    return false;
+  }
   int32_t after = c.p;
   c.p = start;
   store_target(c, eq, k);
@@ -1922,13 +2124,6 @@ VG_HD inline bool function(Compiler& c, int32_t fi) {
   return true;
 }
 
-// Errors of the grammar itself, which CPython's parser reports as they come.
-VG_HD inline bool is_syntax_error(int32_t code) {
-  return code == ERR_EXPECTED || code == ERR_EXPECTED_EXPRESSION || code == ERR_EXPECTED_INDENT ||
-         code == ERR_EXPECTED_NEWLINE || code == ERR_INVALID_SYNTAX || code == ERR_NOT_ASSIGNABLE ||
-         code == ERR_UNEXPECTED_INDENT || code == ERR_BAD_DEDENT || code == ERR_FORGOT_COMMA;
-}
-
 // Pass 1 stops at the first error in a def line or between functions, but CPython parses the file
 // in order: a grammar error inside the body of a function before it comes first. So the bodies
 // read before the error are compiled, in order, and the first grammar error among them replaces
@@ -2004,7 +2199,8 @@ VG_HD inline bool bare_group(Compiler& c, int32_t s, int32_t e) {
 // meets only after names and types in that statement, or in a later pass. CPython reports it
 // first: at the second operand, or inside brackets as "Perhaps you forgot a comma?" at the start
 // of the element. So after a failed compile, the first such pair replaces the error when it comes
-// before it, or later in its logical line unless the error is itself a syntax error (a target that
+// before it, anywhere after a name or type error (after_parse_error), or later in its logical
+// line unless the error is itself a syntax error (a target that
 // cannot be assigned counts as one only when the pair is past its '='). A line that starts with a
 // pair and ends with ':' may be CPython's `match a:` or `case 1:` (soft keywords: names to us, and
 // the token path has no names' text, so the rule must not need it): its own error stands.
@@ -2014,12 +2210,14 @@ VG_HD inline bool adjacent_operands(Compiler& c) {
   uint8_t params[MAX_EXPR_DEPTH];  // a def's parameters: 1, 2 once in a parameter's annotation
   int32_t d = 0;
   bool past = false;  // at or after the error's position: only its logical line is left
+  // (or the whole file after a name or type error, which every syntax error comes before)
+  const bool anywhere = after_parse_error(c.err.code);
   bool assigned = false;  // an '=' since then: `a a = 1` is the pair's error, `1 = a b` the target's
   for (int32_t i = 0; i + 1 < c.nt; i++) {
     const Token& t = c.t[i];
     int32_t k = t.kind;
     past = past || i >= c.err_tok;
-    if (past && (k == TOK_NEWLINE || k == TOK_EOF)) return false;
+    if (past && !anywhere && (k == TOK_NEWLINE || k == TOK_EOF)) return false;
     assigned = assigned || (past && d == 0 && (k == TOK_ASSIGN || is_aug(k)));
     if (k == TOK_LPAREN || k == TOK_LBRACKET) {
       if (d == MAX_EXPR_DEPTH) return false;  // the parser's too_deep stands
@@ -2065,23 +2263,32 @@ VG_HD inline bool adjacent_operands(Compiler& c) {
   return false;
 }
 
-// Errors only a program that parses can have (names, types, calls, returns, loops): CPython
-// reports every syntax error in the file before them. (Not expected_type, expected_def or
-// unsupported: `def f(a:, b: int)` and `else return` are syntax errors to CPython too.)
-VG_HD inline bool after_parse_error(int32_t code) {
-  return (code >= ERR_DUPLICATE_FUNCTION && code <= ERR_FUNCTION_NAME) ||
-         (code >= ERR_UNDEFINED_NAME && code <= ERR_CONTINUE_OUTSIDE_LOOP) || code == ERR_TUPLE_MISMATCH ||
-         code == ERR_TUPLE_VALUE || code == ERR_NONE_VALUE || code == ERR_UNKNOWN_METHOD || code == ERR_RANGE_OUTSIDE_FOR ||
-         code == ERR_BARE_RETURN;
+// A name or type error stops the compile, but CPython reports every grammar error in the file
+// before such errors: the bodies of the functions after the failed one are compiled, in order,
+// and the first grammar error among them wins. (Statements after the error in its own function
+// are not reached.)
+VG_HD inline void later_body_error(Compiler& c, int32_t next) {
+  if (!after_parse_error(c.err.code)) return;
+  const CompileError first = c.err;
+  const int32_t first_tok = c.err_tok;
+  for (int32_t i = next; i < c.nfuncs; i++) {
+    c.failed = false;
+    if (!function(c, i) && is_syntax_error(c.err.code)) return;
+  }
+  c.failed = true;
+  c.err = first;
+  c.err_tok = first_tok;
 }
 
 // So such an error gives way to the first INDENT that opens no block (the last token before it,
 // layout aside, is not a ':'), which the parser had not reached, or in the signatures pass had
-// skipped: CPython's "unexpected indent". Later passes may still put an earlier pair of operands
+// skipped: CPython's "unexpected indent". So does a grammar error from a later function's body
+// (later_body_error) that comes after it. Later passes may still put an earlier pair of operands
 // before it.
 VG_HD inline void stray_indent(Compiler& c) {
-  if (!after_parse_error(c.err.code)) return;
-  for (int32_t i = 0, last = -1; i < c.nt; i++) {
+  const bool any = after_parse_error(c.err.code);
+  if (!any && !is_syntax_error(c.err.code)) return;
+  for (int32_t i = 0, last = -1; i < c.nt && (any || i < c.err_tok); i++) {
     int32_t k = c.t[i].kind;
     if (k == TOK_INDENT && last != TOK_COLON) {
       c.failed = false;  // (fail_at keeps a first error)
@@ -2179,8 +2386,10 @@ VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntok
   }
   bool ok = signatures(c);
   if (!ok) earlier_body_error(c);
-  for (int32_t i = 0; ok && i < c.nfuncs; i++) ok = function(c, i);
+  int32_t fi = 0;
+  for (; ok && fi < c.nfuncs; fi++) ok = function(c, fi);
   if (ok) return c.n;
+  if (fi > 0) later_body_error(c, fi);  // (fi: just after the function that failed)
   stray_indent(c);
   never_closed(c, adjacent_operands(c));
   return -1;
@@ -2238,6 +2447,7 @@ VG_HD inline bool tokenize_source(Lexer& L, const char* src, int64_t len, Token*
   L.square = 0;
   L.mismatch = -1;
   L.failed = false;
+  L.cpython_raises = false;
   L.err.code = ERR_OK;
   L.err.line = L.err.col = L.err.arg = 0;
   lx_init_names(L);
@@ -2251,6 +2461,43 @@ VG_HD inline bool tokenize_source(Lexer& L, const char* src, int64_t len, Token*
   return lx_check_bytes(L) && lex(L);
 }
 
+// The byte offset where line `line` (1-based) of src starts, with the lexer's line breaks.
+VG_HD inline int64_t line_offset(const char* src, int64_t len, int32_t line) {
+  int64_t p = 0;
+  for (int32_t l = 1; l < line && p < len; p++) {
+    if (src[p] == '\n' || (src[p] == '\r' && !(p + 1 < len && src[p + 1] == '\n'))) l++;
+  }
+  return p;
+}
+
+// Our lexer reads the whole file before the parser starts; CPython's tokenizer runs as its parser
+// asks for tokens. So after a lexer error, a grammar error in a statement before the error's
+// comes first: the statements before it are lexed and compiled again, and such an error replaces
+// the lexer's. But after a syntax error CPython's tokenizer reads the rest of the file, and the
+// errors it raises there win (a bad number literal, a mismatched bracket), except over an
+// "unexpected indent". NUL bytes are refused before parsing, and a non-ASCII character may be a
+// name's (`é`) or a comment's to CPython: their errors stand.
+VG_HD inline void earlier_grammar_error(Lexer& L, Compiler& c, const char* src, Token* toks, int32_t tok_cap,
+                                        uint32_t* code, int32_t code_cap, CompileError* err) {
+  const int32_t e = L.err.code;
+  const bool raises = L.cpython_raises || L.mismatch >= 0;
+  if (e == ERR_NUL_BYTE || e == ERR_NON_ASCII) return;
+  int32_t last = -1;  // the last NEWLINE before the error: its statement is the last complete one
+  for (int32_t i = 0; i < L.n; i++)
+    if (toks[i].kind == TOK_NEWLINE) last = i;
+  if (last < 0) return;
+  const int64_t cut = line_offset(src, L.len, toks[last].line + 1);
+  const CompileError lex_err = L.err;
+  // (lexed once already: it cannot fail.) Only a real token may be blamed: the DEDENTs and EOF
+  // that end the shortened file are not in the source (`if x:` before the error line would lack
+  // its block).
+  if (tokenize_source(L, src, cut, toks, tok_cap) && compile_tokens(c, toks, L.n, code, code_cap, &L) < 0 &&
+      c.err_tok <= last && (raises ? c.err.code == ERR_UNEXPECTED_INDENT : is_syntax_error(c.err.code)))
+    *err = c.err;
+  L.failed = true;  // the Lexer still says what became of the whole source (its tokens: the part)
+  L.err = lex_err;
+}
+
 // Source text -> bytecode. Needs a Lexer, a Compiler and a token buffer of tok_cap tokens.
 // Returns the number of code words, or -1 with *err set.
 VG_HD inline int32_t compile_source(Lexer& L, Compiler& c, const char* src, int64_t len, Token* toks,
@@ -2258,6 +2505,8 @@ VG_HD inline int32_t compile_source(Lexer& L, Compiler& c, const char* src, int6
   c.nfuncs = 0;
   if (!tokenize_source(L, src, len, toks, tok_cap)) {
     *err = L.err;
+    earlier_grammar_error(L, c, src, toks, tok_cap, code, code_cap, err);
+    c.nfuncs = 0;
     return -1;
   }
   int32_t n = compile_tokens(c, toks, L.n, code, code_cap, &L);
