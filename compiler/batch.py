@@ -227,7 +227,9 @@ def compile_tokens(tokens: np.ndarray, offsets: np.ndarray, *, code_cap: int = 1
     int64 offsets); floats, bools and out-of-range values raise TypeError / ValueError."""
     code_cap = _code_cap(code_cap)
     nthreads = _nthreads(nthreads)
-    tokens = _check_tokens(tokens)
-    offsets = _check_offsets(offsets, len(tokens))
+    # Checked and compiled from private copies: the core trusts the check (an offset or a final
+    # EOF), and another thread writing to the caller's arrays meanwhile could crash or hang it.
+    tokens = _check_tokens(np.array(tokens))
+    offsets = _check_offsets(np.array(offsets), len(tokens))
     code, lengths, errors, sig = cpu.compile_tokens_batch(tokens, offsets, code_cap, nthreads)
     return CompiledBatch(code, lengths, errors, trim_signatures(sig))

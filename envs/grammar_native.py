@@ -39,13 +39,12 @@ Bad actions (out of range, masked, after END) give invalid = True and the row un
 from __future__ import annotations
 
 import ctypes
-import os
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from vramgym.vm.cpu import extension_path
+from vramgym.vm.cpu import default_threads, extension_path
 
 from . import grammar as G
 from . import vocab as V
@@ -238,8 +237,8 @@ def available() -> bool:
 
 
 def _threads() -> int:
-    env = os.environ.get("VRAMGYM_THREADS")
-    return int(env) if env else 0  # 0: one per core
+    """VRAMGYM_THREADS, checked as the VM's batch calls check it (0: one per core)."""
+    return default_threads()
 
 
 def _p(a: np.ndarray) -> int:

@@ -44,6 +44,9 @@ place, in both modes.
 """
 from __future__ import annotations
 
+import functools
+import threading
+
 import gymnasium as gym
 import numpy as np
 import torch
@@ -138,6 +141,37 @@ def check_render_mode(render_mode) -> None:
         raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
 
 
+class _OneCaller:
+    """An env's state is updated in place, so two threads in step() or reset() of one env at once
+    would mix their rows silently: the second one gets a RuntimeError instead (one env per
+    thread; several envs in several threads are fine). Pickles as a fresh, free guard."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        return {}
+
+    def __setstate__(self, _state):
+        self._lock = threading.Lock()
+
+    def __enter__(self):
+        if not self._lock.acquire(blocking=False):
+            raise RuntimeError("this env is being stepped or reset by another thread: use one env per thread")
+
+    def __exit__(self, *exc):
+        self._lock.release()
+
+
+def one_thread(method):
+    """step() and reset() run under the env's _OneCaller guard."""
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        with self._guard:
+            return method(self, *args, **kwargs)
+    return guarded
+
+
 class TensorVectorEnv(gym.vector.VectorEnv):
     metadata = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
@@ -148,6 +182,7 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         if not isinstance(copy, (bool, np.bool_)):   # bool("no") is True
             raise TypeError(f"copy must be a bool, got {copy!r}")
         self.core, self.num_envs = core, num_envs
+        self._guard = _OneCaller()
         self.as_numpy = device is None
         self.device = torch.device("cpu" if device is None else device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
@@ -210,6 +245,7 @@ class TensorVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"task ids must be in 0..{self.core.n_tasks - 1}")
         return tasks
 
+    @one_thread
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         # check everything before changing anything: a failed reset leaves the env as it was
         seed = None if seed is None else check_seed(seed)
@@ -263,6 +299,7 @@ class TensorVectorEnv(gym.vector.VectorEnv):
             self._graphs[key] = StepGraph(lambda: self._advance(a, copy=False), a, self._buffers, emulate, pool)
         return self._graphs[key]
 
+    @one_thread
     def step(self, actions):
         if not self._ready:
             raise RuntimeError("call reset() before step()")
@@ -302,10 +339,12 @@ class CoreEnv(gym.Env):
     def __init__(self, render_mode: str | None = None):
         check_render_mode(render_mode)
         self.render_mode = render_mode
+        self._guard = _OneCaller()
         self.state = self.core.empty(1, torch.device("cpu"))
         self._live = torch.ones(1, dtype=torch.bool)
         self._ready = False
 
+    @one_thread
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         # the vector envs' checks (TypeError/ValueError naming the argument), before anything changes
         seed = None if seed is None else check_seed(seed)
@@ -320,6 +359,7 @@ class CoreEnv(gym.Env):
         self._ready = True
         return self._first(self.core.observe(self.state)), {}
 
+    @one_thread
     def step(self, action):
         if not self._ready:
             raise RuntimeError("call reset() before step()")

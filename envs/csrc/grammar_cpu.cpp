@@ -37,7 +37,11 @@ void parallel_rows(int64_t n, int32_t nthreads, F body) {
   };
   if (nthreads == 1) return worker();
   std::vector<std::thread> pool;
-  for (int32_t t = 1; t < nthreads; t++) pool.emplace_back(worker);
+  try {
+    pool.reserve(nthreads - 1);  // (so that adding a started thread cannot throw)
+    for (int32_t t = 1; t < nthreads; t++) pool.emplace_back(worker);
+  } catch (...) {  // no more threads (system_error) or memory for one: the ones started share the
+  }                // work; an exception across the C ABI would abort the process
   worker();
   for (auto& th : pool) th.join();
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <mutex>
 #include <new>
+#include <pthread.h>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -195,7 +196,14 @@ struct ScratchPool {
 constexpr size_t LANE_SCRATCH_MAX = 256u << 20;
 
 ScratchPool& scratch_pool() {
-  static ScratchPool* p = new ScratchPool();  // never destroyed: threads may outlive static destructors
+  static ScratchPool* p = [] {
+    ScratchPool* q = new ScratchPool();  // never destroyed: threads may outlive static destructors
+    // A fork() while another thread holds the pool's lock would leave it locked forever in the
+    // child (multiprocessing forks on Linux): fork only between uses, and unlock on both sides.
+    pthread_atfork([] { scratch_pool().mu.lock(); }, [] { scratch_pool().mu.unlock(); },
+                   [] { scratch_pool().mu.unlock(); });
+    return q;
+  }();
   return *p;
 }
 
