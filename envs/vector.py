@@ -150,7 +150,7 @@ class _OneCaller:
         self._lock = threading.Lock()
 
     def __getstate__(self):
-        return {}
+        return {"free": True}  # (a state that is not empty: pickle then calls __setstate__)
 
     def __setstate__(self, _state):
         self._lock = threading.Lock()
