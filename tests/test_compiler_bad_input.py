@@ -339,6 +339,8 @@ def test_deleted_closing_brackets_are_reported_as_cpython_does():
     same = n = 0
     for _ in range(400):
         src = generate_program(rng).source
+        if "\r" in src.replace("\r\n", "") and sys.version_info >= (3, 12):
+            continue  # (3.12's tokenize module refuses a lone \r; the compiler's rule is checked on 3.11)
         closers = [t.start for t in pytok.generate_tokens(io.StringIO(src).readline)
                    if t.type == pytok.OP and t.string in ")]"]
         if not closers:
@@ -441,6 +443,8 @@ def test_deleted_operators_and_commas_are_reported_as_cpython_does():
     ops = {",", "+", "-", "*", "//", "%", "<", "==", "and", "or"}
     for _ in range(400):
         src = generate_program(rng).source
+        if "\r" in src.replace("\r\n", "") and sys.version_info >= (3, 12):
+            continue  # (3.12's tokenize module refuses a lone \r; the compiler's rule is checked on 3.11)
         cands = [t for t in pytok.generate_tokens(io.StringIO(src).readline)
                  if t.type in (pytok.OP, pytok.NAME) and t.string in ops]
         if not cands:
@@ -658,7 +662,9 @@ H = "def f(x: int) -> int:\n"
 
 @pytest.mark.parametrize("src", [
     H + "    if x:\n", H + "    if x:\n\n\n", H + "    if x:  # c\n", H + "    if x:\n# c\n", H + "    if x:\n  \n",
-    H + "    if x:\r", H + "    if x:\r\r", H + "    if x:\r\n", H + "    if x:\n    \n", H, H[:-1],
+    H + "    if x:\r", H + "    if x:\r\r", pytest.param(H + "    if x:\r\n", marks=pytest.mark.skipif(
+        sys.version_info >= (3, 12), reason="3.12 moved this error to the colon; the language keeps 3.11's place")),
+    H + "    if x:\n    \n", H, H[:-1],
     H + "    x = 1\n     y = 2\n", "  x = 1\n", H + "    x = 1\n        y = 2  # c\n",
     H + "    if x:\n        x = 1\n      return x  # c\n", H + "    if x:\n        x = 1\n      return x",
     H + "    if x:\n        x = 1\n      return (x +\n 1)\n", H + "    if x:\n        x = 1\n      return x\r\n",

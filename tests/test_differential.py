@@ -314,9 +314,9 @@ def _rare_forms(source: str) -> dict[str, int]:
             n["odd_name"] += 1
         elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "range" \
                 and not any(isinstance(x, ast.Name) for a in node.args for x in ast.walk(a)):
-            try:  # constant arguments (`1 // 0` is one too)
+            try:  # constant arguments (`1 // 0` and `[7][1]` are too)
                 values = [eval(compile(ast.Expression(a), "<range>", "eval")) for a in node.args]
-            except ArithmeticError:
+            except (ArithmeticError, IndexError):
                 continue
             n["edge_range"] += any(abs(v) >= 2**30 for v in values)
     return n
