@@ -146,6 +146,9 @@ struct PyNumCursor {
 
 VG_HD inline bool py_ident_char(int c) { return is_alpha((char)c) || is_digit((char)c) || c >= 128; }
 VG_HD inline bool py_digit(int c) { return c >= '0' && c <= '9'; }
+VG_HD inline bool py_base_digit(int c, int base) {
+  return base == 16 ? py_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') : c >= '0' && c < '0' + base;
+}
 
 // CPython's lookahead(): the next characters spell `rest` and no identifier character follows.
 VG_HD inline bool py_lookahead(PyNumCursor& t, const char* rest) {
@@ -203,8 +206,7 @@ VG_HD inline bool py_bad_number(const char* s, int64_t len, int64_t at, int64_t*
       c = t.next();
       do {
         if (c == '_') c = t.next();
-        bool ok = base == 16 ? py_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') : c >= '0' && c < '0' + base;
-        if (!ok) {
+        if (!py_base_digit(c, base)) {
           if (base != 16 && py_digit(c)) {  // "invalid digit '8' in octal literal": at the digit
             *bad = t.p - 1;
             return true;
@@ -213,10 +215,7 @@ VG_HD inline bool py_bad_number(const char* s, int64_t len, int64_t at, int64_t*
           *bad = t.p - 1;
           return true;
         }
-        do {
-          c = t.next();
-          ok = base == 16 ? py_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') : c >= '0' && c < '0' + base;
-        } while (ok);
+        do c = t.next(); while (py_base_digit(c, base));
       } while (c == '_');
       if (base != 16 && py_digit(c)) {
         *bad = t.p - 1;
