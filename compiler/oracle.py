@@ -10,11 +10,12 @@ which is where the VM traps `overflow`. Augmented assignments (`x += e`, `xs[i] 
 through the same methods, with CPython's own evaluation order.
 
 Every int is born an I32:
-* integer literals: each decimal literal in the source is replaced by a global name bound to
-  an I32 (`5` -> `_λ5`: non-ASCII, so no program's own name can be it). This also stops
-  CPython's constant folding, which would otherwise compute `2147483647 + 1` at compile time,
-  unchecked. (A plain regex suffices: the language
-  has no strings, floats or digits-first names; a digit inside a comment is harmless.)
+* integer literals: each int literal in the source (`5`, `0x1F`, `1_000`) is replaced by a
+  global name bound to an I32 (`5` -> `_λ5`: non-ASCII, so no program's own name can be it).
+  This also stops CPython's constant folding, which would otherwise compute `2147483647 + 1` at
+  compile time, unchecked. (A plain regex suffices: the language has no floats or digits-first
+  names, and its only strings are docstrings, which do nothing: a digit inside one, or inside a
+  comment, is harmless.)
 * int arguments and the elements of list arguments are wrapped before each call;
 * `len()` and `range()` are replaced in the program's globals by versions that yield I32s;
 * everything else (list elements, min/max, pop) returns values that are already I32.
@@ -117,7 +118,8 @@ def _range(*args):
     return map(I32, _builtin_range(*args))  # range() itself raises ValueError on step 0
 
 
-_LITERAL = re.compile(r"(?<![A-Za-z_0-9])[0-9]+")  # (a number may run into a keyword: `1if`)
+# (a number may run into a keyword: `1if`)
+_LITERAL = re.compile(r"(?<![A-Za-z_0-9])(?:0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|[0-9][0-9_]*)")
 
 
 def prepare(source: str, filename: str = "<vramgym>") -> dict:
@@ -127,7 +129,8 @@ def prepare(source: str, filename: str = "<vramgym>") -> dict:
     def name(m):
         text = m.group(0)
         n = "_λ" + text  # non-ASCII: no name of the language (ASCII only) can be it, as `_vg_1` could
-        literals[n] = I32(int(text))
+        digits, base = text.replace("_", ""), {"x": 16, "o": 8, "b": 2}.get(text[1:2].lower(), 10)
+        literals[n] = I32(int(digits[2:] if base != 10 else digits, base))
         return n + " " if m.string[m.end():m.end() + 1].isalpha() else n  # `1if` -> `_λ1 if`
 
     code = compile(_LITERAL.sub(name, source), filename, "exec")

@@ -286,6 +286,10 @@ class NativeAutomaton:
         else:
             raise ValueError(f"NativeAutomaton runs on 'cpu' or a CUDA device, not {self.device}")
 
+    def __reduce__(self):
+        # Built again where it is unpickled (or copied): the tables' addresses are this process's.
+        return NativeAutomaton, (self.grammars, str(self.device))
+
     # ---- inputs and outputs ----------------------------------------------------------------
     def _rows(self, state, dtype=np.int32):
         """(n, STATE_SIZE) int32, C-contiguous: numpy on the CPU (a view of a CPU tensor), a torch

@@ -1,6 +1,7 @@
 """Bad input to the compiler's Python API: a clear TypeError / ValueError, never a crash, an
 IndexError from inside numpy, or a silently wrong answer (audit U2, U3, W4, C2). The good cases
 next to the bad ones pin that the checks do not refuse what used to work."""
+import random
 import subprocess
 import sys
 
@@ -522,10 +523,17 @@ def test_a_bad_closing_bracket_comes_before_a_later_lexer_error(src):
     with pytest.raises(SyntaxError) as py:
         compile(src, "<t>", "exec")
     assert "unmatched" in py.value.msg or "does not match" in py.value.msg
-    for fn in (compile_source, tokenize):
-        with pytest.raises(CompileError) as e:
-            fn(src)
-        assert (e.value.kind, e.value.line, e.value.col) == ("invalid_syntax", py.value.lineno, py.value.offset)
+    want = ("invalid_syntax", py.value.lineno, py.value.offset)
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert (e.value.kind, e.value.line, e.value.col) == want
+    try:  # a big int or a float is a token: the bracket is compile_tokens' to find
+        toks = tokenize(src)
+    except CompileError as e:
+        assert (e.kind, e.line, e.col) == want
+    else:
+        res = compile_tokens(toks, np.array([0, len(toks)]))
+        assert (oc.ERROR_NAMES[int(res.errors[0, 0])], *res.errors[0, 1:3].tolist()) == want
 
 
 def test_token_limit_is_the_documented_one():
@@ -894,7 +902,7 @@ def test_a_later_lexer_error_still_wins_without_an_earlier_syntax_error():
     end inside a block (`if a:` whose body is the bad line), which is no error of the source."""
     for src, kind in (("def f(a: int) -> int:\n    if a:\n        return $\n    return 1\n", "unexpected_char"),
                       ("def f(a: int) -> int:\n    return 1.5\n", "float"),
-                      ("def f(a: int) -> int:\n    x = zz\n    return 'a'\n", "string"),
+                      ("def f(a: int) -> int:\n    x = zz\n    return 'a\n", "unterminated_string"),
                       ("def f(a: int) -> int:\n    while a:\n\treturn 1\n    return 2\n", "tab_indent")):
         with pytest.raises(CompileError) as e:
             compile_source(src)
@@ -994,3 +1002,84 @@ def test_mutated_programs_get_cpythons_first_error_mostly():
         n += 1
         same += (vg.value.line, vg.value.col) == where
     assert n > 800 and same >= 0.7 * n, (seed, same, n)
+
+
+def _string_literal(r: random.Random, top: bool, as_bytes: bool) -> str:
+    prefix = r.choice(["b", "br", "Rb"]) if as_bytes else r.choice(["", "", "", "r", "u", "R"] + ([] if top else ["f", "rf"]))
+    q = r.choice(["'", '"', "'''", '"""'])
+    parts = ["a", " ", "1", "\\n", "\\\\", "\\" + q[0], "\\\n", "#", "\n" if len(q) == 3 else "x", q[0] if len(q) == 3 else "y"]
+    body = "".join(r.choice(parts) for _ in range(r.randint(0, 6)))
+    return prefix + q + body + (q if r.random() > 0.15 else "")  # sometimes unterminated
+
+
+def test_string_literals_match_cpython():
+    """Strings are tokens (CPython's tokenizing: prefixes, quotes, escapes, lines inside triple
+    quotes, unterminated ones), refused where the parser meets them and dropped as docstrings.
+    Fresh random literals each run, at the top of the file, as a statement, a value and a one-line
+    body, sometimes joined, sometimes with a later syntax error: CPython's (line, col) wherever
+    CPython finds an error (a few differ: a backslash continuation after a literal); a program
+    CPython runs compiles and returns its value, or is refused (a string used as a value)."""
+    r = random.Random()
+    n = agree = 0
+    for _ in range(1500):
+        where, as_bytes = r.randrange(4), r.random() < 0.2
+        a = _string_literal(r, where == 0, as_bytes)
+        if r.random() < 0.3:
+            a += " " + _string_literal(r, where == 0, as_bytes)
+        head = "def f(x: int) -> int:\n"
+        src = [a + "\n" + head + "    return x\n", head + "    " + a + "\n    return x\n",
+               head + "    return " + a + "\n", head + "    if x: " + a + "\n    return x\n"][where]
+        if r.random() < 0.5:
+            src += r.choice(["def g() -> int:\n    return 1 +\n", "def g() -> int:\n    y = (1\n", "    z = 1 2\n"])
+        try:
+            ns: dict = {}
+            exec(compile(src, "<t>", "exec"), ns)
+            cp = None
+        except SyntaxError as e:
+            cp = (e.lineno, e.offset)
+        try:
+            p = compile_source(src)
+            ours = None
+        except CompileError as e:
+            ours = (e.line, e.col, e.kind)
+        if cp is None:
+            assert ours is None or ours[2] == "string", (src, ours)
+            if ours is None:
+                assert execute(p, "f", [(3,)]) == [ns["f"](3)], src
+            ok = True
+        else:
+            ok = ours is not None and ours[:2] == cp
+        n += 1
+        agree += ok
+    assert agree >= 0.95 * n, f"{agree} of {n}"
+
+
+@pytest.mark.parametrize("src,where", [
+    ("def f(x: int) -> int:\n    y = 'a'\n    return x +\n", (3, 15)),      # the string ranks as a name error
+    ("def f(x: int) -> int:\n    y = 1.5\n    return x +\n", (3, 15)),      # so does a float
+    ("def f(x: int) -> int:\n    y = 2147483648\n    return (x\n", (3, 12)),  # and a big int
+    ("def f(x: int) -> int:\n    y = zz\n    if x\n        return x\n", (3, 9)),  # a later line of the same function
+    ("def f(x: int) -> int:\n    y = zz\n    while x:\n    return x\n", (4, 5)),  # its missing block
+    ("def f(x: int) -> int:\n    '''doc\n    '''\n    return x 1\n", (4, 14)),  # lines after a string's
+    ("def f(x: int) -> int:\n    wh'x'ile x:\n        return x\n", (2, 7)),  # a name glued to a string
+])
+def test_errors_after_literals_and_in_the_same_function(src, where):
+    with pytest.raises(SyntaxError) as py:
+        compile(src, "<t>", "exec")
+    assert (py.value.lineno, py.value.offset) == where
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert (e.value.line, e.value.col) == where, e.value
+
+
+def test_docstrings_and_int_literal_forms_compile():
+    src = ('"""Module."""\ndef f(x: int) -> int:\n    """Doc\n    string."""\n    \'a\' "b"\n'
+           '    if x: "skip"\n    return x + 0x1F + 0o17 + 0b101 + 1_000\n\n"between"\n')
+    ns: dict = {}
+    exec(src, ns)
+    assert execute(compile_source(src), "f", [(1,), (-5,)]) == [ns["f"](1), ns["f"](-5)] == [1052, 1046]
+    for bad in ("def f(x: int) -> int:\n    f'{x}'\n    return x\n",       # an f-string runs code
+                "def f(x: int) -> int:\n    return 'a'\n",
+                "def f(x: int) -> int:\n    return 0x8000_0000\n"):          # past int32
+        with pytest.raises(CompileError):
+            compile_source(bad)

@@ -2,8 +2,11 @@
 the vector env against N single envs, masks that always produce compiling programs, reachable
 reference solutions that earn the full reward, and bad actions that end episodes cleanly."""
 import os
+import subprocess
+import sys
 
 import gymnasium as gym
+
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -433,6 +436,39 @@ def test_envs_pickle_mid_episode_and_go_on_alike(env_id):
             np.testing.assert_array_equal(obs[k], out2[0][k], err_msg=k)
         for x, y in zip(out[1:4], out2[1:4]):
             np.testing.assert_array_equal(x, y)
+
+
+def test_a_pickled_env_steps_alike_in_another_process_and_after_the_original_is_gone(tmp_path):
+    """The native mask automaton kept its tables' addresses, which a pickle or a deepcopy carried
+    over: a copy loaded in another process crashed, and one in the same process read freed memory
+    once the original was gone (audit, session 24). It is built again where it is loaded."""
+    import copy
+    import gc
+    import pickle
+    vec = gym.make_vec("vramgym/Synthesis-v0", num_envs=4, vectorization_mode="vector_entry_point", bank=BANK)
+    obs, _ = vec.reset(seed=1)
+    twin = copy.deepcopy(vec)
+    (tmp_path / "env.pkl").write_bytes(pickle.dumps(vec))
+    rng = np.random.default_rng(SEED)
+    actions, masks = [], []
+    for _ in range(12):
+        a = (rng.random(obs["action_mask"].shape) + obs["action_mask"]).argmax(1)
+        obs = vec.step(a)[0]
+        actions.append(a)
+        masks.append(np.asarray(obs["action_mask"]))
+    np.save(tmp_path / "actions.npy", np.stack(actions))
+    np.save(tmp_path / "masks.npy", np.stack(masks))
+    del vec
+    gc.collect()
+    for a, m in zip(actions, masks):
+        np.testing.assert_array_equal(np.asarray(twin.step(a)[0]["action_mask"]), m)
+    child = (f"import pickle, numpy as np, vramgym.envs\n"
+             f"env = pickle.loads(open({str(tmp_path / 'env.pkl')!r}, 'rb').read())\n"
+             f"for a, m in zip(np.load({str(tmp_path / 'actions.npy')!r}), np.load({str(tmp_path / 'masks.npy')!r})):\n"
+             f"    assert (np.asarray(env.step(a)[0]['action_mask']) == m).all()\n"
+             f"print('same')\n")
+    r = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "same", (r.returncode, r.stderr[-2000:])
 
 
 def test_the_longest_chain_the_mask_allows_compiles_in_the_scorer():

@@ -131,6 +131,11 @@ TOKENS: tuple[tuple[str, str], ...] = (
     ("SLASHSLASH_ASSIGN", "'//='"), ("PERCENT_ASSIGN", "'%='"),
     ("PLUS", "'+'"), ("MINUS", "'-'"), ("STAR", "'*'"), ("SLASHSLASH", "'//'"), ("PERCENT", "'%'"),
     ("LT", "'<'"), ("LE", "'<='"), ("GT", "'>'"), ("GE", "'>='"), ("EQ", "'=='"), ("NE", "'!='"),
+    # Literals that CPython accepts and the language refuses outside docstrings: the lexer keeps
+    # them as tokens and the parser refuses them where it meets them, so that a syntax error after
+    # them still comes first, as in CPython. STRING: value bit 0 an f-string, bit 1 bytes, bit 2
+    # a bytes/str mix (a syntax error); OPAQUE: value the error its use raises (float, int_too_large).
+    ("STRING", "string"), ("OPAQUE", "literal"),
 )
 TOKEN_CODES = {name: i for i, (name, _) in enumerate(TOKENS)}
 TOKEN_TEXT = {i: text for i, (_, text) in enumerate(TOKENS)}
@@ -161,7 +166,7 @@ ERRORS: tuple[tuple[int, str, str], ...] = (
     (7, "expected_indent", "expected an indented block"),
     (8, "too_deep", "blocks or brackets nested too deeply (limit {arg})"),
     (9, "int_too_large", "integer literal does not fit in 32 bits"),
-    (10, "bad_number", "invalid number literal (only plain decimal integers are supported)"),
+    (10, "bad_number", "invalid number literal"),
     (11, "string", "strings are not supported"),
     (12, "float", "floats are not supported"),
     (13, "unsupported_operator", "this operator is not supported"),
@@ -208,6 +213,7 @@ ERRORS: tuple[tuple[int, str, str], ...] = (
     (54, "never_closed", "{tok} was never closed"),
     (55, "forgot_comma", "invalid syntax. Perhaps you forgot a comma?"),
     (56, "bare_return", "'return' needs a value of type {type}"),
+    (57, "unterminated_string", "unterminated string literal"),
 )
 ERROR_NAMES = {code: name for code, name, _ in ERRORS}
 ERROR_MESSAGES = {code: msg for code, _, msg in ERRORS}

@@ -107,14 +107,15 @@ VG_HD inline bool lx_emit(Lexer& L, int32_t kind, int32_t value, int64_t at) {
 VG_HD inline bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 VG_HD inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-// Whether a name's n chars are a string prefix (r, u, b, f, t, or br, fr, tr either way round, any case).
+// Whether a name's n chars are a string prefix (r, u, b, f, or br, fr either way round, any case; not
+// 3.14's t, which CPython 3.10-3.13 read as a name).
 VG_HD inline bool string_prefix(const char* s, int32_t n) {
   auto low = [](char ch) { return (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch); };
   char a = low(s[0]), b = n > 1 ? low(s[1]) : 0;
-  if (n == 1) return a == 'r' || a == 'u' || a == 'b' || a == 'f' || a == 't';
+  if (n == 1) return a == 'r' || a == 'u' || a == 'b' || a == 'f';
   if (n != 2) return false;
   if (a == 'r') { a = b; b = 'r'; }
-  return b == 'r' && (a == 'b' || a == 'f' || a == 't');
+  return b == 'r' && (a == 'b' || a == 'f');
 }
 
 // Whether s (n chars, right after a number's digits) starts with a keyword that CPython's
@@ -132,7 +133,7 @@ VG_HD inline bool keyword_after_number(const char* s, int64_t n) {
 }
 
 // CPython's tokenizer (3.11) on the number literal at s[at] (a digit, or a '.' before one), cut
-// down to whether it raises, and where: "invalid decimal literal" (`1_`, `1a`, `1.x`), "leading
+// down to whether it raises (and where), or where the literal ends (*end): "invalid decimal literal" (`1_`, `1a`, `1.x`), "leading
 // zeros ...", "invalid digit '8' in octal literal". Such an error wins over a syntax error anywhere
 // before it, so the lexer needs CPython's verdict, not only its own (`1.5` and `0x1F` are valid
 // Python, refused by the language). *bad: the character CPython's column names (the one before its
@@ -192,7 +193,14 @@ VG_HD inline int py_decimal_tail(PyNumCursor& t, int64_t* bad) {
   }
 }
 
-VG_HD inline bool py_bad_number(const char* s, int64_t len, int64_t at, int64_t* bad) {
+// py_end_ok, and where a literal that ends well ends: one past its last character.
+VG_HD inline bool py_number_end(PyNumCursor& t, int c, int64_t* bad, int64_t* end) {
+  if (!py_end_ok(t, c, bad)) return false;
+  *end = c == -1 ? t.p : t.p - 1;
+  return true;
+}
+
+VG_HD inline bool py_bad_number(const char* s, int64_t len, int64_t at, int64_t* bad, int64_t* end) {
   PyNumCursor t{s, len, at};
   int c = t.next();
   if (c == '.') {
@@ -221,7 +229,7 @@ VG_HD inline bool py_bad_number(const char* s, int64_t len, int64_t at, int64_t*
         *bad = t.p - 1;
         return true;
       }
-      return !py_end_ok(t, c, bad);
+      return !py_number_end(t, c, bad, end);
     }
     bool nonzero = false;
     for (;;) {  // zeros, maybe with underscores
@@ -250,7 +258,7 @@ VG_HD inline bool py_bad_number(const char* s, int64_t len, int64_t at, int64_t*
       *bad = at;
       return true;
     }
-    return !py_end_ok(t, c, bad);
+    return !py_number_end(t, c, bad, end);
   }
   if ((c = py_decimal_tail(t, bad)) == -2) return true;
   if (c == '.') {
@@ -271,7 +279,7 @@ VG_HD inline bool py_bad_number(const char* s, int64_t len, int64_t at, int64_t*
       }
     } else if (!py_digit(c)) {
       t.back(c);
-      return !py_end_ok(t, e, bad);
+      return !py_number_end(t, e, bad, end);
     }
     if ((c = py_decimal_tail(t, bad)) == -2) return true;
   }
@@ -279,7 +287,7 @@ VG_HD inline bool py_bad_number(const char* s, int64_t len, int64_t at, int64_t*
   imaginary:
     c = t.next();
   }
-  return !py_end_ok(t, c, bad);
+  return !py_number_end(t, c, bad, end);
 }
 
 // Keywords of the language map to their own tokens; other Python keywords to RESERVED.
@@ -373,6 +381,52 @@ VG_HD inline void lx_newline(Lexer& L) {
   L.line_start = L.pos;
 }
 
+// The string literal that starts at `at` (its prefix; the opening quote at q): one STRING token, joined with a string right before it (CPython's parser joins adjacent literals).
+// flags: STRING's value bits. An unterminated literal is CPython's tokenizer error, at its start.
+VG_HD inline bool lx_string(Lexer& L, int64_t at, int64_t q, int32_t flags) {
+  const char* s = L.src;
+  const char qc = s[q];
+  const bool triple = q + 2 < L.len && s[q + 1] == qc && s[q + 2] == qc;
+  int64_t p = q + (triple ? 3 : 1), ls = L.line_start;
+  int32_t line = L.line;
+  for (;;) {
+    if (p >= L.len) break;
+    char ch = s[p];
+    if (ch == '\\') {
+      if (++p >= L.len) break;
+      ch = s[p];
+      if (ch != '\n' && ch != '\r') {
+        p++;
+        continue;
+      }
+      // an escaped line break continues any literal: counted below
+    } else if (ch == qc && (!triple || (p + 2 < L.len && s[p + 1] == qc && s[p + 2] == qc))) {
+      p += triple ? 3 : 1;
+      if (L.n > 0 && L.toks[L.n - 1].kind == TOK_STRING) {  // 'a' 'b'
+        Token& t = L.toks[L.n - 1];
+        if ((t.value ^ flags) & 2) t.value |= 4;
+        t.value |= flags & 1;
+      } else if (!lx_emit(L, TOK_STRING, flags, at)) {
+        return false;
+      }
+      L.pos = p;
+      L.line = line;
+      L.line_start = ls;
+      return true;
+    } else if (ch != '\n' && ch != '\r') {
+      p++;
+      continue;
+    } else if (!triple) {
+      break;
+    }
+    if (ch == '\r' && p + 1 < L.len && s[p + 1] == '\n') p++;
+    line++;
+    ls = ++p;
+  }
+  L.cpython_raises = true;
+  return lx_fail(L, ERR_UNTERMINATED_STRING, at);
+}
+
 // Tokenize the whole source into L.toks (terminated by EOF). Returns false on error (L.err).
 VG_HD inline bool lex(Lexer& L) {
   const char* s = L.src;
@@ -445,7 +499,16 @@ VG_HD inline bool lex(Lexer& L) {
       while (p < L.len && (is_alpha(s[p]) || is_digit(s[p]))) p++;
       int32_t n = (int32_t)(p - at);
       // b"..", f"..": the string starts at its prefix; after another name it starts at the quote
-      if (p < L.len && (s[p] == '\'' || s[p] == '"') && string_prefix(s + at, n)) return lx_fail(L, ERR_STRING, at);
+      if (p < L.len && (s[p] == '\'' || s[p] == '"') && string_prefix(s + at, n)) {
+        int32_t flags = 0;
+        for (int64_t k = at; k < p; k++) {
+          char ch = (char)(s[k] | 0x20);
+          if (ch == 'f') flags |= 1;  // it evaluates expressions: never dropped
+          if (ch == 'b') flags |= 2;
+        }
+        if (!lx_string(L, at, p, flags)) return false;
+        continue;
+      }
       if (n > MAX_NAME_LEN) return lx_fail(L, ERR_NAME_TOO_LONG, at, MAX_NAME_LEN);
       int32_t ri = 0;
       int32_t kw = keyword(s + at, n, &ri);
@@ -462,29 +525,30 @@ VG_HD inline bool lex(Lexer& L) {
     }
     char d = at + 1 < L.len ? s[at + 1] : 0;  // the operators' next characters (not read for names)
     if (is_digit(c) || (c == '.' && is_digit(d))) {
-      int64_t bad = at;
-      if (py_bad_number(s, L.len, at, &bad)) {  // CPython's error, at its column (`1_`, `1.x`, `09`)
+      int64_t bad = at, end = at;
+      if (py_bad_number(s, L.len, at, &bad, &end)) {  // CPython's error, at its column (`1_`, `1.x`, `09`)
         L.cpython_raises = true;
         return lx_fail(L, ERR_BAD_NUMBER, bad);
       }
-      if (c == '.') return lx_fail(L, ERR_FLOAT, at);
-      int64_t p = at;
-      int64_t v = 0;
-      bool nonzero = false;
-      while (p < L.len && is_digit(s[p])) {
-        if (s[p] != '0') nonzero = true;
-        if (v <= VG_INT32_MAX) v = v * 10 + (s[p] - '0');
-        p++;
+      // A literal CPython takes, [at, end): an int (decimal, 0x, 0o or 0b, with underscores), else a
+      // float or an imaginary number.
+      int32_t base = 10, refused = ERR_OK;
+      int64_t p = at, v = 0;
+      char b = end - at > 1 ? (char)(s[at + 1] | 0x20) : 0;
+      if (c == '0' && (b == 'x' || b == 'o' || b == 'b')) base = b == 'x' ? 16 : b == 'o' ? 8 : 2, p += 2;
+      for (; p < end; p++) {
+        char ch = s[p];
+        if (ch == '_') continue;
+        int32_t dv = is_digit(ch) ? ch - '0' : (ch | 0x20) >= 'a' && (ch | 0x20) <= 'f' ? (ch | 0x20) - 'a' + 10 : 99;
+        if (dv >= base) {  // '.', an exponent or 'j' (py_bad_number checked the digits)
+          refused = ERR_FLOAT;
+          break;
+        }
+        if (v <= VG_INT32_MAX) v = v * base + dv;
       }
-      char nx = p < L.len ? s[p] : 0;
-      // `1if x else 2`: CPython ends the number (but `0or` starts an octal literal, `0o...`)
-      bool kw = keyword_after_number(s + p, L.len - p) && !(p - at == 1 && c == '0' && nx == 'o');
-      if (!kw && (nx == '.' || nx == 'e' || nx == 'E' || nx == 'j' || nx == 'J')) return lx_fail(L, ERR_FLOAT, at);
-      if (!kw && (is_alpha(nx) || is_digit(nx))) return lx_fail(L, ERR_BAD_NUMBER, at);
-      if (s[at] == '0' && p - at > 1 && nonzero) return lx_fail(L, ERR_BAD_NUMBER, at);  // 007
-      if (v > VG_INT32_MAX) return lx_fail(L, ERR_INT_TOO_LARGE, at);
-      if (!lx_emit(L, TOK_INT, (int32_t)v, at)) return false;
-      L.pos = p;
+      if (refused == ERR_OK && v > VG_INT32_MAX) refused = ERR_INT_TOO_LARGE;
+      if (!lx_emit(L, refused != ERR_OK ? TOK_OPAQUE : TOK_INT, refused != ERR_OK ? refused : (int32_t)v, at)) return false;
+      L.pos = end;
       continue;
     }
     char e = at + 2 < L.len ? s[at + 2] : 0;
@@ -541,7 +605,9 @@ VG_HD inline bool lex(Lexer& L) {
         if (e == '=') { tok = TOK_SLASHSLASH_ASSIGN; width = 3; } else { tok = TOK_SLASHSLASH; width = 2; }
         break;
       case '%': if (d == '=') { tok = TOK_PERCENT_ASSIGN; width = 2; } else tok = TOK_PERCENT; break;
-      case '\'': case '"': return lx_fail(L, ERR_STRING, at);
+      case '\'': case '"':
+        if (!lx_string(L, at, at, 0)) return false;
+        continue;
       case '&': case '|': case '^': case '~': case '@': return lx_fail(L, ERR_UNSUPPORTED_OPERATOR, at);
       case ';': case '{': case '}': case '\\': return lx_fail(L, ERR_UNSUPPORTED, at);
       case 0: return lx_fail(L, ERR_NUL_BYTE, at);
@@ -1125,6 +1191,9 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
           k = KIND_LIST;
           break;
         case TOK_RESERVED: fail(c, ERR_RESERVED_KEYWORD); return -1;
+        // Valid Python that the language refuses (a name or type error's rank: after_parse_error)
+        case TOK_STRING: fail(c, t.value & 4 ? ERR_INVALID_SYNTAX : ERR_STRING); return -1;  // 4: b'' ''
+        case TOK_OPAQUE: fail(c, t.value); return -1;
         default: fail(c, ERR_EXPECTED_EXPRESSION); return -1;
       }
       if (c.failed) return -1;
@@ -1540,7 +1609,7 @@ VG_HD inline bool after_parse_error(int32_t code) {
   return (code >= ERR_DUPLICATE_FUNCTION && code <= ERR_FUNCTION_NAME) ||
          (code >= ERR_UNDEFINED_NAME && code <= ERR_CONTINUE_OUTSIDE_LOOP) || code == ERR_TUPLE_MISMATCH ||
          code == ERR_TUPLE_VALUE || code == ERR_NONE_VALUE || code == ERR_UNKNOWN_METHOD || code == ERR_RANGE_OUTSIDE_FOR ||
-         code == ERR_BARE_RETURN;
+         code == ERR_BARE_RETURN || code == ERR_STRING || code == ERR_FLOAT || code == ERR_INT_TOO_LARGE;
 }
 
 // `1 = a` with `a` unknown: the value is compiled first, but the target's grammar error is
@@ -1652,8 +1721,18 @@ VG_HD inline void tuple_assign(Compiler& c, int32_t lhs, int32_t lend, int32_t r
   }
 }
 
+// A string literal alone on its line (a docstring) does nothing: the statement is dropped. Not an
+// f-string (it evaluates its expressions) nor a bytes/str mix (a syntax error).
+VG_HD inline bool docstring(Compiler& c) {
+  return check(c, TOK_STRING) && !(tk(c).value & 5) && kind_at(c, c.p + 1) == TOK_NEWLINE;
+}
+
 VG_HD inline bool simple_statement(Compiler& c) {
   const Token& t = tk(c);
+  if (docstring(c)) {
+    advance(c);
+    return false;
+  }
   switch (t.kind) {
     case TOK_RETURN: {
       advance(c);
@@ -2037,6 +2116,10 @@ VG_HD VG_NOINLINE bool block(Compiler& c) {
 VG_HD inline bool signatures(Compiler& c) {
   while (!c.failed && !check(c, TOK_EOF)) {
     if (match(c, TOK_NEWLINE)) continue;
+    if (docstring(c)) {  // the module's docstring, or any string statement between functions
+      advance(c);
+      continue;
+    }
     if (check(c, TOK_INDENT)) return fail(c, ERR_UNEXPECTED_INDENT);
     if (check(c, TOK_RESERVED)) return fail(c, ERR_RESERVED_KEYWORD);
     if (!check(c, TOK_DEF)) return fail(c, ERR_EXPECTED_DEF);
@@ -2123,6 +2206,59 @@ VG_HD inline bool function(Compiler& c, int32_t fi) {
   return true;
 }
 
+// The statement or clause header that starts at token i, compiled for its grammar errors only,
+// after a name or type error has ended the compile (the code it emits is dropped with it). A
+// header's block is not entered: its lines are checked on their own.
+VG_HD VG_NOINLINE void line_grammar(Compiler& c, int32_t i) {
+  c.p = i;
+  c.failed = false;
+  c.depth = c.ops = c.elifs = c.nloops = 0;
+  const int32_t k = tk(c).kind;
+  int32_t top, jf;
+  bool forever;
+  switch (k) {
+    case TOK_IF: case TOK_ELIF: advance(c); branch_condition(c); break;
+    case TOK_ELSE: advance(c); expect(c, TOK_COLON); break;
+    case TOK_WHILE: while_head(c, &top, &jf, &forever); break;
+    case TOK_FOR: for_head(c, &top, &jf); break;
+    default: simple_statement(c); break;
+  }
+  if (c.failed) return;
+  if (k == TOK_IF || k == TOK_ELIF || k == TOK_ELSE || k == TOK_WHILE || k == TOK_FOR) {
+    if (match(c, TOK_NEWLINE)) {  // as block() starts one
+      if (!check(c, TOK_INDENT)) fail(c, ERR_EXPECTED_INDENT);
+      return;
+    }
+    simple_statement(c);  // the block on the header's line
+    if (c.failed) return;
+  }
+  expect(c, TOK_NEWLINE);
+}
+
+// A name or type error at token `from` ended the compile of a function whose tokens end before
+// `end`, but CPython reports every grammar error first: the later lines of the function are
+// checked one by one (line_grammar). True when one has such an error (then in c.err).
+VG_HD inline bool rest_of_body_error(Compiler& c, int32_t from, int32_t end) {
+  const int32_t nlive = c.nlive, scope = c.scope;
+  for (int32_t i = from; i < end; i++) {
+    if (c.t[i].kind != TOK_NEWLINE) continue;
+    int32_t j = i + 1;
+    while (j < end && (c.t[j].kind == TOK_INDENT || c.t[j].kind == TOK_DEDENT)) j++;
+    if (j >= end) break;
+    line_grammar(c, j);
+    c.nlive = nlive;
+    c.scope = scope;
+    if (c.failed && is_syntax_error(c.err.code)) return true;
+    i = j - 1;
+  }
+  return false;
+}
+
+// Where function fi's tokens end: at the next def, else at EOF.
+VG_HD inline int32_t body_end(const Compiler& c, int32_t fi) {
+  return fi + 1 < c.nfuncs ? c.funcs[fi + 1].def_tok : c.nt - 1;
+}
+
 // Pass 1 stops at the first error in a def line or between functions, but CPython parses the file
 // in order: a grammar error inside the body of a function before it comes first. So the bodies
 // read before the error are compiled, in order, and the first grammar error among them replaces
@@ -2133,17 +2269,22 @@ VG_HD inline void earlier_body_error(Compiler& c) {
   const int32_t first_tok = c.err_tok;
   for (int32_t i = 0; i < c.nfuncs && c.funcs[i].body_tok < first_tok; i++) {
     c.failed = false;
-    if (!function(c, i) && is_syntax_error(c.err.code) && c.err_tok < first_tok) return;
+    if (function(c, i)) continue;
+    if (after_parse_error(c.err.code)) {
+      int32_t e = body_end(c, i);
+      rest_of_body_error(c, c.err_tok, e < first_tok ? e : first_tok);
+    }
+    if (is_syntax_error(c.err.code) && c.err_tok < first_tok) return;
   }
   c.failed = true;
   c.err = first;
   c.err_tok = first_tok;
 }
 
-VG_HD inline bool operand_end(int32_t k) {
-  return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE || k == TOK_RPAREN || k == TOK_RBRACKET;
+VG_HD inline bool operand_start(int32_t k) {
+  return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE || k == TOK_STRING || k == TOK_OPAQUE;
 }
-VG_HD inline bool operand_start(int32_t k) { return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE; }
+VG_HD inline bool operand_end(int32_t k) { return operand_start(k) || k == TOK_RPAREN || k == TOK_RBRACKET; }
 
 // The token that closes the bracket at token i, or -1 when none does before the end of the file.
 VG_HD inline int32_t closer(const Compiler& c, int32_t i) {
@@ -2239,8 +2380,14 @@ VG_HD inline bool adjacent_operands(Compiler& c) {
     if (!operand_end(k) || !(operand_start(n.kind) || not_pair)) continue;
     bool line_start = i == 0 || c.t[i - 1].kind == TOK_NEWLINE || c.t[i - 1].kind == TOK_INDENT ||
                       c.t[i - 1].kind == TOK_DEDENT;
-    if (line_start && k == TOK_NAME && kind_at(c, line_end(c, i) - 1) == TOK_COLON) continue;
-    bool comma = d > 0 && params[d - 1] != 1;  // `f(a b)`; but `def f(a b)` is no expression
+    // (`match x:` may be a match statement; a literal glued to a keyword's letters, `wh's'ile x:`, is
+    // not, and CPython's parser fails at it)
+    if (line_start && k == TOK_NAME && n.kind != TOK_STRING && n.kind != TOK_OPAQUE &&
+        kind_at(c, line_end(c, i) - 1) == TOK_COLON)
+      continue;
+    // `f(a b)`; but `def f(a b)` is no expression, and CPython's rule skips a name before a string
+    // (`f(b 'x')`: its parser fails at the string)
+    bool comma = d > 0 && params[d - 1] != 1 && !(k == TOK_NAME && n.kind == TOK_STRING);
     int32_t s = comma ? elem[d - 1] : i + 1 + not_pair, e = i;
     while (comma && bare_group(c, s, e)) s++, e--;  // `((a + 1) b)`: the range starts at `a`
     const Token& at = c.t[s];
@@ -2263,16 +2410,19 @@ VG_HD inline bool adjacent_operands(Compiler& c) {
 }
 
 // A name or type error stops the compile, but CPython reports every grammar error in the file
-// before such errors: the bodies of the functions after the failed one are compiled, in order,
-// and the first grammar error among them wins. (Statements after the error in its own function
-// are not reached.)
+// before such errors: the later lines of the failed function (rest_of_body_error), then the
+// bodies of the functions after it are compiled, in order, and the first grammar error wins.
+// (The rest of the statement with the error is not checked.)
 VG_HD inline void later_body_error(Compiler& c, int32_t next) {
   if (!after_parse_error(c.err.code)) return;
   const CompileError first = c.err;
   const int32_t first_tok = c.err_tok;
+  if (rest_of_body_error(c, first_tok, body_end(c, next - 1))) return;
   for (int32_t i = next; i < c.nfuncs; i++) {
     c.failed = false;
-    if (!function(c, i) && is_syntax_error(c.err.code)) return;
+    if (function(c, i)) continue;
+    if (is_syntax_error(c.err.code)) return;
+    if (after_parse_error(c.err.code) && rest_of_body_error(c, c.err_tok, body_end(c, i))) return;
   }
   c.failed = true;
   c.err = first;
@@ -2369,7 +2519,8 @@ VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntok
     const Token& t = toks[i];
     bool bad = t.kind < 0 || t.kind >= NUM_TOKENS || (t.kind == TOK_EOF && i != ntoks - 1) ||
                (t.kind == TOK_NAME && (t.value < 0 || t.value >= MAX_NAMES)) ||
-               (t.kind == TOK_INT && t.value < 0) ||
+               (t.kind == TOK_INT && t.value < 0) || (t.kind == TOK_STRING && (t.value < 0 || t.value > 7)) ||
+               (t.kind == TOK_OPAQUE && t.value != ERR_FLOAT && t.value != ERR_INT_TOO_LARGE) ||
                (t.kind == TOK_RESERVED && (t.value < 0 || t.value >= NUM_RESERVED_KEYWORDS));
     if (t.kind == TOK_LPAREN || t.kind == TOK_LBRACKET) {
       if (depth < 64) square = (square & ~(1ull << depth)) | (uint64_t)(t.kind == TOK_LBRACKET) << depth;

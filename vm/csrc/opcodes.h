@@ -130,7 +130,9 @@ enum Tok {
   TOK_GE = 45,
   TOK_EQ = 46,
   TOK_NE = 47,
-  NUM_TOKENS = 48
+  TOK_STRING = 48,
+  TOK_OPAQUE = 49,
+  NUM_TOKENS = 50
 };
 
 enum Err {
@@ -191,7 +193,8 @@ enum Err {
   ERR_NEVER_CLOSED = 54,
   ERR_FORGOT_COMMA = 55,
   ERR_BARE_RETURN = 56,
-  NUM_ERRORS = 57
+  ERR_UNTERMINATED_STRING = 57,
+  NUM_ERRORS = 58
 };
 
 constexpr int NUM_RESERVED_KEYWORDS = 20;

@@ -1,3 +1,0 @@
-def f() -> int:
-    return 0x10
-# error: 2:12 invalid number literal

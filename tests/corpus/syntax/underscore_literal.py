@@ -1,3 +1,0 @@
-def f() -> int:
-    return 1_000
-# error: 2:12 invalid number literal
