@@ -118,26 +118,12 @@ VG_HD inline bool string_prefix(const char* s, int32_t n) {
   return b == 'r' && (a == 'b' || a == 'f');
 }
 
-// Whether s (n chars, right after a number's digits) starts with a keyword that CPython's
-// tokenizer lets end a number without a space (`1if x else 2`, `x==1or y`; a SyntaxWarning since
-// 3.12): `if`, `in`, `is` on their first two letters, `and`, `else`, `for`, `not`, `or` whole.
-VG_HD inline bool keyword_after_number(const char* s, int64_t n) {
-  if (n >= 2 && s[0] == 'i' && (s[1] == 'f' || s[1] == 'n' || s[1] == 's')) return true;
-  const char* kws[] = {"and", "else", "for", "not", "or"};
-  for (const char* k : kws) {
-    int64_t m = 0;
-    while (k[m] && m < n && s[m] == k[m]) m++;
-    if (!k[m]) return m == n || !(is_alpha(s[m]) || is_digit(s[m]));
-  }
-  return false;
-}
-
 // CPython's tokenizer (3.11) on the number literal at s[at] (a digit, or a '.' before one), cut
-// down to whether it raises (and where), or where the literal ends (*end): "invalid decimal literal" (`1_`, `1a`, `1.x`), "leading
+// down to whether it raises, and where: "invalid decimal literal" (`1_`, `1a`, `1.x`), "leading
 // zeros ...", "invalid digit '8' in octal literal". Such an error wins over a syntax error anywhere
-// before it, so the lexer needs CPython's verdict, not only its own (`1.5` and `0x1F` are valid
-// Python, refused by the language). *bad: the character CPython's column names (the one before its
-// cursor). A cursor step past the end reads -1 and stays, as CPython's at EOF.
+// before it, so the lexer needs CPython's verdict. Else *end: where the literal ends (a number may
+// run into a keyword, `1if x else 2`). *bad: the character CPython's column names (the one before
+// its cursor). A cursor step past the end reads -1 and stays, as CPython's at EOF.
 struct PyNumCursor {
   const char* s;
   int64_t len, p;
