@@ -253,6 +253,7 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         pinned = self._task_ids(options["task"]) if "task" in options else None
         if seed is not None:
             self._seed = seed
+        super().reset(seed=seed)   # np_random and np_random_seed, as Gymnasium's vector envs keep them
         if seed is None and self._ready:
             self._episode += 1   # Gymnasium's seed=None: go on sampling, do not replay
         else:
@@ -268,6 +269,23 @@ class TensorVectorEnv(gym.vector.VectorEnv):
             self._graph((self.num_envs,) + self.single_action_space.shape)
         self._ready = True
         return self._observe(), {}
+
+    def __getstate__(self):
+        # captured steps hold closures over this env (and CUDA graphs cannot be copied): a pickle or
+        # a deepcopy takes their keys and captures its own steps again
+        d = dict(vars(self))
+        d["_graphs"] = list(self._graphs)
+        return d
+
+    def __setstate__(self, d):
+        keys, d["_graphs"] = d["_graphs"], {}
+        vars(self).update(d)
+        if self.cuda_graph and self._ready:
+            pinned = self._pinned
+            for shape, pin in keys:   # (a graph's key: the action shape and whether tasks are pinned)
+                self._pinned = pin
+                self._graph(shape)
+            self._pinned = pinned
 
     def _buffers(self) -> dict:
         """Every tensor a step reads or writes in place: the core's state and the shell's own."""
@@ -321,8 +339,10 @@ class TensorVectorEnv(gym.vector.VectorEnv):
             if self.copy:
                 obs = {k: v.clone() for k, v in obs.items()}
             reward, term, trunc, invalid = reward.clone(), term.clone(), trunc.clone(), invalid.clone()
+        # `_invalid_action`: Gymnasium's vector-info mask of the envs that report the key (all of them)
+        every = torch.ones(n, dtype=torch.bool, device=self.device)
         return (self._out(obs), self._out(reward), self._out(term), self._out(trunc),
-                {"invalid_action": self._out(invalid)})
+                {"invalid_action": self._out(invalid), "_invalid_action": self._out(every)})
 
     def render(self):
         if self.render_mode == "ansi":

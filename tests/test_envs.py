@@ -471,6 +471,57 @@ def test_a_pickled_env_steps_alike_in_another_process_and_after_the_original_is_
     assert r.returncode == 0 and r.stdout.strip() == "same", (r.returncode, r.stderr[-2000:])
 
 
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_vector_env_keeps_gymnasiums_seed_and_info_conventions(env_id):
+    """reset(seed) did not reach gymnasium's VectorEnv.reset, so np_random_seed was a fresh random
+    number; step infos lacked the `_key` masks that gymnasium's own vector envs give (audit,
+    session 24). The infos now match a SyncVectorEnv's of the same id."""
+    native = gym.make_vec(env_id, num_envs=3, vectorization_mode="vector_entry_point", bank=BANK)
+    sync = gym.make_vec(env_id, num_envs=3, vectorization_mode="sync", bank=BANK)
+    rng = np.random.default_rng(SEED)
+    infos = []
+    for vec in (native, sync):
+        obs, _ = vec.reset(seed=11)
+        if vec is native:   # (a SyncVectorEnv reports its sub-envs' seeds, 11, 12, 13)
+            assert vec.unwrapped.np_random_seed == 11
+            vec.reset()   # seed=None goes on with the same generator
+            assert vec.unwrapped.np_random_seed == 11
+        if "action_mask" in obs:
+            a = np.array([np.flatnonzero(m)[0] for m in obs["action_mask"]])
+        else:
+            a = np.stack([policy(rng, vec.single_action_space, {}) for _ in range(3)])
+        infos.append(vec.step(a)[4])
+    assert sorted(infos[0]) == sorted(infos[1])
+    for k in infos[1]:
+        assert np.asarray(infos[0][k]).dtype == np.asarray(infos[1][k]).dtype, k
+        if k.startswith("_"):
+            np.testing.assert_array_equal(infos[0][k], infos[1][k])
+
+
+def test_an_env_with_captured_steps_pickles_and_copies_without_stepping_the_original():
+    """With cuda_graph set, reset captures the step in a closure over the env: pickling failed
+    and a deepcopy's step ran the original's capture, moving the original (audit, session 24).
+    Copies capture their own steps ("emulate" runs the same plumbing on the CPU)."""
+    import copy
+    import pickle
+    kw = dict(num_envs=4, vectorization_mode="vector_entry_point", bank=BANK, cuda_graph="emulate")
+    vec = gym.make_vec("vramgym/Synthesis-v0", **kw)
+    obs, _ = vec.reset(seed=2)
+    twins = [copy.deepcopy(vec), pickle.loads(pickle.dumps(vec))]
+    rng = np.random.default_rng(SEED)
+    for _ in range(10):
+        a = (rng.random(obs["action_mask"].shape) + obs["action_mask"]).argmax(1)
+        outs = [t.step(a) for t in twins]   # the copies first: the original must not move
+        ref = vec.step(a)
+        obs = ref[0]
+        for out in outs:
+            for k in obs:
+                np.testing.assert_array_equal(out[0][k], obs[k], err_msg=k)
+            for x, y in zip(out[1:4], ref[1:4]):
+                np.testing.assert_array_equal(x, y)
+    assert all(t.unwrapped._graphs for t in twins)   # stepping through their own captures
+
+
 def test_the_longest_chain_the_mask_allows_compiles_in_the_scorer():
     # `return n < n < ... < n` at max_len 1,024 is 2,553 words: the scorer's fixed cap of 1,024
     # words failed every such body from max_len 414 on (audit, session 16)
