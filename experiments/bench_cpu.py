@@ -634,6 +634,18 @@ def vg_end_to_end(tasks, nthreads):
     return int(passed.all(axis=1).sum()), int(passed.sum())
 
 
+def vg_one_by_one(sources, entries, inputs_list):
+    """compile_source + execute, one program per call: the Python API without batching."""
+    from vramgym.compiler import compile_source
+    from vramgym.vm import execute
+    return [execute(compile_source(s), e, inputs) for s, e, inputs in zip(sources, entries, inputs_list)]
+
+
+def cpy_one_by_one(sources, entries, inputs_list):
+    """CPython's side of vg_one_by_one: compile, exec and call each program on its inputs."""
+    return cpy_execute([compile(s, "<bench>", "exec") for s in sources], entries, inputs_list)
+
+
 def vg_decode(res, tasks, m):
     out = []
     status, value = res.status.tolist(), res.value.tolist()
@@ -855,6 +867,10 @@ def bench_workload(tasks, repeat, label, with_e2e, code_cap=1024):
                                    lambda: vg_end_to_end(tasks, 1), repeat)
         rows.append(row(f"end to end ({label}: compile + run + compare)", "programs", tc, tv, n))
         e2e = (pc, pv)
+        k = min(n, 500)   # the one-program calls: what a loop over candidates pays without the batch API
+        tc, tv, _, _ = best_pair(lambda: cpy_one_by_one(sources[:k], entries[:k], inputs_list[:k]),
+                                 lambda: vg_one_by_one(sources[:k], entries[:k], inputs_list[:k]), repeat)
+        rows.append(row(f"one program per call ({label}: compile_source + execute)", "programs", tc, tv, k))
     return rows, e2e
 
 

@@ -101,6 +101,41 @@ def test_program_batch_converts_other_integer_dtypes_exactly():
 
 
 
+def test_program_batch_checks_parameter_kinds():
+    p = compile_source(INC)
+    w = oc.LIMITS["MAX_PARAMS"] + 1
+
+    def batch(row):
+        return ProgramBatch(p.code, [0, len(p.code)], [0], [oc.KIND_INT], np.array([row], np.int64))
+    ok = [oc.KIND_INT] + [-1] * (w - 1)
+    assert batch(ok).params.tolist() == [ok]
+    assert batch([-2] * w).params.tolist() == [[-2] * w]   # a row of UNKNOWN_KINDS: not checked
+    for bad in ([oc.KIND_LIST + 1] + [-1] * (w - 1), [-3] + [-1] * (w - 1), [-1, oc.KIND_INT] + [-1] * (w - 2),
+                [oc.KIND_INT] * w, [-2] + [-1] * (w - 1)):
+        with pytest.raises(ValueError, match="params"):
+            batch(bad)
+
+
+def test_programs_with_other_code_dtypes_batch_as_the_compiled_one():
+    """from_programs takes each Program's words as code_words reads them (an int32 view, int64):
+    one dtype for the concatenation, not a mix promoted to int64 and reinterpreted."""
+    p = compile_source(INC)
+    twins = [p, Program(p.code.view(np.int32), p.functions), Program(p.code.astype(np.int64), p.functions)]
+    b = ProgramBatch.from_programs(twins, "g")
+    assert b.code.dtype == np.uint32 and b.code.tolist() == p.code.tolist() * 3
+    assert execute(twins, "g", [(41,)]) == [[42]] * 3
+
+
+def test_the_core_gets_only_arrays_of_its_dtype():
+    """The C ABI's array arguments are plain addresses: ptr() refuses any other dtype (or a
+    non-contiguous array) instead of handing over memory the core would misread."""
+    assert cpu.ptr(None, cpu._i32p) is None
+    a = np.zeros(3, np.int32)
+    assert cpu.ptr(a, cpu._i32p) == a.ctypes.data
+    for a in (np.zeros(3, np.int64), np.zeros(3, np.uint32), np.zeros(6, np.int32)[::2]):
+        with pytest.raises(TypeError, match="contiguous int32"):
+            cpu.ptr(a, cpu._i32p)
+
 def test_batches_do_not_share_the_callers_arrays():
     """Found by an audit: Encoded and ProgramBatch kept the caller's arrays after checking them, so
     writing to those afterwards sent unchecked offsets to the core (a segfault). Now a batch's

@@ -89,9 +89,10 @@ class ProgramBatch:
             if p.shape != (n, oc.LIMITS["MAX_PARAMS"] + 1) or not np.issubdtype(p.dtype, np.integer):
                 raise ValueError(f"params must be an integer array of shape ({n}, {oc.LIMITS['MAX_PARAMS'] + 1})")
             unknown = (p == UNKNOWN_KINDS).all(axis=1)
-            if not np.isin(p[~unknown], (-1, *kinds)).all():
+            known = p[~unknown]   # (-1 and the kinds are one range of codes: a range check, not isin)
+            if known.size and (int(known.min()) < -1 or int(known.max()) > max(kinds)):
                 raise ValueError(f"params values must be opcodes.KIND_* or -1 (or a whole row of {UNKNOWN_KINDS})")
-            used = p[~unknown] >= 0  # the kinds, then -1 to the end (the last position always -1)
+            used = known >= 0  # the kinds, then -1 to the end (the last position always -1)
             if (used[:, 1:] > used[:, :-1]).any() or used[:, -1].any():
                 raise ValueError(f"params rows must be at most {oc.LIMITS['MAX_PARAMS']} kinds followed by -1s")
             params = np.ascontiguousarray(p, dtype=np.int8)
@@ -134,14 +135,17 @@ class ProgramBatch:
         lengths = [len(p.code) for p in programs]
         offsets = np.zeros(len(programs) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        code = np.concatenate([p.code for p in programs]) if programs else np.zeros(0, np.uint32)
-        b = cls.build(code, offsets, [f.index for f in fns], [KIND_BY_NAME[f.ret] for f in fns])
-        if not all(p.typed for p in programs):
-            return b
-        params = np.full((len(fns), oc.LIMITS["MAX_PARAMS"] + 1), -1, dtype=np.int8)
-        for i, f in enumerate(fns):
-            params[i, :len(f.params)] = [KIND_BY_NAME[k] for k in f.params]
-        return cls(b.code, b.offsets, b.entry, b.ret_kind, params)
+        words = [p.code if isinstance(p.code, np.ndarray) and p.code.dtype == np.uint32 else code_words(p.code, "code")
+                 for p in programs]   # (one dtype: a mix would concatenate as int64)
+        code = np.concatenate(words) if programs else np.zeros(0, np.uint32)
+        entry = np.array([f.index for f in fns], dtype=np.int64)
+        ret_kind = np.array([KIND_BY_NAME[f.ret] for f in fns], dtype=np.int32)
+        params = None
+        if all(p.typed for p in programs):
+            params = np.full((len(fns), oc.LIMITS["MAX_PARAMS"] + 1), -1, dtype=np.int8)
+            for i, f in enumerate(fns):
+                params[i, :len(f.params)] = [KIND_BY_NAME[k] for k in f.params]
+        return cls(code, offsets, entry, ret_kind, params)   # checked once, as any batch
 
     def __len__(self):
         return len(self.offsets) - 1
