@@ -92,7 +92,8 @@ def ptr(a: np.ndarray | None, t):
     if a is None:
         return None
     if a.dtype != t.dtype or not a.flags.c_contiguous:
-        raise TypeError(f"the core takes a contiguous {t.dtype} array here, got {a.dtype}")
+        got = a.dtype if a.dtype != t.dtype else "a non-contiguous one"
+        raise TypeError(f"the core takes a contiguous {t.dtype} array here, got {got}")
     return a.ctypes.data
 
 
