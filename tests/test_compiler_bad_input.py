@@ -375,6 +375,18 @@ def _cpython_error(src):
     return py.value.lineno, py.value.offset, py.value.msg
 
 
+def _cpython_refusal(src) -> SyntaxError | None:
+    """CPython's SyntaxError for src, or None where it compiles (its SyntaxWarnings silenced)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            compile(src, "<t>", "exec")
+        except SyntaxError as e:
+            return e
+    return None
+
+
 # Each was reported at a later token, or as an undefined name, a type error or an unsupported
 # construct met before the parser saw the two operands (rows: body of `def f(a: int) -> int:`).
 @pytest.mark.parametrize("body,kind", [
@@ -463,16 +475,12 @@ def test_deleted_operators_and_commas_are_reported_as_cpython_does():
 def _at_cpythons_place(sources) -> tuple[int, int]:
     """Of the sources CPython refuses: how many, and at how many the compiler's error is at
     CPython's (line, col) (it must refuse every one)."""
-    import warnings
     n = same = 0
     for src in sources:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                compile(src, "<t>", "exec")
-                continue
-            except SyntaxError as e:
-                where = (e.lineno, e.offset)
+        e = _cpython_refusal(src)
+        if e is None:
+            continue
+        where = (e.lineno, e.offset)
         with pytest.raises(CompileError) as vg:
             compile_source(src)
         n += 1
@@ -794,19 +802,12 @@ def test_a_number_runs_into_a_name_as_cpython_decides():
     """Every number form here against every keyword and near-keyword glued after it: compiles
     here exactly when it compiles in CPython (an audit found `0or` accepted: CPython reads `0o`
     as the start of an octal literal)."""
-    import warnings
     words = ["if", "in", "is", "and", "or", "else", "for", "not", "ifx", "andy", "ory", "nota", "elsey", "i", "o",
              "orb", "e", "x", "b", "j", "_"]
     for num in ["0", "00", "1", "10", "07"]:
         for w in words:
             src = f"def f(n: int, xs: list[int]) -> int:\n    return {num}{w} n\n"
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                try:
-                    compile(src, "<t>", "exec")
-                    py_ok = True
-                except SyntaxError:
-                    py_ok = False
+            py_ok = _cpython_refusal(src) is None
             try:
                 compile_source(src)
                 ok = True
@@ -954,7 +955,6 @@ def test_bad_number_literals_are_reported_at_cpythons_column():
     the `8`, leading zeros at the first digit). Literals CPython accepts are never bad_number
     unless they are underscores or a base prefix (valid Python, not in the language)."""
     import random
-    import warnings
     seed = random.randrange(1 << 30)
     r = random.Random(seed)
     fixed = ["1_", "1__0", "0b12", "09", "007", "1a", "1.pop", "12.5x", "1e", "1e5x", "1.e", "0x", "0xg", "0o8",
@@ -962,13 +962,7 @@ def test_bad_number_literals_are_reported_at_cpythons_column():
     checked = 0
     for lit in fixed + _number_literals(r):
         src = f"def f() -> int:\n    x = {lit} + 1\n    return 1\n"
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                compile(src, "<t>", "exec")
-                py = None
-            except SyntaxError as err:
-                py = err
+        py = _cpython_refusal(src)
         try:
             compile_source(src)
             continue  # a plain int (or an int before a keyword): nothing to compare
@@ -1035,19 +1029,26 @@ def test_string_literals_match_cpython():
                head + "    return " + a + "\n", head + "    if x: " + a + "\n    return x\n"][where]
         if r.random() < 0.5:
             src += r.choice(["def g() -> int:\n    return 1 +\n", "def g() -> int:\n    y = (1\n", "    z = 1 2\n"])
+        runs = True   # whether CPython runs the module (a literal cut short may leave a stray name)
         try:
             ns: dict = {}
             exec(compile(src, "<t>", "exec"), ns)
             cp = None
         except SyntaxError as e:
             cp = (e.lineno, e.offset)
+        except NameError:
+            cp, runs = None, False
         try:
             p = compile_source(src)
             ours = None
         except CompileError as e:
             ours = (e.line, e.col, e.kind)
         if cp is None:
-            assert ours is None or ours[2] == "string", (src, ours)
+            # refused only as a string used as a value, or (documented) at a backslash continuation
+            # that a literal cut short leaves outside the strings
+            at_backslash = ours is not None and src.splitlines()[ours[0] - 1][ours[1] - 1: ours[1]] == "\\"
+            assert ours is None and runs or ours is not None and (
+                ours[2] == "string" or ours[2] == "unsupported" and at_backslash or not runs), (src, ours)
             if ours is None:
                 assert execute(p, "f", [(3,)]) == [ns["f"](3)], src
             ok = True
