@@ -212,8 +212,8 @@ def distinct_candidates(bodies: np.ndarray, lengths: np.ndarray, task_ids: np.nd
     lengths = np.asarray(lengths, dtype=np.int64)
     task_ids = np.asarray(task_ids, dtype=np.int64)
     n, width = bodies.shape
-    if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if n <= 1:   # (one row: nothing to group; the hash below costs 4 numpy ops per column)
+        return np.zeros(n, np.int64), np.zeros(n, np.int64)
     used = np.clip(lengths, 0, width)  # the tokens that count
     h = _row_hash(bodies, used, lengths, task_ids)
     order = np.argsort(h)

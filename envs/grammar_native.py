@@ -199,7 +199,10 @@ def lib() -> ctypes.CDLL:
     so.gm_consts.argtypes = [_i64p, ctypes.c_int32]
     common = [_ptr, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
     so.gm_mask.restype = so.gm_step.restype = so.gm_min_tokens.restype = ctypes.c_int64   # bad grammar ids
-    so.gm_mask.argtypes = [_ptr, _ptr, ctypes.c_int64, _ptr] + common
+    so.gm_mask.argtypes = [_ptr, _ptr, ctypes.c_int64, _ptr] + common + [ctypes.c_int32]
+    so.gm_env_step.restype = ctypes.c_int64
+    so.gm_env_step.argtypes = [_ptr, _ptr, _ptr, _ptr, ctypes.c_int64, ctypes.c_int32, _ptr, _ptr, _ptr, _ptr,
+                               _ptr, _ptr, _ptr, _ptr, _ptr] + common
     so.gm_step.argtypes = [_ptr, _ptr, _ptr, ctypes.c_int64, _ptr, _ptr] + common
     so.gm_min_tokens.argtypes = [_ptr, _ptr, ctypes.c_int64, _ptr] + common
     so.gm_token_slots.restype = None
@@ -245,6 +248,15 @@ def _p(a: np.ndarray) -> int:
     """The address of a C-contiguous array's data."""
     assert a.flags.c_contiguous
     return a.ctypes.data
+
+
+def _env_tensor(t, dtype, shape: tuple):
+    """An env's own tensor handed to the native calls by address: a C-contiguous CPU tensor of
+    `dtype` and `shape`; anything else is a bug in the caller, refused."""
+    if t.dtype != dtype or t.shape != shape or t.device.type != "cpu" or not t.is_contiguous():
+        raise ValueError(f"expected a contiguous CPU tensor of {dtype} and shape {shape}, got {t.dtype} "
+                         f"{tuple(t.shape)} on {t.device}{'' if t.is_contiguous() else ' (not contiguous)'}")
+    return t
 
 
 # ---- the automaton ------------------------------------------------------------------------------
@@ -365,7 +377,7 @@ class NativeAutomaton:
             return self._cuda.mask(S, g)
         out = np.empty((len(S), V.VOCAB_SIZE), dtype=bool)
         self._ids_ok(lib().gm_mask(_p(S), _p(g), len(S), _p(out), self._addr, self.nfid, len(self.grammars),
-                                   _threads()))
+                                   _threads(), 0))
         return self._like(out, state)
 
     def step(self, state, actions, gid=None):
@@ -384,6 +396,49 @@ class NativeAutomaton:
                                    len(self.grammars), _threads()))
         dtype = torch_dtype_np(state.dtype) if _is_torch(state) else np.asarray(state).dtype
         return self._like(new.astype(dtype, copy=False), state), self._like(bad, state)
+
+    # ---- the token env's own calls (CPU): its state tensors in place, one call each ----------------
+    # SynthesisCore's step and mask over torch ops cost ~40 ops of a few us each per step, which
+    # on the CPU outweigh the work below a few thousand envs. These take the env's own tensors
+    # (checked by dtype, shape and layout only: the env made them) and run in one native call.
+    def env_mask(self, state, gid):
+        """(n, VOCAB_SIZE) int8 torch tensor: `mask`, with END allowed in rows that allow nothing
+        (finished episodes), as SynthesisCore._mask_i8 makes it."""
+        import torch
+        n = len(gid)
+        _env_tensor(state, torch.int32, (n, G.STATE_SIZE))
+        _env_tensor(gid, torch.int64, (n,))
+        out = torch.empty((n, V.VOCAB_SIZE), dtype=torch.int8)
+        self._ids_ok(lib().gm_mask(state.data_ptr(), gid.data_ptr(), n, out.data_ptr(), self._addr, self.nfid,
+                                   len(self.grammars), _threads(), 1))
+        return out
+
+    def env_step(self, task, tokens, length, state, actions, restart, tasks, max_len: int):
+        """SynthesisCore._step_tokens's step and autoreset (without the scoring), in place on the
+        env's task (n,) int64, tokens (n, max_len) int64, length (n,) int64 and automaton rows
+        state (n, STATE_SIZE) int32: actions (n,) int64, restart (n,) bool, tasks (n,) int64 or
+        None (restart rows left as they are). Returns (bad, term, trunc, done) (n,) bool and
+        body_len (n,) int64 (see gm_env_step in envs/csrc/grammar_cpu.cpp)."""
+        import torch
+        n = len(task)
+        _env_tensor(task, torch.int64, (n,))
+        _env_tensor(tokens, torch.int64, (n, max_len))
+        _env_tensor(length, torch.int64, (n,))
+        _env_tensor(state, torch.int32, (n, G.STATE_SIZE))
+        _env_tensor(actions, torch.int64, (n,))
+        _env_tensor(restart, torch.bool, (n,))
+        if tasks is not None:
+            _env_tensor(tasks, torch.int64, (n,))
+        flags = torch.empty((4, n), dtype=torch.bool)
+        body_len = torch.empty(n, dtype=torch.int64)
+        f = flags.data_ptr()
+        self._ids_ok(lib().gm_env_step(task.data_ptr(), tokens.data_ptr(), length.data_ptr(), state.data_ptr(), n,
+                                       max_len, actions.data_ptr(), restart.data_ptr(),
+                                       None if tasks is None else tasks.data_ptr(), _p(self._init),
+                                       f, f + n, f + 2 * n, f + 3 * n, body_len.data_ptr(), self._addr, self.nfid,
+                                       len(self.grammars), _threads()))
+        bad, term, trunc, done = flags.unbind()
+        return bad, term, trunc, done, body_len
 
     def min_tokens_to_finish(self, state, gid=None):
         """(n,) int64: tokens (END included) of the canonical completion of each row."""

@@ -81,6 +81,8 @@ class NeuralCompileState:
 class NeuralCompileCore:
     """The pure part shared by the single and vector envs."""
 
+    cpu_shortcuts = True   # the shell's CPU host checks (envs/synthesis.py SynthesisCore.cpu_shortcuts)
+
     def __init__(self, bank: TaskBank, max_words: int = 256, source_len: int = 256,
                  reward: NeuralCompileReward | None = None):
         max_words = check_int(max_words, "max_words", 1)
@@ -182,6 +184,8 @@ class NeuralCompileCore:
         """Rewards of the finished images where `done` (others 0), on the state's device, with no
         host sync on a GPU."""
         n, W = len(done), self.max_words
+        if self.cpu_shortcuts and done.device.type == "cpu" and not bool(done.any()):
+            return torch.zeros(n, dtype=torch.float32)   # nothing ends here (a CPU host check: SynthesisCore._score)
         b = state.code.view(n, W, 4)
         w = b[..., 0] | (b[..., 1] << 8) | (b[..., 2] << 16) | (b[..., 3] << 24)   # little-endian words
         w = torch.where(w >= 2**31, w - 2**32, w).to(torch.int32)                 # the same bits as int32
@@ -198,7 +202,7 @@ class NeuralCompileCore:
         passed, steps, valid = passed.to(done.device), steps.to(done.device), valid.to(done.device)
         ref = self.tensors(done.device)["ref_steps"][state.task]
         r = check_output(self.reward(valid, valid & (passed == m), steps.double() / m, ref), done, self.reward)
-        return torch.where(done, r, 0.0)
+        return torch.where(done, r.float(), 0.0)   # float32, as the steps that skip scoring give (and Synthesis-v0)
 
     def step(self, state: NeuralCompileState, actions: torch.Tensor, live: torch.Tensor):
         """(reward, terminated, truncated, invalid) per env where `live`; an out-of-range action

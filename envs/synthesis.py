@@ -194,7 +194,7 @@ class SynthesisCore:
                 gid = torch.arange(self.n_tasks, device=device)
                 init = torch.as_tensor(self.automaton(device).initial(gid)).to(device=device, dtype=torch.int32)
             self._dev_tables[key] = {
-                "task_obs": torch.cat(parts, dim=1).contiguous(), "cuts": [int(c) for c in cuts],
+                "task_obs": torch.cat(parts, dim=1).contiguous(), "widths": [int(w) for w in np.diff(cuts)],
                 "shapes": [(V.NUM_PARAMS,), (), (E, W), (E, tb["outputs"].shape[2])], "init": init,
                 "pos": torch.arange(self.max_len, device=device)[None, :],
                 "END": torch.tensor(V.END, device=device), "ZERO": torch.tensor(0, device=device)}
@@ -218,10 +218,24 @@ class SynthesisCore:
             state.init_rows = torch.empty_like(state.grammar)
         return torch.index_select(t["init"], 0, state.task, out=state.init_rows)
 
+    # On the CPU a step may take shortcuts that a GPU step cannot: host checks that skip work (no
+    # scoring where no program ends; the shell's autoreset where no env restarts) and the native
+    # calls of the token step and mask. False: the device path's torch ops on the CPU too (the
+    # tests compare the two; bench_envs counts the device path's ops, a GPU step's launches).
+    cpu_shortcuts = True
+
+    def _native_cpu(self, aut, state: SynthesisState) -> bool:
+        """Whether the token env's step and mask take the native CPU calls (NativeAutomaton.env_step
+        and env_mask): on the CPU with the native automaton."""
+        return self.cpu_shortcuts and state.grammar.device.type == "cpu" and hasattr(aut, "env_step")
+
     def _mask_i8(self, state: SynthesisState) -> torch.Tensor:
         """(N, VOCAB_SIZE) int8 masks, END allowed in finished rows. Every automaton returns a
         fresh mask, so it is viewed as int8 (bool and int8 share their size) and fixed in place."""
-        m = self.automaton(state.grammar.device).mask(state.grammar, state.task)
+        aut = self.automaton(state.grammar.device)
+        if self._native_cpu(aut, state):   # one native call: the mask with END fixed in
+            return aut.env_mask(state.grammar, state.task)
+        m = aut.mask(state.grammar, state.task)
         # A finished episode allows END alone: its next action is ignored (autoreset), and a
         # masked softmax over an all-false mask would be NaN.
         none = torch.logical_not(m.any(dim=1))
@@ -250,8 +264,8 @@ class SynthesisCore:
             if state.task_obs is None or state.task_obs.shape[0] != len(t):
                 state.task_obs = torch.empty((len(t), tb["task_obs"].shape[1]), dtype=torch.int32, device=t.device)
             per_task = torch.index_select(tb["task_obs"], 0, t, out=state.task_obs)
-        c = tb["cuts"]
-        fields = [per_task[:, a:b].reshape((len(t),) + shape) for a, b, shape in zip(c, c[1:], tb["shapes"])]
+        n = len(t)   # (a field's columns are contiguous within a row: each view splits them)
+        fields = [f.view((n,) + shape) for f, shape in zip(per_task.split(tb["widths"], 1), tb["shapes"])]
         keep = (lambda x: x.clone()) if copy else (lambda x: x)  # noqa: E731
         obs = {"tokens": keep(state.tokens), "length": keep(state.length), "task": keep(t), "kinds": fields[0],
                "ret_kind": fields[1], "examples": fields[2], "outputs": fields[3]}
@@ -260,6 +274,10 @@ class SynthesisCore:
         return obs
 
     def _score(self, tokens, length, body_len, task, done) -> torch.Tensor:
+        if self.cpu_shortcuts and done.device.type == "cpu" and not bool(done.any()):
+            # no program ends here (most token steps): the caller zeroes these rows anyway, and on
+            # the CPU the check costs nothing (on a GPU it would sync, so there every step scores)
+            return torch.zeros(len(done), dtype=torch.float32)
         ok, passed, steps = self.bank.evaluate(tokens, length, task, done)
         return check_output(self.reward(self.bank.scores(ok, passed, steps, body_len)), passed, self.reward)
 
@@ -291,7 +309,14 @@ class SynthesisCore:
         """One token per env: the automaton steps every row (an out-of-range or masked action is
         `invalid` there, its row unchanged), the rows not restarting take their step."""
         L, t = self.max_len, self._tables(state.task.device)
-        new, invalid = self.automaton(state.grammar.device).step(state.grammar, actions, state.task)
+        aut = self.automaton(state.grammar.device)
+        if self._native_cpu(aut, state):   # the same step in one native call (tested equal)
+            bad, term, truncated, done, body_len = aut.env_step(state.task, state.tokens, state.length, state.grammar,
+                                                                actions.contiguous(), restart.contiguous(),
+                                                                None if tasks is None else tasks.contiguous(), L)
+            r = self._score(state.tokens, state.length, body_len, state.task, done).float()
+            return r.masked_fill(~done, 0.0).masked_fill_(bad, self.compile_penalty), term, truncated, bad
+        new, invalid = aut.step(state.grammar, actions, state.task)
         bad = torch.gt(invalid, restart)                       # invalid & live
         allowed = torch.logical_not(invalid | restart)
         finished = allowed & (actions == V.END)

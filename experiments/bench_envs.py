@@ -123,6 +123,8 @@ def count_ops(env, steps: int = 8, seed: int = 0) -> dict:
     saved = {m: getattr(auto, m) for m in names}
     gen = torch.Generator().manual_seed(seed)
     per_step = []
+    shortcuts = core.cpu_shortcuts
+    core.cpu_shortcuts = False   # on the CPU too, the device path (a GPU step's ops), not the CPU's shortcuts
     try:
         for m in names:
             setattr(auto, m, paused(f"automaton.{m}", saved[m]))
@@ -149,6 +151,7 @@ def count_ops(env, steps: int = 8, seed: int = 0) -> dict:
         for m in names:
             setattr(auto, m, saved[m])
         del bank.evaluate
+        core.cpu_shortcuts = shortcuts
     keys = sorted({k for s in per_step for k in s})
     return {"reset": reset,
             "step": {k: float(np.mean([s.get(k, 0) for s in per_step])) for k in keys},
@@ -159,11 +162,16 @@ def count_ops(env, steps: int = 8, seed: int = 0) -> dict:
 COPY = True   # --no-copy: copy=False envs
 
 
-def _env(bank, n, device, **kw):
+def _env(bank, n, device, shortcuts: bool = True, **kw):
+    """The vector env of a row; shortcuts=False: a CPU env runs the device path's ops
+    (SynthesisCore.cpu_shortcuts), to compare with the CPU's shortcuts in one run."""
     kw.setdefault("copy", COPY)
     if device == "cuda-graph":
-        return SynthesisVectorEnv(num_envs=n, bank=bank, device="cuda", cuda_graph=True, **kw)
-    return SynthesisVectorEnv(num_envs=n, bank=bank, device=None if device == "numpy" else device, **kw)
+        env = SynthesisVectorEnv(num_envs=n, bank=bank, device="cuda", cuda_graph=True, **kw)
+    else:
+        env = SynthesisVectorEnv(num_envs=n, bank=bank, device=None if device == "numpy" else device, **kw)
+    env.core.cpu_shortcuts = shortcuts
+    return env
 
 
 def op_counts(bank, n: int, device: str, batch: bool, automaton: str = "auto") -> dict:
@@ -187,14 +195,14 @@ def _gen(device, seed):
 
 
 def bench_token_env(bank, num_envs: int, seconds: float, seed: int, device: str, automaton: str = "auto",
-                    warmup: int | None = None) -> dict:
+                    warmup: int | None = None, shortcuts: bool = True) -> dict:
     """Token steps per second in the steady state: `warmup` untimed steps first (default max_len:
     right after reset no program ends for several steps, and steps without scoring are cheaper),
     then at least two episode cycles of timed steps (2 * (max_len + 1): a random policy's episodes
     mostly run to the length limit, so they end together every max_len + 1 steps, the reset step
     included; the scoring comes in bursts, and a timed window shorter than the cycle, a few steps
     of 65,536 envs on a CPU, would miss them) besides `seconds`."""
-    env = _env(bank, num_envs, device, automaton=automaton)
+    env = _env(bank, num_envs, device, shortcuts, automaton=automaton)
     automaton = env.core.automaton_kind(env.device)
     obs, _ = env.reset(seed=seed)
     gen = _gen(device, seed)
@@ -215,7 +223,7 @@ def bench_token_env(bank, num_envs: int, seconds: float, seed: int, device: str,
     _sync(device)
     dt = time.perf_counter() - t0
     return {"env": "Synthesis-v0", "device": device, "automaton": automaton, "num_envs": num_envs,
-            "steps_per_s": steps / dt, "programs_per_s": int(done) / dt, "warmup_steps": warmup,
+            "steps_per_s": steps / dt, "programs_per_s": int(done) / dt, "warmup_steps": warmup, "shortcuts": shortcuts,
             **op_counts(bank, num_envs, device, False, automaton)}
 
 
@@ -260,8 +268,9 @@ def sample_bodies(bank, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return bodies, tasks
 
 
-def bench_batch_env(bank, num_envs: int, seconds: float, seed: int, device: str, repeats: int = 1) -> dict:
-    env = _env(bank, num_envs, device, batch=True)
+def bench_batch_env(bank, num_envs: int, seconds: float, seed: int, device: str, repeats: int = 1,
+                    shortcuts: bool = True) -> dict:
+    env = _env(bank, num_envs, device, shortcuts, batch=True)
     # A masked random body per `repeats` envs, each in `repeats` envs side by side (1: every env
     # its own; a policy that has learned a task repeats itself). The CPU scorer runs each
     # distinct candidate once, so the share of distinct ones goes into the results.
@@ -281,8 +290,12 @@ def bench_batch_env(bank, num_envs: int, seconds: float, seed: int, device: str,
         _sync(device)
     dt = time.perf_counter() - t0
     return {"env": "SynthesisBatch-v0", "device": device, "automaton": "-", "num_envs": num_envs,
-            "programs_per_s": n / dt, "steps_per_s": 2 * n / dt, "distinct": distinct,
+            "programs_per_s": n / dt, "steps_per_s": 2 * n / dt, "distinct": distinct, "shortcuts": shortcuts,
             **op_counts(bank, num_envs, device, True)}
+
+
+def _cuts(row) -> str:
+    return {True: "on", False: "off"}.get(row.get("shortcuts"), "-")
 
 
 def _distinct(row) -> str:
@@ -326,6 +339,8 @@ def main(argv=None) -> dict:
     p.add_argument("--warmup-steps", type=int, default=None,
                    help="untimed token-env steps before the clock starts (default: the env's max_len, after "
                         "which episodes no longer start together; 0: time from reset, as before session 5)")
+    p.add_argument("--cpu-shortcuts", nargs="+", choices=("on", "off"), default=["on"],
+                   help="off: CPU envs run the device path's ops (SynthesisCore.cpu_shortcuts); both: side by side")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-repeats", type=int, default=1,
                    help="batch env: each sampled body in this many envs (default 1: all sampled apart)")
@@ -345,13 +360,15 @@ def main(argv=None) -> dict:
     rows = []
     for device in a.device:
         for n in a.num_envs:
+            cuts = [c == "on" for c in a.cpu_shortcuts]
             if a.env == "automaton":
                 runs = [lambda m=m: bench_automaton(bank, n, a.seconds, a.seed, device, m) for m in a.automaton]
             else:
-                runs = [lambda m=m: bench_token_env(bank, n, a.seconds, a.seed, device, m, a.warmup_steps)
-                        for m in a.automaton]
+                runs = [lambda m=m, c=c: bench_token_env(bank, n, a.seconds, a.seed, device, m, a.warmup_steps, c)
+                        for m in a.automaton for c in cuts]
             runs = (runs if a.env != "batch" else []) + \
-                ([lambda: bench_batch_env(bank, n, a.seconds, a.seed, device, a.batch_repeats)] if a.env in ("batch", "both") else [])
+                ([lambda c=c: bench_batch_env(bank, n, a.seconds, a.seed, device, a.batch_repeats, c) for c in cuts]
+                 if a.env in ("batch", "both") else [])
             best = [None] * len(runs)
             for _ in range(a.repeat):
                 for i, run in enumerate(runs):
@@ -360,7 +377,7 @@ def main(argv=None) -> dict:
                         best[i] = row
             for row in best:
                 rows.append(row)
-                print(f"{row['env']:<18} {device:<6} {row['automaton']:<6} num_envs={n:>6}  "
+                print(f"{row['env']:<18} {device:<6} {row['automaton']:<6} {_cuts(row):<3} num_envs={n:>6}  "
                       f"steps/s={row['steps_per_s']:>14,.0f}  programs/s={row['programs_per_s']:>12,.0f}  "
                       f"aten ops/step={_ops(row)}", flush=True)
     result = {"machine": machine(), "rows": rows, "load_average": os.getloadavg(), "repeat": a.repeat,
@@ -379,9 +396,13 @@ def main(argv=None) -> dict:
              "on a GPU (the native automaton's mask/step: 1 each; the scorer: 6 CuPy launches per call; on CUDA "
              "the token builder is one native kernel, token_slots, where CuPy is). "
              "On a GPU each is a launch: the proxy for launch count that a CPU can measure.\n",
-             "| env | device | automaton | num_envs | env steps/s | programs scored/s | distinct | aten ops per step |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
-    lines += [f"| {r['env']} | {r['device']} | {r['automaton']} | {r['num_envs']} | {r['steps_per_s']:,.0f} | "
+             "CPU shortcuts: on, a CPU env's step skips what host checks show it need not do and takes the native "
+             "token step; off, it runs the device path's ops (SynthesisCore.cpu_shortcuts; no effect on CUDA).\n",
+             "| env | device | automaton | CPU shortcuts | num_envs | env steps/s | programs scored/s | distinct | "
+             "aten ops per step |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    lines += [f"| {r['env']} | {r['device']} | {r['automaton']} | {_cuts(r)} | {r['num_envs']} | "
+              f"{r['steps_per_s']:,.0f} | "
               f"{r['programs_per_s']:,.0f} | {_distinct(r)} | "
               f"{_ops(r)} |" for r in rows]
     (out / f"{a.name}.md").write_text("\n".join(lines) + "\n")

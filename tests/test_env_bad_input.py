@@ -423,12 +423,15 @@ def test_reward_results_must_be_one_real_value_per_env(env_id, out, exc, match):
         def __call__(self, *a):
             return out(base(*a))
     vec = make_vec(env_id, n=3, reward=Bad())
-    vec.reset(seed=0)
+    obs, _ = vec.reset(seed=0)
     shape = (3,) + vec.single_action_space.shape
     end = NC_END if env_id == NC else V.END
+    rng = np.random.default_rng(0)
     with pytest.raises(exc, match=match):
-        for _ in range(4):   # (the token envs score when a body ends)
-            vec.step(np.full(shape, end))
+        for _ in range(200):   # (the token envs score when a body ends: Synthesis-v0's under its mask)
+            mask = obs.get("action_mask")
+            a = np.full(shape, end) if mask is None else (rng.random(mask.shape) + mask).argmax(1)
+            obs, *_ = vec.step(a)
 
 
 @pytest.mark.parametrize("cls", [SynthesisVectorEnv, NeuralCompileVectorEnv])

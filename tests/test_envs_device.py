@@ -247,3 +247,41 @@ def test_make_vec_takes_a_device(env_id):
 def test_cuda_device_without_a_gpu_is_a_clear_error():
     with pytest.raises(RuntimeError, match="no CUDA device"):
         SynthesisVectorEnv(num_envs=2, bank=BANK, device="cuda")
+
+
+@pytest.mark.parametrize("kind", ["token", "batch", "neural_compile"])
+@pytest.mark.parametrize("n", [1, 40])
+def test_cpu_shortcuts_equal_the_device_path(kind, n):
+    """On the CPU a step skips what it can see is not needed (scoring where no program ends, the
+    autoreset where no env restarts) and takes the native token step and mask; with the core's
+    cpu_shortcuts off it runs the device path's ops. Both give the same rollouts, pinned tasks
+    included, and rewards stay float32 whether a step scores or not (a float64 reward too)."""
+    from vramgym.envs.reward import NeuralCompileReward, SynthesisReward
+    from test_step_graph import drive, reset_all
+
+    class F64(NeuralCompileReward if kind == "neural_compile" else SynthesisReward):
+        def __call__(self, *scores):
+            return super().__call__(*scores).double()
+
+    def make(reward=None):
+        if kind == "neural_compile":
+            return NeuralCompileVectorEnv(num_envs=n, bank=BANK, max_words=32, device="cpu", reward=reward)
+        return SynthesisVectorEnv(num_envs=n, bank=BANK, max_len=14, device="cpu", batch=kind == "batch",
+                                  reward=reward)
+    envs = [make(), make()]
+    envs[1].core.cpu_shortcuts = False
+    rng = np.random.default_rng(SEED)
+    steps = 300 if kind == "neural_compile" else 60   # (its random episodes run to 128 bytes)
+    _, ended = drive(envs, reset_all(envs, seed=SEED), rng, steps, batch=kind == "batch", widths=(14, 5))
+    drive(envs, reset_all(envs, seed=SEED, options={"task": rng.integers(0, len(BANK), n)}), rng, 30,
+          batch=kind == "batch")
+    assert ended > 0
+    env = make(F64())
+    obs, _ = env.reset(seed=SEED)
+    dtypes = set()
+    for _ in range(30):
+        a = (rng.integers(-1, NUM_ACTIONS + 1, n) if kind == "neural_compile" else
+             rng.integers(0, V.VOCAB_SIZE, (n, 14)) if kind == "batch" else masked_actions(rng, obs["action_mask"]))
+        obs, r, *_ = env.step(torch.as_tensor(a))
+        dtypes.add(r.dtype)
+    assert dtypes == {torch.float32}

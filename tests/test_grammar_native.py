@@ -199,7 +199,7 @@ def test_garbage_rows_never_crash():
     clamped = np.zeros((n, V.VOCAB_SIZE), bool)   # the library itself, bad ids and all
     rows = noise.astype(np.int32)
     ok = (gid >= -3) & (gid < 3)                  # numpy's: -3..-1 wrap
-    assert N.lib().gm_mask(N._p(rows), N._p(gid), n, N._p(clamped), na._addr, na.nfid, len(grammars), 0) == (~ok).sum()
+    assert N.lib().gm_mask(N._p(rows), N._p(gid), n, N._p(clamped), na._addr, na.nfid, len(grammars), 0, 0) == (~ok).sum()
     assert np.array_equal(clamped[ok], na.mask(noise.astype(np.int32)[ok], gid[ok]))
     assert np.array_equal(clamped[~ok], na.mask(noise.astype(np.int32)[~ok], np.clip(gid[~ok], 0, 2)))
     gid = np.clip(gid, 0, 2)
@@ -321,7 +321,7 @@ def test_negative_grammar_ids_wrap_as_numpy():
     rows = np.ascontiguousarray(s[:4])
     g = np.array([-1, -n, -n - 1, n], np.int64)
     out = np.zeros((4, V.VOCAB_SIZE), bool)
-    assert N.lib().gm_mask(N._p(rows), N._p(g), 4, N._p(out), na._addr, na.nfid, n, 0) == 2
+    assert N.lib().gm_mask(N._p(rows), N._p(g), 4, N._p(out), na._addr, na.nfid, n, 0, 0) == 2
     assert np.array_equal(out, na.mask(rows, [n - 1, 0, 0, n - 1]))
 
 
@@ -583,7 +583,7 @@ def test_emulated_kernels_on_garbage_rows():
     raw_gid = rng.integers(-5, 8, n)
     args = (na._addrs, na.nfid, len(grammars))
     want = np.zeros((n, V.VOCAB_SIZE), bool)
-    N.lib().gm_mask(N._p(rows), N._p(raw_gid), n, N._p(want), na._addr, na.nfid, len(grammars), 0)
+    N.lib().gm_mask(N._p(rows), N._p(raw_gid), n, N._p(want), na._addr, na.nfid, len(grammars), 0, 0)
     out = np.full((n, V.VOCAB_SIZE), 7, np.uint8)
     grammar_cuda.launch_mask(k, rows, raw_gid, out, *args, n)
     assert np.array_equal(out.view(bool), want), SEED
@@ -667,6 +667,71 @@ def test_native_env_equals_numpy_env(device):
     b = SynthesisVectorEnv(num_envs=n, bank=BANK, max_len=20, device=device, automaton="native")
     assert isinstance(b.core.automaton(b.device), NativeAutomaton)
     assert_same(rollout(a, ENV_SEED, 80), rollout(b, ENV_SEED, 80))
+
+
+@pytest.mark.parametrize("n,max_len", [(1, 12), (7, 20), (96, 9)])
+def test_native_cpu_env_step_equals_the_torch_ops(n, max_len):
+    """The token env's step and mask on the CPU in native calls (NativeAutomaton.env_step and
+    env_mask, gm_env_step) against the torch ops they replace on the same automaton, step for
+    step: every output and the whole state (tasks, tokens, lengths, automaton rows). Actions come
+    from the masks, with a share masked, out of range or past int32; rows restart where their
+    episode ended (as the vector env's autoreset) and at random, on new tasks, or are left as
+    they are (the plain step); a few ended rows go on stepping (bad)."""
+    from test_envs_device import BANK
+    from vramgym.envs.synthesis import SynthesisCore
+    rng = np.random.default_rng(SEED + n)
+    core = SynthesisCore(BANK, max_len=max_len)
+    assert isinstance(core.automaton(torch.device("cpu")), NativeAutomaton)
+    fast, slow = core.empty(n, "cpu"), core.empty(n, "cpu")
+    first = torch.as_tensor(rng.integers(0, len(BANK), n))
+    for st in (fast, slow):
+        core.reset_rows(st, torch.ones(n, dtype=torch.bool), first)
+    ended = bad = 0
+    try:
+        for t in range(6 * max_len):
+            core.cpu_shortcuts = True
+            m = core.masks(fast)
+            core.cpu_shortcuts = False
+            assert torch.equal(m, core.masks(slow)), (SEED, t)
+            a = (torch.from_numpy(rng.random(m.shape)) + m).argmax(dim=1)
+            u = torch.from_numpy(rng.random(n))
+            a = torch.where(u < 0.05, torch.from_numpy(rng.integers(0, V.VOCAB_SIZE, n)), a)
+            a = torch.where(u > 0.97, torch.from_numpy(rng.choice([-1, V.VOCAB_SIZE, 2**40, -2**63], n)), a)
+            restart = torch.from_numpy(rng.random(n) < (0.02 if t % 3 else 0.3))
+            if t:   # most ended rows restart (full-length bodies among them), some step on
+                restart |= (outs[0][1] | outs[0][2]) & torch.from_numpy(rng.random(n) < 0.9)
+            tasks = None if t % 4 == 1 else torch.from_numpy(rng.integers(0, len(BANK), n))
+            outs = []
+            for st, native in ((fast, True), (slow, False)):
+                core.cpu_shortcuts = native
+                outs.append(core.step_reset(st, a.clone(), restart.clone(), None if tasks is None else tasks.clone()))
+            for name, x, y in zip(("reward", "terminated", "truncated", "invalid"), *outs):
+                assert x.dtype == y.dtype and torch.equal(x, y), (name, SEED, t)
+            for field in ("task", "tokens", "length", "grammar"):
+                assert torch.equal(getattr(fast, field), getattr(slow, field)), (field, SEED, t)
+            ended += int((outs[0][1] | outs[0][2]).sum())
+            bad += int(outs[0][3].sum())
+    finally:
+        del core.cpu_shortcuts
+    assert ended > n and bad > 0   # episodes ended, and some actions were refused, inside the compared steps
+
+
+def test_native_env_step_refuses_tensors_it_cannot_take_by_address():
+    from test_envs_device import BANK
+    from vramgym.envs.synthesis import SynthesisCore
+    core = SynthesisCore(BANK, max_len=10)
+    aut, st = core.automaton(torch.device("cpu")), core.empty(4, "cpu")
+    core.reset_rows(st, torch.ones(4, dtype=torch.bool), torch.arange(4))
+    args = [st.task, st.tokens, st.length, st.grammar, torch.zeros(4, dtype=torch.int64),
+            torch.zeros(4, dtype=torch.bool), None, 10]
+    for i, bad in [(4, torch.zeros(8, dtype=torch.int64)[::2]), (4, torch.zeros(4, dtype=torch.int32)),
+                   (1, st.tokens[:, :5]), (5, torch.zeros(3, dtype=torch.bool)), (3, st.grammar.long())]:
+        with pytest.raises(ValueError, match="expected a contiguous CPU tensor"):
+            aut.env_step(*args[:i], bad, *args[i + 1:])
+    with pytest.raises(IndexError, match="grammar ids out of"):   # a task past the bank: refused, read clamped
+        aut.env_step(*args[:5], torch.ones(4, dtype=torch.bool), torch.tensor([0, 1, 2, len(BANK)]), 10)
+    with pytest.raises(ValueError, match="expected a contiguous CPU tensor"):
+        aut.env_mask(st.grammar[:, ::2], st.task)
 
 
 def test_auto_picks_native_on_the_cpu_and_names_are_checked():

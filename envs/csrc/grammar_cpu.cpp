@@ -86,16 +86,19 @@ GM_EXPORT const char* gm_source_hash() { return GM_SOURCE_HASH; }
 
 // The batch calls return how many rows had a grammar id out of range (0 when all are valid).
 
-// mask: out (n, VOCAB) bytes, 1 where the action is allowed
+// mask: out (n, VOCAB) bytes, 1 where the action is allowed. end_if_none: the envs' mask, where
+// a row that allows nothing (a finished episode) allows END (SynthesisCore._mask_i8)
 GM_EXPORT int64_t gm_mask(const int32_t* S, const int64_t* gid, int64_t n, uint8_t* out, const uint64_t* addrs,
-                          int32_t nfid, int32_t ngram, int32_t nthreads) {
+                          int32_t nfid, int32_t ngram, int32_t nthreads, int32_t end_if_none) {
   GmTables T = tables(addrs, nfid, ngram);
   std::atomic<int64_t> bad(0);
   parallel_rows(n, nthreads, [&](int64_t i) {
     uint32_t bits[3];
     mask_row(T, S + i * STATE_SIZE, row_gid(T, gid[i], bad), bits);
     uint8_t* o = out + i * VOCAB;
-    for (int32_t a = 0; a < VOCAB; a++) o[a] = (bits[a >> 5] >> (a & 31)) & 1;
+    uint8_t any = 0;
+    for (int32_t a = 0; a < VOCAB; a++) any |= o[a] = (bits[a >> 5] >> (a & 31)) & 1;
+    if (end_if_none && !any) o[END] = 1;
   });
   return bad.load();
 }
@@ -109,6 +112,58 @@ GM_EXPORT int64_t gm_step(const int32_t* S, const int64_t* actions, const int64_
     invalid[i] = step_row(T, S + i * STATE_SIZE, actions[i], row_gid(T, gid[i], bad), N + i * STATE_SIZE);
   });
   return bad.load();
+}
+
+// The token env's step with its autoreset, in place, for the CPU: SynthesisCore._step_tokens
+// (envs/synthesis.py) for one row, one call where the torch ops are ~40 (each a few us on a
+// small batch). The env's state: task (n,), tokens (n, L), length (n,), S (n, STATE_SIZE); init
+// (ngram, STATE_SIZE): each task's empty-body row (a task is its grammar). Rows where restart is
+// set take no step: with tasks they start an episode on tasks[i], without (tasks null) they are
+// left as they are. Out (n bytes each): bad (an invalid action in a stepped row: out of range,
+// masked, or after the end; its row unchanged), term (END taken, or bad), trunc (the length
+// limit reached without END), done (the rows whose programs are now scored); body_len (n,).
+// Returns the rows whose task or new task is out of range (0: none; they read a clamped one).
+GM_EXPORT int64_t gm_env_step(int64_t* task, int64_t* tokens, int64_t* length, int32_t* S, int64_t n, int32_t L,
+                              const int64_t* actions, const uint8_t* restart, const int64_t* tasks,
+                              const int32_t* init, uint8_t* bad, uint8_t* term, uint8_t* trunc, uint8_t* done,
+                              int64_t* body_len, const uint64_t* addrs, int32_t nfid, int32_t ngram,
+                              int32_t nthreads) {
+  GmTables T = tables(addrs, nfid, ngram);
+  std::atomic<int64_t> nbad(0);
+  parallel_rows(n, nthreads, [&](int64_t i) {
+    int32_t* row = S + i * STATE_SIZE;
+    int64_t* toks = tokens + i * (int64_t)L;
+    bad[i] = term[i] = trunc[i] = done[i] = 0;
+    body_len[i] = length[i];
+    if (restart[i]) {
+      if (!tasks) return;
+      int32_t g = row_gid(T, tasks[i], nbad);
+      task[i] = tasks[i];
+      for (int32_t j = 0; j < L; j++) toks[j] = END;
+      length[i] = body_len[i] = 0;
+      const int32_t* from = init + (int64_t)g * STATE_SIZE;
+      for (int32_t k = 0; k < STATE_SIZE; k++) row[k] = from[k];
+      return;
+    }
+    int32_t next[STATE_SIZE];  // (step_row reads the row while it writes the next one)
+    const int64_t a = actions[i];
+    if (step_row(T, row, a, row_gid(T, task[i], nbad), next)) {
+      bad[i] = term[i] = 1;
+      return;
+    }
+    for (int32_t k = 0; k < STATE_SIZE; k++) row[k] = next[k];
+    const bool finished = a == END;
+    int64_t len = length[i];
+    if (len < L) {  // (as the torch ops: a length past the tokens writes nothing, one below 0 too)
+      if (len >= 0) toks[len] = a;
+      length[i] = ++len;
+    }
+    trunc[i] = !finished && len >= L;
+    term[i] = finished;
+    done[i] = finished || trunc[i];
+    body_len[i] = len - finished;
+  });
+  return nbad.load();
 }
 
 // min_tokens_to_finish: out (n,) int64
