@@ -6,6 +6,7 @@ compile + execute of finished programs included, on the CPU and (where present) 
     python experiments/bench_envs.py --quick
     python experiments/bench_envs.py --env token --automaton native numpy --num-envs 1 64 1024 4096 65536
     python experiments/bench_envs.py --device cpu --no-copy --torch-threads 1
+    python experiments/bench_envs.py --env token --num-envs 1 8 64 --cpu-shortcuts on off --torch-threads 1
 
 Every env row also gets its aten ops per step (count_ops below): on a GPU each is a kernel
 launch of a few us (eager), so their number bounds a step's time at small batches.
