@@ -30,8 +30,8 @@ How it is batched:
   phase / current type / freshness / closing type, and the cost table C[fid, push, t] (the
   reference's `_frame_cost`, computed for all fids at once by Bellman-Ford over the same moves;
   only the rows of a pending call of the task's own function depend on the signature, and
-  those are filled per (return type, call cost)). The tables are built once per process
-  (about 1.5 s) and shared by all grammars.
+  those are filled per (return type, call cost)). The tables are built once (about 1 s) and
+  shared by all grammars; a cache file keeps them for later processes (_Tables).
 * The cost after an action is a lookup: a frame-local move costs min_t C[fid', push, t] +
   REST_t of the top frame; opening a frame computes the new frame's REST from its parent
   (feeding the result type into the parent's fid) or from the statement level; closing a frame
@@ -58,6 +58,7 @@ the batched code's fixed cost per call (~1-4 ms).
 """
 from __future__ import annotations
 
+from functools import cached_property
 from types import SimpleNamespace
 
 import numpy as np
@@ -119,16 +120,44 @@ def _callee_cost(args) -> int:
     return 2 + sum(CONST_COST[t] for t in args) + len(args) - 1
 
 
-class _Tables:
-    """Dense per-fid arrays over every frame-local state the automaton can reach."""
+def _key_frame(k) -> list:
+    """The frame (12 fields) of a frame key."""
+    return list(k[:9]) + [0, 0, k[9]]
 
-    def __init__(self):
+
+class _Tables:
+    """Dense per-fid arrays over every frame-local state the automaton can reach. Built by a BFS
+    in Python (about 1 s), then kept in a cache file (`_cache_path`) that later processes load."""
+
+    def __init__(self, cache: bool = True):
+        path = _cache_path() if cache else None
+        built = _load_tables(path) if path else None
+        if built is None:
+            keys, ft, after, callee = self._search()
+            fields = np.array([(0,) * 11] + keys[1:], dtype=np.int64)
+            after_t = np.array([0] + [_final_type(_key_frame(k)) if k[0] == PH_AFTER else 0 for k in keys[1:]],
+                               dtype=np.int64)
+            self._derive(fields, ft, after, callee, after_t)
+            self.cbase = self._costs()
+            if path:
+                _save_tables(path, self)
+        else:
+            fields, ft, after, callee, after_t, self.cbase = built
+            self._derive(fields, ft, after, callee, after_t)
+        self._variants: dict = {}
+
+    @cached_property
+    def keys(self) -> list:
+        """The frame key of each fid (None for DEAD), as the BFS found them."""
+        return [None] + [tuple(int(v) for v in k) for k in self.fields[1:]]
+
+    @staticmethod
+    def _search():
+        """(keys, ft, after, callee) lists: every reachable frame key by BFS from the fresh frames."""
         def key(fr, callee=0):
             return tuple(fr[:9]) + (fr[11], callee if fr[0] == PH_CALLEE else 0)
 
-        def frame(k):
-            return list(k[:9]) + [0, 0, k[9]]
-
+        frame = _key_frame
         keys = [None]                       # fid 0: DEAD
         ids: dict = {}
 
@@ -165,14 +194,15 @@ class _Tables:
                     crow[c] = fid(key(nf, c))
             callee.append(crow)
             j += 1
-        self.keys = keys
-        self.n = len(keys)
-        K = np.array([(0,) * 11] + keys[1:], dtype=np.int64)
+        return keys, ft, after, callee
+
+    def _derive(self, K, ft, after, callee, after_t):
+        self.n = len(K)
         self.fields = K                                     # (n, 11) key fields
         self.local9 = K[:, :9]                              # F_PH..F_CUR as written into a row
-        self.ft = np.array(ft, dtype=np.int64)              # (n, classes)
-        self.after = np.array(after, dtype=np.int64)        # (n, 4): by type, [:, 0] DEAD
-        self.callee = np.array(callee, dtype=np.int64)      # (n, 5)
+        self.ft = np.asarray(ft, dtype=np.int64)            # (n, classes)
+        self.after = np.asarray(after, dtype=np.int64)      # (n, 4): by type, [:, 0] DEAD
+        self.callee = np.asarray(callee, dtype=np.int64)    # (n, 5)
         self.pack2fid = np.zeros(_KEY_SPACE, dtype=np.int64)
         self.pack2fid[K[1:] @ _KEY_MULT] = np.arange(1, self.n)
         ph = K[:, 0]
@@ -180,11 +210,8 @@ class _Tables:
         self.cur = K[:, 8]
         self.eok = K[:, 9]
         self.fresh = (K[:, 1:8] == 0).all(axis=1)
-        self.after_t = np.array([0] + [_final_type(frame(k)) if k[0] == PH_AFTER else 0 for k in keys[1:]],
-                                dtype=np.int64)
+        self.after_t = after_t                              # (n,): the type a PH_AFTER frame closes with
         self.empty_close = (self.ph == PH_BEFORE) & (self.eok != 0) & self.fresh
-        self.cbase = self._costs()
-        self._variants: dict = {}
 
     def _costs(self):
         """C[fid, push, t-1] = the reference's _frame_cost(key)[t-1], for every fid except pending
@@ -229,6 +256,61 @@ class _Tables:
 
 
 _TABLES: _Tables | None = None
+_TABLE_SOURCES = ("grammar.py", "grammar_reference.py", "vocab.py")   # what the tables are computed from
+_CACHED = ("fields", "ft", "after", "callee", "after_t", "cbase")      # what the cache file holds
+
+
+def _cache_path():
+    """The tables' cache file: in VRAMGYM_CACHE_DIR, else $XDG_CACHE_HOME/vramgym or
+    ~/.cache/vramgym, named by a hash of the sources that define the tables (an edited source
+    never meets an old file). VRAMGYM_CACHE_DIR=off: no cache."""
+    import hashlib
+    import os
+    from pathlib import Path
+    where = os.environ.get("VRAMGYM_CACHE_DIR")
+    if where == "off":
+        return None
+    if not where:
+        where = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vramgym"
+    h = hashlib.sha256(np.__version__.encode())
+    for name in _TABLE_SOURCES:
+        h.update(name.encode() + b"\0" + (Path(__file__).parent / name).read_bytes())
+    return Path(where) / f"grammar_tables_{h.hexdigest()[:24]}.npz"
+
+
+def _load_tables(path):
+    """(fields, ft, after, callee, after_t, cbase) from the cache file, or None where it is missing
+    or not whole (a zip member's CRC, the shapes and dtypes are checked: a bad file is rebuilt)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            got = tuple(z[k] for k in _CACHED)
+    except Exception:   # missing, truncated, not a zip, a CRC error: build the tables instead
+        return None
+    n = len(got[0])
+    shapes = [(n, 11), (n, len(_FT_REPS)), (n, 4), (n, 5), (n,), (n, 3, 3)]
+    if n < 3 or any(a.dtype != np.int64 or a.shape != sh for a, sh in zip(got, shapes)):
+        return None
+    return got
+
+
+def _save_tables(path, tb) -> None:
+    """Write the cache file next to its final name, then rename it (atomic: processes that build
+    the tables at once each write their own file, and a reader sees a whole one or none). A cache
+    that cannot be written (read-only home) is skipped."""
+    import os
+    import tempfile
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **{k: getattr(tb, k) for k in _CACHED})
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass
 
 
 def tables() -> _Tables:

@@ -146,3 +146,36 @@ def test_mixed_grammars_in_one_batch():
         s = new
         for i in np.flatnonzero(s[:, 1] != 0):
             s[i] = refs[gid[i]].reset(1)[0]
+
+
+def test_cached_tables_equal_built_ones_and_a_bad_cache_file_is_rebuilt(tmp_path, monkeypatch):
+    """The frame tables are built once and kept in a cache file (VRAMGYM_CACHE_DIR here): loaded,
+    they equal the built ones array for array; a truncated or garbled file is built again and
+    rewritten; an unwritable cache directory only costs the build."""
+    from vramgym.envs import grammar as G
+    fresh = G._Tables(cache=False)
+    monkeypatch.setenv("VRAMGYM_CACHE_DIR", str(tmp_path))
+    path = G._cache_path()
+    assert path.parent == tmp_path and not path.exists()
+
+    def same(t):
+        for k in G._CACHED + ("local9", "pack2fid", "ph", "cur", "eok", "fresh", "empty_close"):
+            a, b = getattr(fresh, k), getattr(t, k)
+            assert a.dtype == b.dtype and np.array_equal(a, b), k
+        assert t.n == fresh.n and t.keys == fresh.keys
+        assert np.array_equal(t.costs(1, 5), fresh.costs(1, 5))
+    same(G._Tables())                        # built, then written
+    assert path.exists() and G._load_tables(path) is not None
+    same(G._Tables())                        # loaded
+    whole = path.read_bytes()
+    for bad in (whole[: len(whole) // 2], whole[:100] + bytes([whole[100] ^ 1]) + whole[101:], b"", b"not a zip"):
+        path.write_bytes(bad)
+        assert G._load_tables(path) is None
+        same(G._Tables())                    # built again and rewritten
+        assert path.read_bytes() != bad and G._load_tables(path) is not None
+    ro = tmp_path / "ro"
+    ro.write_text("a file where the cache directory should be")
+    monkeypatch.setenv("VRAMGYM_CACHE_DIR", str(ro))
+    same(G._Tables())
+    monkeypatch.setenv("VRAMGYM_CACHE_DIR", "off")
+    assert G._cache_path() is None
