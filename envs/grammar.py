@@ -256,7 +256,8 @@ class _Tables:
 
 
 _TABLES: _Tables | None = None
-_TABLE_SOURCES = ("grammar.py", "grammar_reference.py", "vocab.py")   # what the tables are computed from
+# what the tables are computed from, in the package (vocab.py reads constants of vm/opcodes.py)
+_TABLE_SOURCES = ("envs/grammar.py", "envs/grammar_reference.py", "envs/vocab.py", "vm/opcodes.py")
 _CACHED = ("fields", "ft", "after", "callee", "after_t", "cbase")      # what the cache file holds
 
 
@@ -274,7 +275,7 @@ def _cache_path():
         where = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vramgym"
     h = hashlib.sha256(np.__version__.encode())
     for name in _TABLE_SOURCES:
-        h.update(name.encode() + b"\0" + (Path(__file__).parent / name).read_bytes())
+        h.update(name.encode() + b"\0" + (Path(__file__).parent.parent / name).read_bytes())
     return Path(where) / f"grammar_tables_{h.hexdigest()[:24]}.npz"
 
 
@@ -295,8 +296,8 @@ def _load_tables(path):
 
 def _save_tables(path, tb) -> None:
     """Write the cache file next to its final name, then rename it (atomic: processes that build
-    the tables at once each write their own file, and a reader sees a whole one or none). A cache
-    that cannot be written (read-only home) is skipped."""
+    the tables at once each write their own file, and a reader sees a whole one or none), and
+    remove the files of other sources. A cache that cannot be written (read-only home) is skipped."""
     import os
     import tempfile
     try:
@@ -309,6 +310,9 @@ def _save_tables(path, tb) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
+        for old in path.parent.glob("grammar_tables_*.npz"):   # other sources' tables: 20 MB each
+            if old != path:
+                old.unlink(missing_ok=True)
     except OSError:
         pass
 

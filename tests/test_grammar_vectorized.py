@@ -157,6 +157,7 @@ def test_cached_tables_equal_built_ones_and_a_bad_cache_file_is_rebuilt(tmp_path
     monkeypatch.setenv("VRAMGYM_CACHE_DIR", str(tmp_path))
     path = G._cache_path()
     assert path.parent == tmp_path and not path.exists()
+    (tmp_path / "grammar_tables_0123.npz").write_bytes(b"another version's tables")
 
     def same(t):
         for k in G._CACHED + ("local9", "pack2fid", "ph", "cur", "eok", "fresh", "empty_close"):
@@ -164,8 +165,9 @@ def test_cached_tables_equal_built_ones_and_a_bad_cache_file_is_rebuilt(tmp_path
             assert a.dtype == b.dtype and np.array_equal(a, b), k
         assert t.n == fresh.n and t.keys == fresh.keys
         assert np.array_equal(t.costs(1, 5), fresh.costs(1, 5))
-    same(G._Tables())                        # built, then written
+    same(G._Tables())                        # built, then written (and the other version's file removed)
     assert path.exists() and G._load_tables(path) is not None
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
     same(G._Tables())                        # loaded
     whole = path.read_bytes()
     for bad in (whole[: len(whole) // 2], whole[:100] + bytes([whole[100] ^ 1]) + whole[101:], b"", b"not a zip"):
