@@ -115,6 +115,22 @@ class SynthesisCore:
         self._automata: dict = {}
         self._dev_tables: dict = {}
 
+    def __getstate__(self):
+        # The per-device tables are derived data whose layout may change between versions: a pickle
+        # keeps only their devices, and loading makes them again there (so that a step after loading
+        # still builds nothing: on a GPU that would sync)
+        d = dict(vars(self))
+        d["_dev_tables"] = {}
+        d["_table_devices"] = list(self._dev_tables)
+        return d
+
+    def __setstate__(self, d):
+        devices = d.pop("_table_devices", None) or list(d.get("_dev_tables", {}))   # (an older pickle's keys)
+        d["_dev_tables"] = {}
+        vars(self).update(d)
+        for dev in devices:
+            self._tables(torch.device(dev))
+
     def automaton_kind(self, device: torch.device) -> str:
         """Which automaton runs on `device`: "native", "numpy" or "torch" ("auto" resolved)."""
         kind = self._automaton_kind
@@ -226,8 +242,11 @@ class SynthesisCore:
 
     def _native_cpu(self, aut, state: SynthesisState) -> bool:
         """Whether the token env's step and mask take the native CPU calls (NativeAutomaton.env_step
-        and env_mask): on the CPU with the native automaton."""
-        return self.cpu_shortcuts and state.grammar.device.type == "cpu" and hasattr(aut, "env_step")
+        and env_mask): on the CPU with the native automaton, over a state laid out as `empty` makes
+        it (a state put together otherwise, e.g. from row slices, takes the torch ops)."""
+        return (self.cpu_shortcuts and state.grammar.device.type == "cpu" and hasattr(aut, "env_step")
+                and state.grammar.dtype == torch.int32 and state.grammar.is_contiguous()
+                and all(x.dtype == torch.int64 and x.is_contiguous() for x in (state.task, state.tokens, state.length)))
 
     def _mask_i8(self, state: SynthesisState) -> torch.Tensor:
         """(N, VOCAB_SIZE) int8 masks, END allowed in finished rows. Every automaton returns a
@@ -311,9 +330,10 @@ class SynthesisCore:
         L, t = self.max_len, self._tables(state.task.device)
         aut = self.automaton(state.grammar.device)
         if self._native_cpu(aut, state):   # the same step in one native call (tested equal)
+            i64 = lambda x: x.to(torch.int64).contiguous()  # noqa: E731  (a caller's int32 actions or tasks)
             bad, term, truncated, done, body_len = aut.env_step(state.task, state.tokens, state.length, state.grammar,
-                                                                actions.contiguous(), restart.contiguous(),
-                                                                None if tasks is None else tasks.contiguous(), L)
+                                                                i64(actions), restart.to(torch.bool).contiguous(),
+                                                                None if tasks is None else i64(tasks), L)
             r = self._score(state.tokens, state.length, body_len, state.task, done).float()
             return r.masked_fill(~done, 0.0).masked_fill_(bad, self.compile_penalty), term, truncated, bad
         new, invalid = aut.step(state.grammar, actions, state.task)

@@ -716,6 +716,54 @@ def test_native_cpu_env_step_equals_the_torch_ops(n, max_len):
     assert ended > n and bad > 0   # episodes ended, and some actions were refused, inside the compared steps
 
 
+def test_core_step_takes_other_int_actions_and_states_made_of_slices_on_both_paths():
+    """Found by session 26's audit: SynthesisCore.step driven directly (not through an env shell)
+    with int32 actions, or on a state whose fields are row slices of another one, raised on the
+    native path; now the actions are cast and such a state takes the torch ops, as before."""
+    from test_envs_device import BANK
+    from vramgym.envs.synthesis import SynthesisCore, SynthesisState
+    core = SynthesisCore(BANK, max_len=10)
+    outs = []
+    for shortcuts in (True, False):
+        core.cpu_shortcuts = shortcuts
+        big = core.empty(8, "cpu")
+        core.reset_rows(big, torch.ones(8, dtype=torch.bool), torch.arange(8) % len(BANK))
+        half = SynthesisState(*(getattr(big, f)[::2] for f in ("task", "tokens", "length", "grammar")))
+        whole = core.empty(4, "cpu")
+        core.reset_rows(whole, torch.ones(4, dtype=torch.bool), half.task.clone())
+        live = torch.tensor([True, True, False, True])
+        for dtype in (torch.int32, torch.uint8, torch.int64):
+            a = core.masks(whole).to(torch.uint8).argmax(dim=1).to(dtype)
+            r = [core.step(st, a, live) for st in (whole, half)]
+            outs.append([torch.stack([x.float() for x in ri]) for ri in r])
+            assert torch.equal(outs[-1][0], outs[-1][1]) and torch.equal(whole.tokens, half.tokens)
+        assert torch.equal(core.masks(whole), core.masks(half))
+    del core.cpu_shortcuts
+    assert all(torch.equal(x[0], y[0]) for x, y in zip(outs[:3], outs[3:]))
+
+
+def test_a_pickled_core_keeps_no_device_tables_and_makes_them_when_loaded():
+    """Found by session 26's audit: a core pickled its per-device tables, so a pickle from another
+    version (another table layout) failed at its first step. Now only their devices are kept."""
+    import pickle
+    from test_envs_device import BANK
+    from vramgym.envs.synthesis import SynthesisCore
+    core = SynthesisCore(BANK, max_len=10)
+    core._tables(torch.device("cpu"))
+    d = core.__getstate__()
+    assert d["_dev_tables"] == {} and d["_table_devices"] == ["cpu"]
+    back = pickle.loads(pickle.dumps(core))
+    assert list(back._dev_tables) == ["cpu"]   # made again on load: a step after it builds nothing
+    old = dict(d, _dev_tables={"cpu": {"cuts": "an older layout"}})
+    del old["_table_devices"]
+    again = SynthesisCore.__new__(SynthesisCore)
+    again.__setstate__(old)
+    assert "widths" in again._dev_tables["cpu"]
+    st = again.empty(3, "cpu")
+    again.reset_rows(st, torch.ones(3, dtype=torch.bool), torch.arange(3))
+    assert again.observe(st)["action_mask"].shape == (3, V.VOCAB_SIZE)
+
+
 def test_native_env_step_refuses_tensors_it_cannot_take_by_address():
     from test_envs_device import BANK
     from vramgym.envs.synthesis import SynthesisCore
