@@ -271,11 +271,16 @@ def _cache_path():
     where = os.environ.get("VRAMGYM_CACHE_DIR")
     if where == "off":
         return None
-    if not where:
-        where = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vramgym"
-    h = hashlib.sha256(np.__version__.encode())
-    for name in _TABLE_SOURCES:
-        h.update(name.encode() + b"\0" + (Path(__file__).parent.parent / name).read_bytes())
+    try:
+        if not where:
+            where = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vramgym"
+            if str(where).startswith("~"):   # no home to expand: no cache (not a "~" folder here)
+                return None
+        h = hashlib.sha256(np.__version__.encode())
+        for name in _TABLE_SOURCES:
+            h.update(name.encode() + b"\0" + (Path(__file__).parent.parent / name).read_bytes())
+    except (OSError, RuntimeError, KeyError):   # no home directory, sources not readable as files
+        return None
     return Path(where) / f"grammar_tables_{h.hexdigest()[:24]}.npz"
 
 
