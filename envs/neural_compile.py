@@ -36,7 +36,7 @@ from vramgym.vm.values import check_int
 
 from .bank import TaskBank, bank_for
 from .reward import NeuralCompileReward, check_callable, check_output
-from .vector import CoreEnv, TensorVectorEnv, check_max_episode_steps
+from .vector import CoreEnv, TensorVectorEnv, check_max_episode_steps, none_on_cpu
 
 END = 256
 NUM_ACTIONS = 257
@@ -184,8 +184,8 @@ class NeuralCompileCore:
         """Rewards of the finished images where `done` (others 0), on the state's device, with no
         host sync on a GPU."""
         n, W = len(done), self.max_words
-        if self.cpu_shortcuts and done.device.type == "cpu" and not bool(done.any()):
-            return torch.zeros(n, dtype=torch.float32)   # nothing ends here (a CPU host check: SynthesisCore._score)
+        if none_on_cpu(self, done):   # nothing ends here
+            return torch.zeros(n, dtype=torch.float32)
         b = state.code.view(n, W, 4)
         w = b[..., 0] | (b[..., 1] << 8) | (b[..., 2] << 16) | (b[..., 3] << 24)   # little-endian words
         w = torch.where(w >= 2**31, w - 2**32, w).to(torch.int32)                 # the same bits as int32

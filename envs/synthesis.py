@@ -42,7 +42,7 @@ from . import vocab as V
 from .bank import TaskBank, bank_for, code_cap_for
 from .grammar import STATE_SIZE, BatchedAutomaton, Grammar
 from .reward import SynthesisReward, check_callable, check_output, check_real
-from .vector import CoreEnv, TensorVectorEnv, check_max_episode_steps
+from .vector import CoreEnv, TensorVectorEnv, check_max_episode_steps, none_on_cpu
 
 INT32 = np.iinfo(np.int32)
 
@@ -293,9 +293,7 @@ class SynthesisCore:
         return obs
 
     def _score(self, tokens, length, body_len, task, done) -> torch.Tensor:
-        if self.cpu_shortcuts and done.device.type == "cpu" and not bool(done.any()):
-            # no program ends here (most token steps): the caller zeroes these rows anyway, and on
-            # the CPU the check costs nothing (on a GPU it would sync, so there every step scores)
+        if none_on_cpu(self, done):   # no program ends here (most token steps): the caller zeroes the rows
             return torch.zeros(len(done), dtype=torch.float32)
         ok, passed, steps = self.bank.evaluate(tokens, length, task, done)
         return check_output(self.reward(self.bank.scores(ok, passed, steps, body_len)), passed, self.reward)

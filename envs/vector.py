@@ -115,6 +115,13 @@ def as_actions(x, device: torch.device) -> torch.Tensor:
     return t.to(device=device, dtype=torch.int64)
 
 
+def none_on_cpu(core, rows: torch.Tensor) -> bool:
+    """A CPU step's shortcut (the core's `cpu_shortcuts`): True where `rows` lives on the CPU and
+    has no True row, so the work for those rows can be skipped. The check reads the tensor on the
+    host: free on the CPU, a sync on a GPU, where the work is therefore always done."""
+    return getattr(core, "cpu_shortcuts", False) and rows.device.type == "cpu" and not bool(rows.any())
+
+
 def check_max_episode_steps(max_episode_steps, bound: str) -> None:
     """The vector envs take `max_episode_steps` (gym.make_vec passes it on) but implement no
     step limit: rather than ignore it, refuse it."""
@@ -300,8 +307,7 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         # On the CPU (no graph) a host check costs nothing: with no env restarting, no tasks to hash
         # (13 ops) and nothing to reset. A GPU step never reads the device, so it always does both
         # (as the CPU does with the core's cpu_shortcuts off: SynthesisCore.cpu_shortcuts).
-        quiet = (self.device.type == "cpu" and not self.cuda_graph and getattr(self.core, "cpu_shortcuts", False)
-                 and not bool(restart.any()))
+        quiet = not self.cuda_graph and none_on_cpu(self.core, restart)
         if hasattr(self.core, "step_reset"):   # the step and the autoreset in one pass over each field
             tasks = None if quiet else self._tasks()
             reward, term, trunc, invalid = self.core.step_reset(self.state, a, restart, tasks)
