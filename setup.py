@@ -28,6 +28,14 @@ encode = Extension(
     language="c++",
 )
 
+# the data address of an array for the ctypes calls (vm/cpu.py's ptr): ndarray.ctypes.data costs ~2 us.
+address = Extension(
+    "vramgym.vm._address",
+    sources=["vm/csrc/address_py.cpp"],
+    extra_compile_args=["-std=c++17", "-O2"],
+    language="c++",
+)
+
 # the batched mask automaton of the Synthesis envs (envs/csrc/grammar.h; ctypes in envs/grammar_native.py).
 # The library carries the hash of its sources (grammar_native.source_hash(), the same recipe), which
 # loading compares with the installed sources, so a library older than grammar.h is refused.
@@ -53,4 +61,4 @@ grammar = Extension(
     language="c++",
 )
 
-setup(ext_modules=[core, encode, grammar])
+setup(ext_modules=[core, encode, address, grammar])

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from vramgym.vm import cpu
 from vramgym.vm import opcodes as oc
 from vramgym.vm.opcodes import BUILTIN_NAMES
@@ -64,8 +66,8 @@ def _param_names(raw: bytes, text: str) -> dict[str, tuple[str, ...]]:
     def name(i):
         return NAME_AT.match(lines[toks[i, 2] - 1], toks[i, 3] - 1).group(0)
     out = {}
-    for i, k in enumerate(kinds):
-        if k != _TOK["DEF"] or kinds[i + 1] != _TOK["NAME"]:
+    for i in np.flatnonzero(toks[:, 0] == _TOK["DEF"]).tolist():  # (a loop over signatures, not tokens)
+        if kinds[i + 1] != _TOK["NAME"]:
             continue
         params, depth, j = [], 0, i + 2   # j: the '(' (the source compiled)
         while True:
