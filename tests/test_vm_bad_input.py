@@ -215,6 +215,59 @@ def test_hand_made_functions_take_the_compilers_kind_names_or_are_refused():
                                        "f")
 
 
+def test_from_programs_checks_what_it_no_longer_scans():
+    """from_programs builds its arrays itself and skips the constructor's scans, so it checks a
+    hand-made Program's parameter count, entry index and code words instead: each refused with a
+    ValueError (as the scans refused them), and what it accepts passes the constructor's checks."""
+    from vramgym.vm.program import Function
+    p = compile_source("def f(xs: list[int], k: int) -> bool:\n    return len(xs) > k\n")
+    f = p.functions[0]
+    many = ("int",) * (oc.LIMITS["MAX_PARAMS"] + 1)
+    for fn in (Function(f.name, f.index, f.pc, many, "int", 255), Function(f.name, 2**31, f.pc, f.params, f.ret, 2),
+               Function(f.name, True, f.pc, f.params, f.ret, 2), Function(f.name, 1.0, f.pc, f.params, f.ret, 2)):
+        with pytest.raises(ValueError):
+            ProgramBatch.from_programs([Program(p.code, [fn])], "f")
+    with pytest.raises(ValueError):
+        ProgramBatch.from_programs([Program(np.stack([p.code, p.code]), [f])], "f")   # 2-D code
+    g = compile_source("def f(a: int) -> list[int]:\n    return [a]\n")
+    hand = Program(p.code.astype(np.int64), [f])   # other dtypes are converted (and checked)
+    b = ProgramBatch.from_programs([p, g, hand, Program.from_code(g.code, [g.functions[0]])], "f")
+    checked = ProgramBatch(b.code, b.offsets, b.entry, b.ret_kind, b.params)   # the scans pass
+    for name in ("code", "offsets", "entry", "ret_kind", "params"):
+        arr = getattr(b, name)
+        assert not arr.flags.writeable and np.array_equal(arr, getattr(checked, name)), name
+        assert arr.dtype == getattr(checked, name).dtype, name
+    assert b.offsets.tolist() == [0, len(p.code), len(p.code) + len(g.code), 2 * len(p.code) + len(g.code),
+                                  2 * len(p.code) + 2 * len(g.code)]
+    ins = encode_tuples([([1, 2], 1), ([], 0)], ("list", "int"))
+    assert run_batch(b, ins, (np.array([0, 0, 2]), np.array([0, 1, 0]))).value.tolist() == [1, 0, 1]
+
+
+def test_core_addresses_are_the_arrays_data():
+    """ptr() hands the core an array's address through the _address extension (ndarray.ctypes
+    costs ~2 us); read-only and empty arrays included, and what a typed pointer would refuse is
+    refused."""
+    a = np.arange(6, dtype=np.int32)
+    ro = a.copy()
+    ro.flags.writeable = False
+    for arr in (a, ro, np.zeros(0, np.int32), np.arange(4, dtype=np.int32)[1:]):
+        assert cpu.ptr(arr, cpu._i32p) == arr.ctypes.data
+    assert cpu._address.__module__ == "vramgym.vm._address"   # the extension, not the fallback
+    assert cpu.ptr(None, cpu._i32p) is None
+    for bad in (a.astype(np.int64), a[::2], a.astype(np.uint32)):
+        with pytest.raises(TypeError):
+            cpu.ptr(bad, cpu._i32p)
+
+
+def test_native_encoder_output_is_read_only_and_passes_the_checks():
+    enc = encode_tuples([(1, [2, 3]), (0, [])], ("int", "list"))
+    assert not enc.words.flags.writeable and not enc.offsets.flags.writeable
+    again = Encoded(enc.words, enc.offsets)   # the checks the native path skips
+    assert np.array_equal(again.words, enc.words) and again.offsets.tolist() == enc.offsets.tolist() == [0, 6, 10]
+    with pytest.raises(ValueError):
+        enc.words[0] = 5
+
+
 def test_hand_made_compiled_batch_lengths_are_not_cast():
     """Found by an audit: CompiledBatch.to_programs cast float lengths (5.9 read as 5 words) and
     bools (True as 1 word)."""

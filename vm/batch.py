@@ -49,6 +49,8 @@ class VMConfig:
         return np.array([self.fuel, self.max_depth, self.heap_size, self.max_lists, self.stack_size], dtype=np.int32)
 
 
+_DEFAULT_CONFIG = VMConfig()  # (frozen: one instance serves every call that gives none)
+
 UNKNOWN_KINDS = -2  # a ProgramBatch.params row of these: the entry's kinds are unknown
 
 
@@ -132,20 +134,41 @@ class ProgramBatch:
             if f.ret not in KIND_BY_NAME or not all(k in KIND_BY_NAME for k in f.params):
                 raise ValueError(f"function {f.name!r} has kinds {f.params!r} -> {f.ret!r}; each must be one "
                                  f"of {sorted(KIND_BY_NAME)}")
-        lengths = [len(p.code) for p in programs]
+            if len(f.params) > oc.LIMITS["MAX_PARAMS"]:
+                raise ValueError(f"function {f.name!r} has {len(f.params)} parameters; the VM takes at most "
+                                 f"{oc.LIMITS['MAX_PARAMS']}")
+            if isinstance(f.index, bool) or not isinstance(f.index, (int, np.integer)) or \
+                    not -(2**31) <= f.index < 2**31:
+                raise ValueError(f"function {f.name!r} has index {f.index!r}; an entry index is an int32")
+        # Every array below is made here from values just checked, so the batch skips
+        # __post_init__'s scans (they cost more than running a small program on a few inputs).
+        words = [p.code if isinstance(p.code, np.ndarray) and p.code.dtype == np.uint32 and p.code.ndim == 1
+                 else code_words(p.code, "code") for p in programs]   # (one dtype: a mix would concatenate as int64)
         offsets = np.zeros(len(programs) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        words = [p.code if isinstance(p.code, np.ndarray) and p.code.dtype == np.uint32 else code_words(p.code, "code")
-                 for p in programs]   # (one dtype: a mix would concatenate as int64)
-        code = np.concatenate(words) if programs else np.zeros(0, np.uint32)
-        entry = np.array([f.index for f in fns], dtype=np.int64)
+        np.cumsum(np.array([len(w) for w in words], dtype=np.int64), out=offsets[1:])
+        if len(words) and max(len(w) for w in words) > 2**31 - 1:   # the core takes a program's length as int32
+            raise ValueError("a program of more than 2**31 - 1 code words")
+        code = np.concatenate(words) if programs else np.zeros(0, np.uint32)   # (a copy, even of one)
+        entry = np.array([f.index for f in fns], dtype=np.int32)
         ret_kind = np.array([KIND_BY_NAME[f.ret] for f in fns], dtype=np.int32)
         params = None
         if all(p.typed for p in programs):
             params = np.full((len(fns), oc.LIMITS["MAX_PARAMS"] + 1), -1, dtype=np.int8)
             for i, f in enumerate(fns):
                 params[i, :len(f.params)] = [KIND_BY_NAME[k] for k in f.params]
-        return cls(code, offsets, entry, ret_kind, params)   # checked once, as any batch
+        return cls._made(code, offsets, entry, ret_kind, params)
+
+    @classmethod
+    def _made(cls, code, offsets, entry, ret_kind, params) -> "ProgramBatch":
+        """A batch of arrays that the caller made itself, fresh, of the right dtypes and shapes
+        and with values that pass __post_init__'s checks: stored read-only, not scanned again."""
+        batch = object.__new__(cls)
+        for name, arr in (("code", code), ("offsets", offsets), ("entry", entry), ("ret_kind", ret_kind),
+                          ("params", params)):
+            if arr is not None:
+                arr.flags.writeable = False
+            object.__setattr__(batch, name, arr)
+        return batch
 
     def __len__(self):
         return len(self.offsets) - 1
@@ -183,7 +206,7 @@ def run_batch(programs: ProgramBatch, inputs: Encoded, runs: tuple[np.ndarray, n
     for name, e in (("inputs", inputs), ("expected", expected)):
         if not isinstance(e, Encoded) and not (name == "expected" and e is None):
             raise TypeError(f"{name} must be an Encoded batch (vramgym.vm.encode_tuples), got {type(e).__name__}")
-    config = VMConfig() if config is None else config
+    config = _DEFAULT_CONFIG if config is None else config
     if not isinstance(config, VMConfig):
         raise TypeError(f"config must be a VMConfig, got {type(config).__name__}")
     nthreads = check_threads(nthreads)

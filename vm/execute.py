@@ -5,6 +5,7 @@ in one batch call, and decodes the results."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -17,6 +18,19 @@ _TRAPS = {code: Trap(name) for code, name, _ in oc.TRAPS if code}
 # List results longer than 64 are fetched by running those runs again with room for them: in
 # calls of at most this many ints of output (a (runs, out_cap) matrix), whatever the heap size.
 _RERUN_CELLS = 1 << 22
+
+
+def _config(*limits) -> VMConfig:
+    """VMConfig(*limits), made once per distinct limits (its checks cost a few us a call)."""
+    try:
+        return _cached_config(*limits)
+    except TypeError:  # an unhashable limit: VMConfig words the error
+        return VMConfig(*limits)
+
+
+@lru_cache(maxsize=32, typed=True)  # (typed: fuel=True must still be refused after fuel=1)
+def _cached_config(*limits) -> VMConfig:
+    return VMConfig(*limits)
 
 
 def execute(program_or_programs: Program | Sequence[Program], entry: str, args_list: Iterable[Sequence], *,
@@ -34,7 +48,7 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
     for p in programs:
         if not isinstance(p, Program):
             raise TypeError(f"execute takes a Program or a sequence of Programs, got {type(p).__name__} in it")
-    config = VMConfig(fuel, max_depth, heap_size, max_lists, stack_size)
+    config = _config(fuel, max_depth, heap_size, max_lists, stack_size)
     args_list = [tuple(a) if isinstance(a, (tuple, list)) else (a,) for a in args_list]
     if not programs:
         return []
@@ -51,8 +65,12 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
     inputs = Encoded.concat(parts)
     batch = ProgramBatch.from_programs(programs, entry)
     m = len(args_list)
-    run_prog = np.repeat(np.arange(len(programs), dtype=np.int32), m)
-    run_in = (np.array([base[f.params] for f in fns], dtype=np.int32)[:, None] + np.arange(m, dtype=np.int32)).ravel()
+    if single:
+        run_prog, run_in = np.zeros(m, dtype=np.int32), np.arange(m, dtype=np.int32)
+    else:
+        run_prog = np.repeat(np.arange(len(programs), dtype=np.int32), m)
+        run_in = (np.array([base[f.params] for f in fns], dtype=np.int32)[:, None] +
+                  np.arange(m, dtype=np.int32)).ravel()
     rets = [KIND_BY_NAME.get(f.ret) for f in fns]   # ('list[int]' is 'list', as in ProgramBatch)
     has_list = oc.KIND_LIST in rets
     res = run_batch(batch, inputs, (run_prog, run_in), config=config, out_cap=64 if has_list else 0,
@@ -72,20 +90,21 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
             i += len(part)
     results = []
     status, value, nsteps = res.status.tolist(), res.value.tolist(), res.steps.tolist()
-    for p, f in enumerate(fns):
-        row = []
-        for j in range(m):
-            r = p * m + j
-            s = status[r]
+    if has_list:  # the list elements of every run that returned a list, flat, in run order
+        lens = np.where((res.status == 0) & (batch.ret_kind[run_prog] == oc.KIND_LIST), np.minimum(res.value, 64), 0)
+        flat = out_list[np.arange(out_list.shape[1]) < lens[:, None]].tolist()
+        starts = np.concatenate(([0], np.cumsum(lens))).tolist()
+    for p in range(len(fns)):
+        lo, hi = p * m, p * m + m
+        if rets[p] == oc.KIND_BOOL:
+            row = [v != 0 for v in value[lo:hi]]
+        elif rets[p] == oc.KIND_LIST:
+            row = [long_lists[r] if r in long_lists else flat[starts[r]:starts[r + 1]] for r in range(lo, hi)]
+        else:
+            row = value[lo:hi]
+        for j, s in enumerate(status[lo:hi]):
             if s:
-                v = _TRAPS.get(s, Trap("bad_bytecode"))
-            elif rets[p] == oc.KIND_BOOL:
-                v = bool(value[r])
-            elif rets[p] == oc.KIND_LIST:
-                v = long_lists[r] if r in long_lists else out_list[r, : value[r]].tolist()
-            else:
-                v = value[r]
-            row.append((v, nsteps[r]) if steps else v)
-        results.append(row)
+                row[j] = _TRAPS.get(s, Trap("bad_bytecode"))
+        results.append(list(zip(row, nsteps[lo:hi])) if steps else row)
     return results[0] if single else results
 

@@ -87,6 +87,16 @@ class Encoded:
         object.__setattr__(self, "words", w)
         object.__setattr__(self, "offsets", owned(offsets_array(offsets, len(w), "word", "len(words)"), offsets))
 
+    @classmethod
+    def _made(cls, words: np.ndarray, offsets: np.ndarray) -> "Encoded":
+        """A batch of arrays that only the caller holds, which it made valid (int32 words,
+        int64 offsets from 0 to len(words), non-decreasing): stored read-only, not scanned."""
+        enc = object.__new__(cls)
+        for name, arr in (("words", words), ("offsets", offsets)):
+            arr.flags.writeable = False
+            object.__setattr__(enc, name, arr)
+        return enc
+
     def __setattr__(self, name, value):
         raise AttributeError(f"Encoded is immutable (the core trusts what its constructor checked): "
                              f"build a new one instead of setting {name!r}")
@@ -201,7 +211,12 @@ def _native_encode(rows, kinds: Sequence[str], single: bool) -> Encoded | None:
     out = _native.encode(rows, codes, single)
     if out is None:
         return None
-    return Encoded(np.frombuffer(out[0], dtype=np.int32), np.frombuffer(out[1], dtype=np.int64))
+    # (the C encoder's offsets run from 0 to len(words), non-decreasing, and nothing else holds its
+    # bytearrays: no checks, no copies)
+    words, offsets = np.frombuffer(out[0], dtype=np.int32), np.frombuffer(out[1], dtype=np.int64)
+    if not (words.flags.aligned and offsets.flags.aligned):  # (bytearrays are; copies would be)
+        return Encoded(words, offsets)
+    return Encoded._made(words, offsets)
 
 
 def encode_tuples(tuples: Sequence[Sequence], kinds: Sequence[str], where: str = "argument") -> Encoded:
