@@ -498,6 +498,31 @@ def test_vector_env_keeps_gymnasiums_seed_and_info_conventions(env_id):
             np.testing.assert_array_equal(infos[0][k], infos[1][k])
 
 
+def test_sync_vector_envs_pin_a_task_for_one_episode_or_by_tasks():
+    """docs/api-contract.md: Gymnasium's sync vector env resets its envs without options, so a
+    task pinned by reset lasts one episode there (the native vector env keeps it); an env made
+    with tasks=[name] keeps its one task."""
+    body = np.full((4, 8), V.END, dtype=np.int64)   # ends every episode at once (compile failure)
+    pinned = gym.make_vec("vramgym/SynthesisBatch-v0", num_envs=4, vectorization_mode="sync", bank=BANK)
+    native = gym.make_vec("vramgym/SynthesisBatch-v0", num_envs=4, vectorization_mode="vector_entry_point",
+                          bank=BANK)
+    seen = {"sync": set(), "native": set()}
+    for name, vec in (("sync", pinned), ("native", native)):
+        obs, _ = vec.reset(seed=SEED, options={"task": 1})
+        assert obs["task"].tolist() == [1] * 4
+        for _ in range(6):   # NEXT_STEP autoreset: every other step starts new episodes
+            obs, _, term, _, _ = vec.step(body)
+            seen[name].update(obs["task"].tolist())
+    assert seen["native"] == {1}
+    assert len(seen["sync"]) > 1   # 12 fresh draws from 5 tasks: all 1 with probability 5**-12
+    one = gym.make_vec("vramgym/SynthesisBatch-v0", num_envs=4, vectorization_mode="sync", tasks=["gcd"], n_tests=4)
+    obs, _ = one.reset(seed=SEED)
+    for _ in range(6):
+        obs, _, _, _, _ = one.step(body)
+        assert obs["task"].tolist() == [0] * 4
+    assert [t.name for t in one.unwrapped.envs[0].unwrapped.core.bank.tasks] == ["gcd"]
+
+
 def test_an_env_with_captured_steps_pickles_and_copies_without_stepping_the_original():
     """With cuda_graph set, reset captures the step in a closure over the env: pickling failed
     and a deepcopy's step ran the original's capture, moving the original (audit, session 24).
