@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vramgym.compiler import compile_source
-from vramgym.vm import Encoded, ProgramBatch, VMConfig, encode_results, encode_tuples, execute, run_batch
+from vramgym.vm import Encoded, ProgramBatch, Trap, VMConfig, encode_results, encode_tuples, execute, run_batch
 from vramgym.vm import cpu
 from vramgym.vm import opcodes as oc
 from vramgym.vm.program import Program
@@ -229,6 +229,16 @@ def test_from_programs_checks_what_it_no_longer_scans():
             ProgramBatch.from_programs([Program(p.code, [fn])], "f")
     with pytest.raises(ValueError):
         ProgramBatch.from_programs([Program(np.stack([p.code, p.code]), [f])], "f")   # 2-D code
+    # Found by the audit of these checks: an untyped program's parameter count is from_code's
+    # reading of a FUNC word (up to 255), which traps bad_bytecode when it runs, as it did before
+    # the check; a 0-d integer array is an index like any other.
+    wide = Program.from_code(np.array([oc.OP_BY_NAME["FUNC"].code | (17 << 8)], np.uint32))
+    assert execute(wide, "f0", [tuple(range(17))]) == [Trap("bad_bytecode")]
+    plain = Program.from_code(compile_source("def f(x: int) -> int:\n    return x\n").code)
+    assert run_batch(ProgramBatch.from_programs([plain, wide], "f0"), encode_tuples([(6,)], ("int",)),
+                     (np.array([0]), np.array([0]))).value.tolist() == [6]
+    assert execute(Program(p.code, [Function(f.name, np.array(0), f.pc, f.params, f.ret, 2)]), "f", [([1], 0)]) == \
+        [True]
     g = compile_source("def f(a: int) -> list[int]:\n    return [a]\n")
     hand = Program(p.code.astype(np.int64), [f])   # other dtypes are converted (and checked)
     b = ProgramBatch.from_programs([p, g, hand, Program.from_code(g.code, [g.functions[0]])], "f")

@@ -11,6 +11,7 @@ environments can score candidates without decoding results in Python.
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -130,29 +131,35 @@ class ProgramBatch:
             if not isinstance(p, Program):
                 raise TypeError(f"from_programs takes vramgym Programs, got {type(p).__name__}")
         fns = [p.function(entry) for p in programs]
+        typed = all(p.typed for p in programs)   # then the batch carries the entries' parameter kinds
+        index = []
         for f in fns:   # (a hand-made Program's Function may name any kind)
             if f.ret not in KIND_BY_NAME or not all(k in KIND_BY_NAME for k in f.params):
                 raise ValueError(f"function {f.name!r} has kinds {f.params!r} -> {f.ret!r}; each must be one "
                                  f"of {sorted(KIND_BY_NAME)}")
-            if len(f.params) > oc.LIMITS["MAX_PARAMS"]:
-                raise ValueError(f"function {f.name!r} has {len(f.params)} parameters; the VM takes at most "
-                                 f"{oc.LIMITS['MAX_PARAMS']}")
-            if isinstance(f.index, bool) or not isinstance(f.index, (int, np.integer)) or \
-                    not -(2**31) <= f.index < 2**31:
+            if typed and len(f.params) > oc.LIMITS["MAX_PARAMS"]:   # (untyped: from_code's guess from a
+                raise ValueError(f"function {f.name!r} has {len(f.params)} parameters; the VM takes at most "  # FUNC
+                                 f"{oc.LIMITS['MAX_PARAMS']}")   # word, which traps bad_bytecode when it runs)
+            try:
+                i = None if isinstance(f.index, (bool, np.bool_)) else operator.index(f.index)
+            except TypeError:
+                i = None
+            if i is None or not -(2**31) <= i < 2**31:
                 raise ValueError(f"function {f.name!r} has index {f.index!r}; an entry index is an int32")
+            index.append(i)
         # Every array below is made here from values just checked, so the batch skips
         # __post_init__'s scans (they cost more than running a small program on a few inputs).
-        words = [p.code if isinstance(p.code, np.ndarray) and p.code.dtype == np.uint32 and p.code.ndim == 1
+        words = [p.code if type(p.code) is np.ndarray and p.code.dtype == np.uint32 and p.code.ndim == 1
                  else code_words(p.code, "code") for p in programs]   # (one dtype: a mix would concatenate as int64)
         offsets = np.zeros(len(programs) + 1, dtype=np.int64)
         np.cumsum(np.array([len(w) for w in words], dtype=np.int64), out=offsets[1:])
         if len(words) and max(len(w) for w in words) > 2**31 - 1:   # the core takes a program's length as int32
             raise ValueError("a program of more than 2**31 - 1 code words")
         code = np.concatenate(words) if programs else np.zeros(0, np.uint32)   # (a copy, even of one)
-        entry = np.array([f.index for f in fns], dtype=np.int32)
+        entry = np.array(index, dtype=np.int32)
         ret_kind = np.array([KIND_BY_NAME[f.ret] for f in fns], dtype=np.int32)
         params = None
-        if all(p.typed for p in programs):
+        if typed:
             params = np.full((len(fns), oc.LIMITS["MAX_PARAMS"] + 1), -1, dtype=np.int8)
             for i, f in enumerate(fns):
                 params[i, :len(f.params)] = [KIND_BY_NAME[k] for k in f.params]
