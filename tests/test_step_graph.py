@@ -185,6 +185,28 @@ def test_gpu_graph_equals_eager_gpu_and_cpu(automaton, batch):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
+@pytest.mark.parametrize("cuda_graph,batch", [(False, False), (True, False), (True, True)])
+def test_gpu_env_pickled_or_copied_mid_episode_goes_on_as_the_original(cuda_graph, batch):
+    """Never run on a GPU before session 27's test: a CUDA env unpickled or deep-copied mid-episode
+    rebuilds its core's per-device tables (SynthesisCore.__setstate__) and, with cuda_graph=True,
+    captures its own step again; it must then step exactly as the original and as a CPU env
+    driven by the same actions, and stepping the copies first must not move the original."""
+    import copy
+    import pickle
+    rng = np.random.default_rng(SEED)
+    n = 256
+    kw = dict(num_envs=n, bank=BANK, max_len=20, batch=batch)
+    cpu, gpu = SynthesisVectorEnv(device="cpu", **kw), SynthesisVectorEnv(device="cuda", cuda_graph=cuda_graph, **kw)
+    obs, _ = drive([cpu, gpu], reset_all([cpu, gpu], seed=SEED), rng, 7, batch=batch)
+    twins = [copy.deepcopy(gpu), pickle.loads(pickle.dumps(gpu))]
+    assert all(t.device == gpu.device for t in twins)
+    drive(twins + [gpu, cpu], obs, rng, 30, batch=batch, widths=(20, 9))   # twins first, compared with both
+    if cuda_graph:
+        assert all(t._graphs for t in twins) and all(t._graphs is not gpu._graphs for t in twins)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
 def test_gpu_graph_neural_compile_equals_eager_gpu_and_cpu():
     rng = np.random.default_rng(SEED)
     kw = dict(num_envs=256, bank=BANK, max_words=32)
