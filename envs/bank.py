@@ -22,7 +22,7 @@ import numpy as np
 from vramgym.compiler import tokenize
 from vramgym.vm import opcodes as oc
 from vramgym.vm import VMConfig, encode_results, encode_tuples
-from vramgym.vm.values import KIND_BY_NAME, Encoded, check_int, int_array
+from vramgym.vm.values import INT32_MAX, INT32_MIN, KIND_BY_NAME, Encoded, check_int, int_array
 
 from . import vocab as V
 from .tasks import TASKS, Task, get_task
@@ -493,7 +493,7 @@ class TaskBank:
         # CPU: only the active rows are turned into tokens (a host sync costs nothing here), by the
         # native builder where its library is built (one pass per row; the torch ops cost more
         # than compiling and running the programs), else by the torch ops
-        from vramgym.vm.evaluate import evaluate_tasks_cpu
+        from vramgym.vm.evaluate import score_token_rows
         from . import grammar_native
         n = bodies.shape[0]
         ok = torch.zeros(n, dtype=torch.bool, device=dev)
@@ -502,8 +502,11 @@ class TaskBank:
         if len(rows):
             # A candidate that another active row repeats (same task, same body) runs once: a
             # policy that has learned a task writes the same program in many envs
-            first, inverse = distinct_candidates(bodies[rows].cpu().numpy(), lengths[rows].cpu().numpy(),
-                                                 task_ids[rows].cpu().numpy())
+            if len(rows) > 1:
+                first, inverse = distinct_candidates(bodies[rows].cpu().numpy(), lengths[rows].cpu().numpy(),
+                                                     task_ids[rows].cpu().numpy())
+            else:   # (one row: nothing to group)
+                first = inverse = np.zeros(1, np.int64)
             if len(first) < len(rows):
                 first_t, inverse_t = torch.from_numpy(first).to(dev), torch.from_numpy(inverse).to(dev)
                 run_rows = rows[first_t]
@@ -514,10 +517,17 @@ class TaskBank:
                 slots, count = token_slots(self, bodies[run_rows], lengths[run_rows], task_ids[run_rows])
             else:
                 slots, count = self.compiler_token_slots(bodies[run_rows], lengths[run_rows], task_ids[run_rows])
-            p, s, o = evaluate_tasks_cpu(slots, count, task_ids[run_rows], None, self.inputs, self.expected,
-                                         self.n_tests, self.ret_kind, config=self.config,
-                                         code_cap=code_cap_for(slots.shape[1]))
-            o, p, s = o.to(dev), p.to(dev).long(), s.to(dev)
+            # The scorer of evaluate_tasks_cpu without its argument checks: the tests are the bank's
+            # own, the slots were built just now; only the task ids come from the caller.
+            task = task_ids[run_rows].to(torch.int64).cpu().numpy()
+            if len(task) and (int(task.min()) < 0 or int(task.max()) >= len(self)):
+                raise ValueError(f"task_ids of active rows must be in [0, {len(self)})")
+            p, s, o = score_token_rows(
+                int_array(slots.cpu().numpy(), "slots", INT32_MIN, INT32_MAX, np.int32, ndim=3),
+                count.to(torch.int64).cpu().numpy(), task, np.ones(len(task), dtype=bool),
+                int_array(self.ret_kind, "ret_kind", oc.KIND_INT, oc.KIND_LIST, np.int32), self.inputs,
+                self.expected, self.n_tests, self.config, code_cap_for(slots.shape[1]))
+            o, p, s = (torch.from_numpy(x).to(dev) for x in (o, p.astype(np.int64), s))
             if inverse_t is not None:
                 o, p, s = o[inverse_t], p[inverse_t], s[inverse_t]
             ok[rows], passed[rows], steps[rows] = o, p, s

@@ -112,6 +112,42 @@ def test_cpu_equals_oracle_on_masked_rollouts_and_references(bank):
         assert_equal_oracle(bank, b, lens, tasks, None, (torch.from_numpy(slots), torch.from_numpy(count)), name)
 
 
+def test_cpu_scorer_equals_the_checked_evaluate_tasks_cpu(bank):
+    """TaskBank.evaluate on the CPU calls the scorer behind evaluate_tasks_cpu without its
+    argument checks (score_token_rows): row for row the same (compiled, passed, steps) as
+    evaluate_tasks_cpu on the same slots, for masked rollouts, the reference bodies and random
+    bodies with bad actions under an active mask; task ids out of range are still refused."""
+    from test_envs import REFERENCES
+    from vramgym.vm.evaluate import evaluate_tasks_cpu
+    from vramgym.envs.bank import code_cap_for
+    rng = np.random.default_rng([SEED, 5])
+    b, lens, tasks = masked_rollout_bodies(bank, rng, 200, 24)
+    names = [t.name for t in bank.tasks]
+    refs = [np.array(V.encode(text)) for text in REFERENCES.values()]
+    width = max(24, max(len(a) for a in refs))
+    pad = lambda a: np.concatenate([a, np.full(width - len(a), V.END)])  # noqa: E731
+    rb, rl, rt, ra = random_batch(rng, len(bank), 200, width)
+    bodies = np.concatenate([np.array([pad(x) for x in b]), np.array([pad(a) for a in refs]), rb])
+    lengths = np.concatenate([lens, [len(a) - 1 for a in refs], np.clip(rl, 0, width)])
+    task_ids = np.concatenate([tasks, [names.index(n) for n in REFERENCES], rt])
+    active = np.concatenate([np.ones(len(b) + len(refs), bool), np.ones(len(rb), bool) if ra is None else ra])
+    args = [torch.from_numpy(x) for x in (bodies, lengths, task_ids, active)]
+    got = [x.numpy() for x in bank.evaluate(*args)]
+    slots, count = token_slots(bank, *args[:3])
+    p, s, o = evaluate_tasks_cpu(slots, count, args[2], args[3], bank.inputs, bank.expected, bank.n_tests,
+                                 bank.ret_kind, config=bank.config, code_cap=code_cap_for(slots.shape[1]))
+    for g, w, what in zip(got, (o.numpy(), p.numpy(), s.numpy()), ("compiled", "passed", "steps")):
+        assert np.array_equal(g, w), (what, SEED, np.flatnonzero(g != w)[:5])
+    k = len(b)
+    assert got[0][k:k + len(refs)].all() and (got[1][k:k + len(refs)] == bank.n_tests).all()
+    one = [torch.from_numpy(x[:1]) for x in (bodies, lengths, task_ids)]
+    for bad in (-1, len(bank)):
+        with pytest.raises(ValueError, match="task_ids of active rows"):
+            bank.evaluate(one[0], one[1], torch.tensor([bad]))
+    inactive = bank.evaluate(one[0], one[1], torch.tensor([len(bank)]), torch.tensor([False]))
+    assert [x.tolist() for x in inactive] == [[False], [0], [0]]   # an inactive row may hold anything
+
+
 def test_cpu_scorer_takes_the_native_builder_and_scores_as_the_torch_one(bank, monkeypatch):
     """TaskBank.evaluate on the CPU builds its token slots natively where the library is built,
     and scores every row (compiled, tests passed, steps) as with the torch builder, on masked

@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from vramgym.compiler import compile_tokens
 from vramgym.compiler.batch import _code_cap, packed_rows
 
+from . import cpu
 from . import opcodes as oc
 from .batch import ProgramBatch, VMConfig, run_batch
 from .program import code_words
@@ -158,6 +158,19 @@ def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tes
     n, slot = toks.shape[:2]
     count, task, act, ret, inputs, expected, n_tests = _task_args(n, "counts", counts, task_ids, active, inputs,
                                                                   expected, n_tests, ret_kinds)
+    passed, steps, ok = score_token_rows(toks, count, task, act, ret, inputs, expected, n_tests, config, code_cap)
+    return _out(type(tokens).__module__.startswith("torch"), passed, steps, ok)
+
+
+def score_token_rows(toks: np.ndarray, count: np.ndarray, task: np.ndarray, act: np.ndarray, ret: np.ndarray,
+                     inputs: Encoded, expected: Encoded, n_tests: int, config: VMConfig | None, code_cap: int):
+    """evaluate_tasks_cpu after its checks, for callers whose arguments are checked already
+    (TaskBank.evaluate: its own tests, and token slots it built): toks (N, S, 4) int32, count (N,)
+    int64, task (N,) int64 (in [0, T) where act), act (N,) bool, ret (T,) int32 KIND_*, inputs
+    and expected Encoded with T * n_tests items of those kinds, code_cap in 1..MAX_CODE.
+    Returns (passed, steps, ok) numpy arrays. The token rows go to the core packed in fresh
+    arrays, so compile_tokens' copies and checks are not needed here."""
+    n, slot = toks.shape[:2]
     count = np.clip(count, 0, slot)
     passed, steps, ok = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
     rows = np.flatnonzero(act)
@@ -174,11 +187,12 @@ def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tes
         chunk = max(1, COMPILE_CHUNK * 1024 // code_cap)
         for a in range(0, len(rows), chunk):
             b = min(len(rows), a + chunk)
-            compiled = compile_tokens(packed[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a], code_cap=code_cap)
-            ok[rows[a:b]] = compiled.ok
-            good = np.flatnonzero(compiled.ok)
-            words.append(packed_rows(compiled.code, compiled.lengths, good)[0])
-            lengths.append(compiled.lengths[good])
+            code, length, _, _ = cpu.compile_tokens_batch(np.ascontiguousarray(packed[offsets[a]:offsets[b]]),
+                                                          offsets[a:b + 1] - offsets[a], code_cap, cpu.default_threads())
+            ok[rows[a:b]] = length >= 0
+            good = np.flatnonzero(length >= 0)
+            words.append(packed_rows(code, length, good)[0])
+            lengths.append(length[good])
         good = np.flatnonzero(ok[rows])
         code_off = np.zeros(len(good) + 1, dtype=np.int64)
         np.cumsum(np.concatenate(lengths), out=code_off[1:])
@@ -187,7 +201,7 @@ def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tes
         programs = ProgramBatch._made(np.concatenate(words), code_off, np.zeros(len(good), dtype=np.int32),
                                       ret[task[rows[good]]], None)
         _run_on_tasks(programs, rows[good], task, inputs, expected, n_tests, config, passed, steps)
-    return _out(type(tokens).__module__.startswith("torch"), passed, steps, ok)
+    return passed, steps, ok
 
 
 def _images(words: np.ndarray, length: np.ndarray, rows: np.ndarray, ret: np.ndarray) -> ProgramBatch:
