@@ -476,7 +476,7 @@ class TaskBank:
         (one native kernel builds the active rows' token slots, envs/token_slots.py, and
         vm.cuda.evaluate_tasks runs them: the tests live on the device, nothing waits for the host); on
         the CPU, the native builder (or the torch ops where its library is not built) and the CPU
-        backend run the active rows (vm.evaluate.evaluate_tasks_cpu), each distinct candidate
+        backend run the active rows (vm.evaluate.score_token_rows: evaluate_tasks_cpu unchecked), each distinct candidate
         once (distinct_candidates: repeats take its results). The CUDA path runs every row: there
         the grouping would need a host sync."""
         import torch
