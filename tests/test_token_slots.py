@@ -112,35 +112,40 @@ def test_cpu_equals_oracle_on_masked_rollouts_and_references(bank):
         assert_equal_oracle(bank, b, lens, tasks, None, (torch.from_numpy(slots), torch.from_numpy(count)), name)
 
 
+def scoring_batch(bank, rng, n: int):
+    """Bodies to score (torch bodies, lengths, task ids, active) and where the references lie: n
+    masked rollouts, then every reference body (each compiles and passes every test), then n
+    random bodies with bad actions under an active mask."""
+    from test_envs import REFERENCES
+    b, lens, tasks = masked_rollout_bodies(bank, rng, n, 24)
+    names = [t.name for t in bank.tasks]
+    refs = [np.array(V.encode(text)) for text in REFERENCES.values()]
+    width = max(24, max(len(a) for a in refs))
+    pad = lambda a: np.concatenate([a, np.full(width - len(a), V.END)])  # noqa: E731
+    rb, rl, rt, ra = random_batch(rng, len(bank), n, width)
+    bodies = np.concatenate([np.array([pad(x) for x in b]), np.array([pad(a) for a in refs]), rb])
+    lengths = np.concatenate([lens, [len(a) - 1 for a in refs], np.clip(rl, 0, width)])
+    task_ids = np.concatenate([tasks, [names.index(name) for name in REFERENCES], rt])
+    active = np.concatenate([np.ones(len(b) + len(refs), bool), np.ones(len(rb), bool) if ra is None else ra])
+    return [torch.from_numpy(x) for x in (bodies, lengths, task_ids, active)], slice(len(b), len(b) + len(refs))
+
+
 def test_cpu_scorer_equals_the_checked_evaluate_tasks_cpu(bank):
     """TaskBank.evaluate on the CPU calls the scorer behind evaluate_tasks_cpu without its
     argument checks (score_token_rows): row for row the same (compiled, passed, steps) as
     evaluate_tasks_cpu on the same slots, for masked rollouts, the reference bodies and random
     bodies with bad actions under an active mask; task ids out of range are still refused."""
-    from test_envs import REFERENCES
     from vramgym.vm.evaluate import evaluate_tasks_cpu
     from vramgym.envs.bank import code_cap_for
-    rng = np.random.default_rng([SEED, 5])
-    b, lens, tasks = masked_rollout_bodies(bank, rng, 200, 24)
-    names = [t.name for t in bank.tasks]
-    refs = [np.array(V.encode(text)) for text in REFERENCES.values()]
-    width = max(24, max(len(a) for a in refs))
-    pad = lambda a: np.concatenate([a, np.full(width - len(a), V.END)])  # noqa: E731
-    rb, rl, rt, ra = random_batch(rng, len(bank), 200, width)
-    bodies = np.concatenate([np.array([pad(x) for x in b]), np.array([pad(a) for a in refs]), rb])
-    lengths = np.concatenate([lens, [len(a) - 1 for a in refs], np.clip(rl, 0, width)])
-    task_ids = np.concatenate([tasks, [names.index(n) for n in REFERENCES], rt])
-    active = np.concatenate([np.ones(len(b) + len(refs), bool), np.ones(len(rb), bool) if ra is None else ra])
-    args = [torch.from_numpy(x) for x in (bodies, lengths, task_ids, active)]
+    args, refs = scoring_batch(bank, np.random.default_rng([SEED, 5]), 200)
     got = [x.numpy() for x in bank.evaluate(*args)]
     slots, count = token_slots(bank, *args[:3])
     p, s, o = evaluate_tasks_cpu(slots, count, args[2], args[3], bank.inputs, bank.expected, bank.n_tests,
                                  bank.ret_kind, config=bank.config, code_cap=code_cap_for(slots.shape[1]))
     for g, w, what in zip(got, (o.numpy(), p.numpy(), s.numpy()), ("compiled", "passed", "steps")):
         assert np.array_equal(g, w), (what, SEED, np.flatnonzero(g != w)[:5])
-    k = len(b)
-    assert got[0][k:k + len(refs)].all() and (got[1][k:k + len(refs)] == bank.n_tests).all()
-    one = [torch.from_numpy(x[:1]) for x in (bodies, lengths, task_ids)]
+    assert got[0][refs].all() and (got[1][refs] == bank.n_tests).all()   # the references pass
+    one = [x[:1] for x in args[:3]]
     for bad in (-1, len(bank)):
         with pytest.raises(ValueError, match="task_ids of active rows"):
             bank.evaluate(one[0], one[1], torch.tensor([bad]))
@@ -152,20 +157,8 @@ def test_cpu_scorer_takes_the_native_builder_and_scores_as_the_torch_one(bank, m
     """TaskBank.evaluate on the CPU builds its token slots natively where the library is built,
     and scores every row (compiled, tests passed, steps) as with the torch builder, on masked
     rollouts, the reference bodies and random bodies with bad actions and an active mask."""
-    from test_envs import REFERENCES
     import vramgym.envs.token_slots as TS
-    rng = np.random.default_rng([SEED, 2])
-    b, lens, tasks = masked_rollout_bodies(bank, rng, 300, 24)
-    names = [t.name for t in bank.tasks]
-    refs = [np.array(V.encode(text)) for text in REFERENCES.values()]
-    width = max(24, max(len(a) for a in refs))
-    pad = lambda a: np.concatenate([a, np.full(width - len(a), V.END)])  # noqa: E731
-    rb, rl, rt, ra = random_batch(rng, len(bank), 300, width)
-    bodies = np.concatenate([np.array([pad(x) for x in b]), np.array([pad(a) for a in refs]), rb])
-    lengths = np.concatenate([lens, [len(a) - 1 for a in refs], np.clip(rl, 0, width)])
-    task_ids = np.concatenate([tasks, [names.index(n) for n in REFERENCES], rt])
-    active = np.concatenate([np.ones(len(b) + len(refs), bool), np.ones(len(rb), bool) if ra is None else ra])
-    args = [torch.from_numpy(x) for x in (bodies, lengths, task_ids, active)]
+    args, refs = scoring_batch(bank, np.random.default_rng([SEED, 2]), 300)
     calls = []
     native = TS.token_slots
     monkeypatch.setattr(TS, "token_slots", lambda *a, **k: calls.append(1) or native(*a, **k))
@@ -175,8 +168,7 @@ def test_cpu_scorer_takes_the_native_builder_and_scores_as_the_torch_one(bank, m
     want = [x.numpy() for x in bank.evaluate(*args)]
     for g, w, what in zip(got, want, ("compiled", "passed", "steps")):
         assert np.array_equal(g, w), (what, SEED, np.flatnonzero(g != w)[:5])
-    k = len(b)   # every reference body compiles and passes every test
-    assert want[0][k:k + len(refs)].all() and (want[1][k:k + len(refs)] == bank.n_tests).all()
+    assert want[0][refs].all() and (want[1][refs] == bank.n_tests).all()   # the references pass
 
 
 def test_slots_follow_the_body_the_task_and_the_length(bank):
