@@ -92,7 +92,10 @@ class CompiledBatch:
         kinds = np.full((n, oc.LIMITS["MAX_PARAMS"] + 1), -1, dtype=np.int8)
         kinds[:, :-1] = params
         kinds[~known] = UNKNOWN_KINDS  # failed compiles and missing entries: not checked (their runs trap)
-        return ProgramBatch(batch.code, batch.offsets, batch.entry, ret_kinds, kinds)
+        # (batch's arrays were checked by build and are read-only; ret_kinds and kinds come from the
+        # signatures just checked: a second constructor's scans would cost more than the run of a
+        # few programs)
+        return ProgramBatch._made(batch.code, batch.offsets, batch.entry, ret_kinds, kinds)
 
 
 def packed_rows(code: np.ndarray, lengths: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -91,6 +91,10 @@ def test_random_programs_run_as_from_programs():
         want = run_batch(ProgramBatch.from_programs([p], g.entry), inputs)
         got = run_batch(batch, inputs)
         assert batch.ret_kind[0] == KIND_BY_NAME[f.ret]
+        checked = ProgramBatch(batch.code, batch.offsets, batch.entry, batch.ret_kind, batch.params)
+        for name in ("code", "offsets", "entry", "ret_kind", "params"):   # (to_programs skips the scans)
+            a, c = getattr(batch, name), getattr(checked, name)
+            assert not a.flags.writeable and np.array_equal(a, c) and a.dtype == c.dtype, name
         for field in ("status", "value", "steps"):
             assert np.array_equal(getattr(got, field), getattr(want, field)), (SEED + 1, g.source)
         if f.params:
