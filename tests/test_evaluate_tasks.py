@@ -161,6 +161,26 @@ def test_cpu_reference_torch_and_edge_cases():
         evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, 4, ret_kinds)
 
 
+def test_core_scorer_guards_what_it_reads_by():
+    """cpu.score_tokens (vg_score_tokens, behind score_token_rows) takes task ids, token offsets
+    and the tests' sizes on trust in the core: its wrapper refuses inconsistent ones."""
+    rng = np.random.default_rng([SEED, 7])
+    inputs, expected, ret_kinds = make_bank(rng, 3)
+    toks = tokenize(TASKS[0][2])
+    off = np.array([0, len(toks)], np.int64)
+    cfg = VMConfig().as_array()
+    args = (inputs, expected, 3, cfg, 1024, 4096, 1)
+    ok, passed, steps = cpu.score_tokens(toks, off, np.array([0], np.int64), ret_kinds, *args)
+    assert ok.tolist() == [True] and passed.tolist() == [3] and steps[0] > 0
+    for task in ([-1], [len(TASKS)]):
+        with pytest.raises(ValueError, match="task ids"):
+            cpu.score_tokens(toks, off, np.array(task, np.int64), ret_kinds, *args)
+    with pytest.raises(ValueError, match="items"):
+        cpu.score_tokens(toks, off, np.array([0], np.int64), ret_kinds, inputs, expected, 4, *args[3:])
+    with pytest.raises(ValueError, match="offsets"):
+        cpu.score_tokens(toks, off + 1, np.array([0], np.int64), ret_kinds, *args)
+
+
 # --- GPU == CPU ---------------------------------------------------------------------------------
 
 from test_cuda_backend import gpu  # noqa: E402  (one GPU check and skip reason for every GPU test)

@@ -74,9 +74,13 @@ def load_library(path) -> ctypes.CDLL:
     so.vg_run_batch.argtypes = [_u32p, _i64p, ctypes.c_int32, _i32p, _i32p, _i8p, _i32p, _i64p, ctypes.c_int32, _i32p,
                                 _i32p, ctypes.c_int64, _i32p, _i64p, _i32p, _i32p, _i32p, _i32p, _u8p, _i32p,
                                 ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
+    so.vg_score_tokens.restype = ctypes.c_int32
+    so.vg_score_tokens.argtypes = [_i32p, _i64p, ctypes.c_int32, _i64p, ctypes.c_int32, _i32p, _i32p, _i64p, _i32p,
+                                   _i64p, ctypes.c_int32, _i32p, ctypes.c_int32, ctypes.c_int32, _u8p, _i32p, _i64p,
+                                   ctypes.c_int32]
     so.vg_func_meta.restype = ctypes.c_int32
     so.vg_abi_version.restype = ctypes.c_int32
-    if so.vg_func_meta() != 6 + oc.LIMITS["MAX_PARAMS"] or so.vg_abi_version() != 4:
+    if so.vg_func_meta() != 6 + oc.LIMITS["MAX_PARAMS"] or so.vg_abi_version() != 5:
         raise ImportError("the C++ core is out of date with vm/opcodes.py: reinstall vramgym")
     return so
 
@@ -169,6 +173,29 @@ def compile_tokens_batch(tokens: np.ndarray, offsets: np.ndarray, code_cap: int,
                                          ptr(lengths, _i32p), ptr(err, _i32p), ptr(sig, _i64p), nthreads),
            "compile_tokens")
     return code, lengths, err, sig
+
+
+def score_tokens(tokens: np.ndarray, offsets: np.ndarray, task: np.ndarray, ret_kind: np.ndarray, inputs, expected,
+                 n_tests: int, config: np.ndarray, code_cap: int, chunk: int, nthreads: int):
+    """(ok (N,) bool, passed (N,) int32, steps (N,) int64) of N token programs, tokens[offsets[i]:
+    offsets[i + 1]] (T, 4) int32, on the n_tests tests of task[i] (int64, each in [0, T) for T =
+    len(ret_kind)): compiled `chunk` rows at a time and run in one core call (vg_score_tokens).
+    inputs and expected: Encoded with T * n_tests items."""
+    n = len(offsets) - 1
+    # (the core reads by these without checking them: cheap guards for a caller's slip)
+    if tokens.ndim != 2 or tokens.shape[1] != 4 or offsets[0] != 0 or offsets[-1] != len(tokens) or len(task) != n:
+        raise ValueError("score_tokens: tokens (T, 4), offsets from 0 to T and one task per row expected")
+    if len(inputs) != len(ret_kind) * n_tests or len(expected) != len(inputs):
+        raise ValueError("score_tokens: inputs and expected need len(ret_kind) * n_tests items each")
+    if n and (int(task.min()) < 0 or int(task.max()) >= len(ret_kind)):
+        raise ValueError(f"score_tokens: task ids must be in [0, {len(ret_kind)})")
+    ok, passed, steps = np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int64)
+    _check(lib().vg_score_tokens(ptr(tokens, _i32p), ptr(offsets, _i64p), n, ptr(task, _i64p), len(ret_kind),
+                                 ptr(ret_kind, _i32p), ptr(inputs.words, _i32p), ptr(inputs.offsets, _i64p),
+                                 ptr(expected.words, _i32p), ptr(expected.offsets, _i64p), n_tests, ptr(config, _i32p),
+                                 code_cap, chunk, ptr(ok, _u8p), ptr(passed, _i32p), ptr(steps, _i64p), nthreads),
+           "score_tokens")
+    return ok.view(bool), passed, steps
 
 
 def validate(code: np.ndarray, entry: int = 0) -> tuple[int, int]:

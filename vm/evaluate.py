@@ -181,26 +181,13 @@ def score_token_rows(toks: np.ndarray, count: np.ndarray, task: np.ndarray, act:
         # each token's 4 words as one 16-byte item: a boolean mask copies those 4x faster than ints
         items = np.ascontiguousarray(toks).view("V16")[:, :, 0]
         packed = (items if len(rows) == n else items[rows])[used].view(np.int32).reshape(-1, 4)
-        # Compiled in chunks: the code matrix is (rows, code_cap), 4 KiB a row at the default cap,
-        # while the programs use a few dozen words each, packed right after each chunk.
-        words, lengths = [], []
-        chunk = max(1, COMPILE_CHUNK * 1024 // code_cap)
-        for a in range(0, len(rows), chunk):
-            b = min(len(rows), a + chunk)
-            code, length, _, _ = cpu.compile_tokens_batch(np.ascontiguousarray(packed[offsets[a]:offsets[b]]),
-                                                          offsets[a:b + 1] - offsets[a], code_cap, cpu.default_threads())
-            ok[rows[a:b]] = length >= 0
-            good = np.flatnonzero(length >= 0)
-            words.append(packed_rows(code, length, good)[0])
-            lengths.append(length[good])
-        good = np.flatnonzero(ok[rows])
-        code_off = np.zeros(len(good) + 1, dtype=np.int64)
-        np.cumsum(np.concatenate(lengths), out=code_off[1:])
-        # (every array is made here and valid by construction: uint32 words, offsets from the
-        # compiler's lengths, entry 0, checked ret kinds; the constructor's scans cost ~50 us a call)
-        programs = ProgramBatch._made(np.concatenate(words), code_off, np.zeros(len(good), dtype=np.int32),
-                                      ret[task[rows[good]]], None)
-        _run_on_tasks(programs, rows[good], task, inputs, expected, n_tests, config, passed, steps)
+        # One core call compiles the rows (COMPILE_CHUNK of them at a time at the default cap: the
+        # code matrix is (rows, code_cap), 4 KiB a row, while programs use a few dozen words) and
+        # runs each that compiled on its task's tests.
+        ok[rows], passed[rows], steps[rows] = cpu.score_tokens(
+            np.ascontiguousarray(packed), offsets, np.ascontiguousarray(task[rows], dtype=np.int64),
+            np.ascontiguousarray(ret, dtype=np.int32), inputs, expected, n_tests,
+            (config or VMConfig()).as_array(), code_cap, max(1, COMPILE_CHUNK * 1024 // code_cap), cpu.default_threads())
     return passed, steps, ok
 
 

@@ -242,7 +242,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
 
 extern "C" {
 
-VG_EXPORT int32_t vg_abi_version() { return 4; }
+VG_EXPORT int32_t vg_abi_version() { return 5; }
 VG_EXPORT int32_t vg_func_meta() { return FUNC_META; }
 
 // The lockstep interpreter's build (lanes.h): isa 1 the x86-64-v3 one where the CPU has it (the
@@ -367,6 +367,70 @@ VG_EXPORT int32_t vg_run_batch(const uint32_t* code, const int64_t* code_off, in
   try {
     return run_batch(code, code_off, n_prog, entry, ret_kind, params, in_words, in_off, n_in, run_prog, run_in, n_runs,
                      exp_words, exp_off, config, status, value, steps, passed, out_list, out_cap, nthreads, mode);
+  } catch (const std::bad_alloc&) {
+    return -1;
+  }
+}
+
+// Score n token programs on their tasks' tests in one call (vramgym.vm.evaluate.score_token_rows).
+// Row i's tokens toks[4 * tok_off[i] ..] (as vg_compile_tokens_batch) compile with code_cap words,
+// `chunk` rows at a time (the (chunk, code_cap) code matrix is scratch). A row that compiles runs
+// its entry function 0 on the n_tests tests of task[i]: inputs and expected values items
+// task[i] * n_tests + k (n_tasks * n_tests of each, encoded as vg_run_batch's), result kind
+// ret_kind[task[i]]. Outputs: ok[i] (it compiled), passed[i] (tests whose result equals the
+// expected value), steps[i] (executed steps summed over its tests); (0, 0, 0) where it did not
+// compile. The caller checks every task[i] in [0, n_tasks). Returns 0, or -1 when memory ran out.
+VG_EXPORT int32_t vg_score_tokens(const int32_t* toks, const int64_t* tok_off, int32_t n, const int64_t* task,
+                                  int32_t n_tasks, const int32_t* ret_kind, const int32_t* in_words,
+                                  const int64_t* in_off, const int32_t* exp_words, const int64_t* exp_off,
+                                  int32_t n_tests, const int32_t* config, int32_t code_cap, int32_t chunk,
+                                  uint8_t* ok, int32_t* passed, int64_t* steps, int32_t nthreads) {
+  try {
+    for (int32_t i = 0; i < n; i++) ok[i] = 0, passed[i] = 0, steps[i] = 0;
+    std::vector<uint32_t> words, code;  // the compiled programs one after another; a chunk's matrix
+    std::vector<int64_t> code_off(1, 0), off;
+    std::vector<int32_t> rows, len, err;  // rows: the row of each compiled program
+    chunk = std::max(1, chunk);
+    for (int32_t a = 0; a < n; a += chunk) {
+      const int32_t m = std::min(chunk, n - a);
+      code.resize((size_t)m * code_cap), len.resize(m), err.resize(4 * (size_t)m), off.resize(m + 1);
+      for (int32_t i = 0; i <= m; i++) off[i] = tok_off[a + i] - tok_off[a];
+      if (vg_compile_tokens_batch(toks + 4 * tok_off[a], off.data(), m, code.data(), code_cap, len.data(), err.data(),
+                                  nullptr, nthreads) != 0)
+        return -1;
+      for (int32_t i = 0; i < m; i++) {
+        if (len[i] < 0) continue;
+        ok[a + i] = 1;
+        rows.push_back(a + i);
+        const uint32_t* w = code.data() + (size_t)i * code_cap;
+        words.insert(words.end(), w, w + len[i]);
+        code_off.push_back((int64_t)words.size());
+      }
+    }
+    const int32_t g = (int32_t)rows.size();
+    if (!g || n_tests <= 0) return 0;
+    const int64_t n_runs = (int64_t)g * n_tests;
+    std::vector<int32_t> entry(g, 0), ret(g), run_prog(n_runs), run_in(n_runs), status(n_runs), value(n_runs),
+        run_steps(n_runs);
+    std::vector<uint8_t> pass(n_runs);
+    for (int32_t k = 0; k < g; k++) {
+      ret[k] = ret_kind[task[rows[k]]];
+      for (int32_t t = 0; t < n_tests; t++) {
+        run_prog[(int64_t)k * n_tests + t] = k;
+        run_in[(int64_t)k * n_tests + t] = (int32_t)(task[rows[k]] * n_tests + t);
+      }
+    }
+    if (run_batch(words.data(), code_off.data(), g, entry.data(), ret.data(), nullptr, in_words, in_off,
+                  n_tasks * n_tests, run_prog.data(), run_in.data(), n_runs, exp_words, exp_off, config, status.data(),
+                  value.data(), run_steps.data(), pass.data(), nullptr, 0, nthreads, 0) != 0)
+      return -1;
+    for (int32_t k = 0; k < g; k++) {
+      int32_t p = 0;
+      int64_t s = 0;
+      for (int64_t r = (int64_t)k * n_tests; r < (int64_t)(k + 1) * n_tests; r++) p += pass[r], s += run_steps[r];
+      passed[rows[k]] = p, steps[rows[k]] = s;
+    }
+    return 0;
   } catch (const std::bad_alloc&) {
     return -1;
   }
