@@ -15,7 +15,8 @@ from .program import Program
 from .values import KIND_BY_NAME, Encoded, Trap, encode_tuples
 
 _TRAPS = {code: Trap(name) for code, name, _ in oc.TRAPS if code}
-# List results longer than 64 are fetched by running those runs again with room for them: in
+_OUT_CAP = 64  # list elements copied out per run in the first call
+# List results longer than _OUT_CAP are fetched by running those runs again with room for them: in
 # calls of at most this many ints of output (a (runs, out_cap) matrix), whatever the heap size.
 _RERUN_CELLS = 1 << 22
 
@@ -73,11 +74,12 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
                   np.arange(m, dtype=np.int32)).ravel()
     rets = [KIND_BY_NAME.get(f.ret) for f in fns]   # ('list[int]' is 'list', as in ProgramBatch)
     has_list = oc.KIND_LIST in rets
-    res = run_batch(batch, inputs, (run_prog, run_in), config=config, out_cap=64 if has_list else 0,
+    res = run_batch(batch, inputs, (run_prog, run_in), config=config, out_cap=_OUT_CAP if has_list else 0,
                     backend=backend, nthreads=nthreads)
     out_list = res.out_list
     if has_list:  # rerun the few runs whose list result did not fit, with room for any list
-        long = np.flatnonzero((res.status == 0) & (batch.ret_kind[run_prog] == oc.KIND_LIST) & (res.value > 64))
+        lists = (res.status == 0) & (batch.ret_kind[run_prog] == oc.KIND_LIST)   # runs that returned a list
+        long = np.flatnonzero(lists & (res.value > _OUT_CAP))
         long = long[np.argsort(-res.value[long], kind="stable")]
         long_lists = {}
         i = 0
@@ -91,7 +93,7 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
     results = []
     status, value, nsteps = res.status.tolist(), res.value.tolist(), res.steps.tolist()
     if has_list:  # the list elements of every run that returned a list, flat, in run order
-        lens = np.where((res.status == 0) & (batch.ret_kind[run_prog] == oc.KIND_LIST), np.minimum(res.value, 64), 0)
+        lens = np.where(lists, np.minimum(res.value, _OUT_CAP), 0)
         flat = out_list[np.arange(out_list.shape[1]) < lens[:, None]].tolist()
         starts = np.concatenate(([0], np.cumsum(lens))).tolist()
     for p in range(len(fns)):
