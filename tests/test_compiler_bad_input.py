@@ -1088,3 +1088,52 @@ def test_docstrings_and_int_literal_forms_compile():
                 "def f(x: int) -> int:\n    return 0x8000_0000\n"):          # past int32
         with pytest.raises(CompileError):
             compile_source(bad)
+
+
+# --- parenthesised targets and loop else ---------------------------------------------------------
+
+PAREN_TARGETS = ["(a) = 7", "((a)) = 7", "(xs[0]) = 7", "((xs)[1 - 1]) = 7", "(a) += 7", "((a)) *= 3",
+                 "(xs[a % 2 - 1]) += 7", "(xs[0]), (a) = a, 7", "(a), b = b, a", "((a)), (xs[0]) = 5, a"]
+
+
+@pytest.mark.parametrize("stmt", PAREN_TARGETS)
+def test_parenthesised_targets_assign_as_in_cpython(stmt):
+    """Parentheses that only group a target are Python's (`(a) = 1`): the same result as CPython."""
+    src = f"def f(a: int, b: int) -> int:\n    xs = [a, b]\n    {stmt}\n    return a * 1000 + b * 100 + xs[0] * 10 + xs[1]\n"
+    ns: dict = {}
+    exec(compile(src, "<t>", "exec"), ns)
+    program = compile_source(src)
+    args = [(1, 2), (3, -4), (0, 0)]
+    assert execute(program, "f", args) == [ns["f"](*a) for a in args]
+
+
+@pytest.mark.parametrize("stmt", ["(1) = 7", "(a + b) = 7", "((f(a, b))) = 7", "(1) += 7", "(a if b else b) -= 1"])
+def test_parenthesised_targets_that_cannot_be_assigned_are_blamed_where_cpython_does(stmt):
+    src = f"def f(a: int, b: int) -> int:\n    {stmt}\n    return a\n"
+    line, col, _ = _cpython_error(src)
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert (e.value.kind, e.value.line, e.value.col) == ("not_assignable", line, col)
+
+
+@pytest.mark.parametrize("loop", ["while n > 0:\n        n -= 1", "for i in range(n): pass",
+                                  "for x in [1, 2]:\n        if x:\n            n += x"])
+def test_else_after_a_loop_is_refused_by_name(loop):
+    """CPython accepts a loop's `else` (it runs when the loop ends without break): we refuse it
+    at the `else` with a message that says so, not as a syntax error; `else` without its colon
+    stays CPython's syntax error, at CPython's position."""
+    src = f"def f(n: int) -> int:\n    {loop}\n    else:\n        n = 5\n    return n\n"
+    assert _cpython_refusal(src) is None
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    else_line = src[:src.index("else:")].count("\n") + 1
+    assert (e.value.kind, e.value.line, e.value.col) == ("loop_else", else_line, 5)
+    assert e.value.message == "'else' after a loop is not supported"
+    bad = src.replace("else:", "else")
+    line, col, _ = _cpython_error(bad)
+    with pytest.raises(CompileError) as e:
+        compile_source(bad)
+    assert (e.value.kind, e.value.line, e.value.col) == ("expected", line, col)
+    # an `if`'s else inside the loop body is still the if's
+    ok = f"def f(n: int) -> int:\n    while n > 0:\n        if n > 5:\n            n -= 2\n        else:\n            n -= 1\n    return n\n"
+    assert execute(compile_source(ok), "f", [(9,)]) == [0]

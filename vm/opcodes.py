@@ -214,6 +214,7 @@ ERRORS: tuple[tuple[int, str, str], ...] = (
     (55, "forgot_comma", "invalid syntax. Perhaps you forgot a comma?"),
     (56, "bare_return", "'return' needs a value of type {type}"),
     (57, "unterminated_string", "unterminated string literal"),
+    (58, "loop_else", "'else' after a loop is not supported"),
 )
 ERROR_NAMES = {code: name for code, name, _ in ERRORS}
 ERROR_MESSAGES = {code: msg for code, _, msg in ERRORS}

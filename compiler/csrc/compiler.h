@@ -1568,8 +1568,39 @@ VG_HD inline bool subscript_target(Compiler& c, int32_t end) {
   return true;
 }
 
+// If tokens [i, end) are one parenthesised group, the index of its ')' else -1.
+VG_HD inline int32_t paren_group(Compiler& c, int32_t i, int32_t end) {
+  if (kind_at(c, i) != TOK_LPAREN) return -1;
+  int32_t d = 0;
+  for (int32_t j = i; j < end; j++) {
+    int32_t k = c.t[j].kind;
+    if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
+    else if ((k == TOK_RPAREN || k == TOK_RBRACKET) && --d == 0) return j == end - 1 ? j : -1;
+  }
+  return -1;
+}
+
+// Parentheses that only group an assignment target (`(a) = 1`, `((xs[i])) += 1`) are Python's
+// too: narrow [*start, *end) to what they enclose. A comma inside makes a tuple: left alone.
+VG_HD inline void ungroup_target(Compiler& c, int32_t* start, int32_t* end) {
+  int32_t close;
+  while ((close = paren_group(c, *start, *end)) > *start + 1 && find_top(c, *start + 1, TOK_COMMA) < 0) {
+    (*start)++;
+    *end = close;
+  }
+}
+
+VG_HD inline void store_inner_target(Compiler& c, int32_t end, int32_t k);
+
 // Store the value on top of the stack (kind k) into the target spanning [c.p, end).
 VG_HD inline void store_target(Compiler& c, int32_t end, int32_t k) {
+  const int32_t outer_end = end;
+  ungroup_target(c, &c.p, &end);
+  store_inner_target(c, end, k);
+  if (!c.failed && c.p == end) c.p = outer_end;
+}
+
+VG_HD inline void store_inner_target(Compiler& c, int32_t end, int32_t k) {
   const Token& t = tk(c);
   if (t.kind == TOK_NAME && c.p + 1 == end) {
     store_name(c, t, k);
@@ -1616,18 +1647,6 @@ VG_HD inline void target_error_first(Compiler& c, int32_t n, const int32_t* star
   c.failed = true;
   c.err = value_err;
   c.err_tok = value_tok;
-}
-
-// If tokens [i, end) are one parenthesised group, the index of its ')' else -1.
-VG_HD inline int32_t paren_group(Compiler& c, int32_t i, int32_t end) {
-  if (kind_at(c, i) != TOK_LPAREN) return -1;
-  int32_t d = 0;
-  for (int32_t j = i; j < end; j++) {
-    int32_t k = c.t[j].kind;
-    if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
-    else if ((k == TOK_RPAREN || k == TOK_RBRACKET) && --d == 0) return j == end - 1 ? j : -1;
-  }
-  return -1;
 }
 
 // Split tokens [i, end) at top-level commas into at most MAX_TUPLE + 1 items (a trailing comma
@@ -1780,9 +1799,12 @@ VG_HD inline bool simple_statement(Compiler& c) {
   if (is_aug(op.kind)) {
     int32_t ops[5] = {OP_BINARY_ADD, OP_BINARY_SUB, OP_BINARY_MUL, OP_BINARY_DIV, OP_BINARY_MOD};
     int32_t arith = ops[op.kind - TOK_PLUS_ASSIGN];
-    if (t.kind == TOK_NAME && eq == start + 1) {
-      int32_t l = resolve(c, t.value);
-      if (l < 0) return fail_at(c, t.value < NUM_RESERVED_NAMES || find_func(c, t.value) >= 0 ? ERR_UNSUPPORTED : ERR_UNDEFINED_NAME, t);
+    int32_t ts = start, te = eq;
+    ungroup_target(c, &ts, &te);
+    const Token& tt = c.t[ts];
+    if (tt.kind == TOK_NAME && te == ts + 1) {
+      int32_t l = resolve(c, tt.value);
+      if (l < 0) return fail_at(c, tt.value < NUM_RESERVED_NAMES || find_func(c, tt.value) >= 0 ? ERR_UNSUPPORTED : ERR_UNDEFINED_NAME, tt);
       int32_t kt = c.locals[l].kind;
       emit(c, OP_LOAD_VAR, l);
       c.p = eq + 1;
@@ -1791,11 +1813,12 @@ VG_HD inline bool simple_statement(Compiler& c) {
       if (c.failed) return false;
       if (kt == KIND_LIST && op.kind == TOK_PLUS_ASSIGN && k == KIND_LIST) emit(c, OP_LIST_EXTEND);
       else if (kt == KIND_INT && k == KIND_INT) emit(c, arith);
-      else return fail_at(c, ERR_BAD_OPERAND, kt != KIND_INT && kt != KIND_LIST ? t : at, kt != KIND_INT && kt != KIND_LIST ? kt : k);
+      else return fail_at(c, ERR_BAD_OPERAND, kt != KIND_INT && kt != KIND_LIST ? tt : at, kt != KIND_INT && kt != KIND_LIST ? kt : k);
       emit(c, OP_STORE_VAR, l);
       return false;
     }
-    if (!subscript_target(c, eq)) return false;
+    c.p = ts;
+    if (!subscript_target(c, te)) return false;
     emit(c, OP_DUP2);
     emit(c, OP_INDEX);
     c.p = eq + 1;
@@ -2089,6 +2112,13 @@ VG_HD VG_NOINLINE bool block(Compiler& c) {
             patch_chain(c, l.brk_chain, c.n);
             end_scope(c);
             r = false;
+          }
+          // Python's `while ...: ... else:` (run when the loop ends without break): not ours.
+          if (check(c, TOK_ELSE)) {
+            const Token& e = tk(c);
+            advance(c);
+            if (!expect(c, TOK_COLON)) return false;  // `else x = 1`: CPython's syntax error first
+            return fail_at(c, ERR_LOOP_ELSE, e);
           }
         }
         sp--;

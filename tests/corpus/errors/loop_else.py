@@ -4,4 +4,4 @@ def f(n: int) -> int:
     else:
         return 1
     return 0
-# error: 4:5 invalid syntax
+# error: 4:5 'else' after a loop is not supported
