@@ -1137,3 +1137,25 @@ def test_else_after_a_loop_is_refused_by_name(loop):
     # an `if`'s else inside the loop body is still the if's
     ok = f"def f(n: int) -> int:\n    while n > 0:\n        if n > 5:\n            n -= 2\n        else:\n            n -= 1\n    return n\n"
     assert execute(compile_source(ok), "f", [(9,)]) == [0]
+
+
+@pytest.mark.parametrize("stmt", ["[a, b] = 1, 2", "[a] = [3]", "a, [b] = 1, [2]", "[] = [a]", "([a, b]) = b, a"])
+def test_list_display_targets_are_unsupported_not_misread(stmt):
+    """`[a, b] = 1, 2` unpacks in CPython: refused as unsupported at its `[` (was 'tuples are only
+    supported on the right', or a syntax error for valid Python)."""
+    src = f"def f(a: int, b: int) -> int:\n    {stmt}\n    return a\n"
+    assert _cpython_refusal(src) is None
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert (e.value.kind, e.value.line) == ("unsupported", 2)
+    assert src.split("\n")[1][e.value.col - 1] == "["
+    assert execute(compile_source("def f(a: int) -> int:\n    [1, 2][0], a = 5, 6\n    return a\n"), "f", [(0,)]) == [6]
+
+
+@pytest.mark.parametrize("stmt", ["[,] = 5", "[a b] = 1, 2", "a, [a b] = 1, 2", "[a, (] = 1, 2"])
+def test_syntax_errors_inside_a_list_display_target_come_first_as_in_cpython(stmt):
+    src = f"def f(a: int, b: int) -> int:\n    {stmt}\n    return a\n"
+    line, col, _ = _cpython_error(src)
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert e.value.kind in SYNTAX_KINDS | {"never_closed"} and (e.value.line, e.value.col) == (line, col), e.value

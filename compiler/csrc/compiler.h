@@ -1600,8 +1600,35 @@ VG_HD inline void store_target(Compiler& c, int32_t end, int32_t k) {
   if (!c.failed && c.p == end) c.p = outer_end;
 }
 
+// Errors of the grammar itself, which CPython's parser reports as they come.
+VG_HD inline bool is_syntax_error(int32_t code) {
+  return code == ERR_EXPECTED || code == ERR_EXPECTED_EXPRESSION || code == ERR_EXPECTED_INDENT ||
+         code == ERR_EXPECTED_NEWLINE || code == ERR_INVALID_SYNTAX || code == ERR_NOT_ASSIGNABLE ||
+         code == ERR_UNEXPECTED_INDENT || code == ERR_BAD_DEDENT || code == ERR_FORGOT_COMMA;
+}
+
+// Whether tokens [i, end) are one list display `[...]`: a target CPython unpacks into
+// (`[a, b] = 1, 2`), which this language does not.
+VG_HD inline bool list_display(Compiler& c, int32_t i, int32_t end) {
+  if (kind_at(c, i) != TOK_LBRACKET) return false;
+  int32_t d = 0;
+  for (int32_t j = i; j < end; j++) {
+    int32_t k = c.t[j].kind;
+    if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
+    else if ((k == TOK_RPAREN || k == TOK_RBRACKET) && --d == 0) return j == end - 1;
+  }
+  return false;
+}
+
 VG_HD inline void store_inner_target(Compiler& c, int32_t end, int32_t k) {
   const Token& t = tk(c);
+  if (list_display(c, c.p, end)) {
+    expr(c);  // CPython parses the display before it would unpack into it: its syntax errors first
+    if (c.failed && is_syntax_error(c.err.code)) return;
+    c.failed = false;
+    fail_at(c, ERR_UNSUPPORTED, t);
+    return;
+  }
   if (t.kind == TOK_NAME && c.p + 1 == end) {
     store_name(c, t, k);
     advance(c);
@@ -1610,13 +1637,6 @@ VG_HD inline void store_inner_target(Compiler& c, int32_t end, int32_t k) {
   if (!subscript_target(c, end)) return;
   if (k != KIND_INT) { fail_at(c, ERR_TYPE_MISMATCH, t, KIND_INT); return; }
   emit(c, OP_STORE_INDEX);
-}
-
-// Errors of the grammar itself, which CPython's parser reports as they come.
-VG_HD inline bool is_syntax_error(int32_t code) {
-  return code == ERR_EXPECTED || code == ERR_EXPECTED_EXPRESSION || code == ERR_EXPECTED_INDENT ||
-         code == ERR_EXPECTED_NEWLINE || code == ERR_INVALID_SYNTAX || code == ERR_NOT_ASSIGNABLE ||
-         code == ERR_UNEXPECTED_INDENT || code == ERR_BAD_DEDENT || code == ERR_FORGOT_COMMA;
 }
 
 // Errors only a program that parses can have (names, types, calls, returns, loops): CPython
@@ -1706,6 +1726,11 @@ VG_HD inline void tuple_assign(Compiler& c, int32_t lhs, int32_t lend, int32_t r
   if (nl > MAX_TUPLE || nr > MAX_TUPLE) { fail_at(c, ERR_TOO_MANY_ELEMENTS, c.t[lhs], MAX_TUPLE); return; }
   // `a, b = xs` and `x, = 7` unpack a non-tuple at run time in CPython: not supported.
   if (lcomma && !rcomma) { fail_at(c, ERR_TUPLE_MISMATCH, c.t[rhs]); return; }
+  if (!lcomma && list_display(c, lhs, lend)) {  // `[a, b] = 1, 2`: refused by store_target
+    c.p = lhs;
+    store_target(c, lend, KIND_INT);
+    return;
+  }
   if (rcomma && !lcomma) { fail_at(c, ERR_TUPLE_VALUE, c.t[rhs]); return; }
   if (nl != nr) { fail_at(c, ERR_TUPLE_MISMATCH, c.t[lhs]); return; }
   for (int32_t i = 0; i < nr && !c.failed; i++) {
