@@ -1568,9 +1568,10 @@ VG_HD inline bool subscript_target(Compiler& c, int32_t end) {
   return true;
 }
 
-// If tokens [i, end) are one parenthesised group, the index of its ')' else -1.
-VG_HD inline int32_t paren_group(Compiler& c, int32_t i, int32_t end) {
-  if (kind_at(c, i) != TOK_LPAREN) return -1;
+// If tokens [i, end) are one bracketed group opened by `open` ('(' or '['), the index of its
+// closing bracket, else -1.
+VG_HD inline int32_t bracket_group(Compiler& c, int32_t i, int32_t end, int32_t open) {
+  if (kind_at(c, i) != open) return -1;
   int32_t d = 0;
   for (int32_t j = i; j < end; j++) {
     int32_t k = c.t[j].kind;
@@ -1579,6 +1580,7 @@ VG_HD inline int32_t paren_group(Compiler& c, int32_t i, int32_t end) {
   }
   return -1;
 }
+VG_HD inline int32_t paren_group(Compiler& c, int32_t i, int32_t end) { return bracket_group(c, i, end, TOK_LPAREN); }
 
 // Parentheses that only group an assignment target (`(a) = 1`, `((xs[i])) += 1`) are Python's
 // too: narrow [*start, *end) to what they enclose. A comma inside makes a tuple: left alone.
@@ -1590,16 +1592,6 @@ VG_HD inline void ungroup_target(Compiler& c, int32_t* start, int32_t* end) {
   }
 }
 
-VG_HD inline void store_inner_target(Compiler& c, int32_t end, int32_t k);
-
-// Store the value on top of the stack (kind k) into the target spanning [c.p, end).
-VG_HD inline void store_target(Compiler& c, int32_t end, int32_t k) {
-  const int32_t outer_end = end;
-  ungroup_target(c, &c.p, &end);
-  store_inner_target(c, end, k);
-  if (!c.failed && c.p == end) c.p = outer_end;
-}
-
 // Errors of the grammar itself, which CPython's parser reports as they come.
 VG_HD inline bool is_syntax_error(int32_t code) {
   return code == ERR_EXPECTED || code == ERR_EXPECTED_EXPRESSION || code == ERR_EXPECTED_INDENT ||
@@ -1607,22 +1599,10 @@ VG_HD inline bool is_syntax_error(int32_t code) {
          code == ERR_UNEXPECTED_INDENT || code == ERR_BAD_DEDENT || code == ERR_FORGOT_COMMA;
 }
 
-// Whether tokens [i, end) are one list display `[...]`: a target CPython unpacks into
-// (`[a, b] = 1, 2`), which this language does not.
-VG_HD inline bool list_display(Compiler& c, int32_t i, int32_t end) {
-  if (kind_at(c, i) != TOK_LBRACKET) return false;
-  int32_t d = 0;
-  for (int32_t j = i; j < end; j++) {
-    int32_t k = c.t[j].kind;
-    if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
-    else if ((k == TOK_RPAREN || k == TOK_RBRACKET) && --d == 0) return j == end - 1;
-  }
-  return false;
-}
-
+// store_target of a target without grouping parentheses.
 VG_HD inline void store_inner_target(Compiler& c, int32_t end, int32_t k) {
   const Token& t = tk(c);
-  if (list_display(c, c.p, end)) {
+  if (bracket_group(c, c.p, end, TOK_LBRACKET) >= 0) {  // a list display: `[a, b] = 1, 2` unpacks in CPython
     expr(c);  // CPython parses the display before it would unpack into it: its syntax errors first
     if (c.failed && is_syntax_error(c.err.code)) return;
     c.failed = false;
@@ -1637,6 +1617,14 @@ VG_HD inline void store_inner_target(Compiler& c, int32_t end, int32_t k) {
   if (!subscript_target(c, end)) return;
   if (k != KIND_INT) { fail_at(c, ERR_TYPE_MISMATCH, t, KIND_INT); return; }
   emit(c, OP_STORE_INDEX);
+}
+
+// Store the value on top of the stack (kind k) into the target spanning [c.p, end).
+VG_HD inline void store_target(Compiler& c, int32_t end, int32_t k) {
+  const int32_t outer_end = end;
+  ungroup_target(c, &c.p, &end);
+  store_inner_target(c, end, k);
+  if (!c.failed && c.p == end) c.p = outer_end;
 }
 
 // Errors only a program that parses can have (names, types, calls, returns, loops): CPython
@@ -1726,7 +1714,7 @@ VG_HD inline void tuple_assign(Compiler& c, int32_t lhs, int32_t lend, int32_t r
   if (nl > MAX_TUPLE || nr > MAX_TUPLE) { fail_at(c, ERR_TOO_MANY_ELEMENTS, c.t[lhs], MAX_TUPLE); return; }
   // `a, b = xs` and `x, = 7` unpack a non-tuple at run time in CPython: not supported.
   if (lcomma && !rcomma) { fail_at(c, ERR_TUPLE_MISMATCH, c.t[rhs]); return; }
-  if (!lcomma && list_display(c, lhs, lend)) {  // `[a, b] = 1, 2`: refused by store_target
+  if (!lcomma && bracket_group(c, lhs, lend, TOK_LBRACKET) >= 0) {  // `[a, b] = 1, 2`: refused by store_target
     c.p = lhs;
     store_target(c, lend, KIND_INT);
     return;
