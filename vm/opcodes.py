@@ -215,6 +215,9 @@ ERRORS: tuple[tuple[int, str, str], ...] = (
     (56, "bare_return", "'return' needs a value of type {type}"),
     (57, "unterminated_string", "unterminated string literal"),
     (58, "loop_else", "'else' after a loop is not supported"),
+    (59, "bad_escape", "invalid escape in a string literal: \\x needs 2 hex digits, \\u 4, \\U 8 "
+                       "(up to 0010FFFF), \\N a name in braces"),
+    (60, "named_escape", "\\N{{...}} escapes (characters by name) are not supported"),
 )
 ERROR_NAMES = {code: name for code, name, _ in ERRORS}
 ERROR_MESSAGES = {code: msg for code, _, msg in ERRORS}

@@ -64,6 +64,11 @@ struct Lexer {
   CompileError err;
   bool failed;
   bool cpython_raises;  // err is one CPython's tokenizer raises too (a bad number literal)
+  // The first string token with an escape CPython cannot decode ([0]) and the first with a \N{name}
+  // ([1]), -1: none, and their errors at the literal piece: the parser raises them where it meets
+  // the token, as CPython's parser does.
+  int32_t esc_tok[2];
+  CompileError esc[2];
 };
 
 VG_HD inline int32_t name_hash(const char* s, int32_t n) {
@@ -367,13 +372,49 @@ VG_HD inline void lx_newline(Lexer& L) {
   L.line_start = L.pos;
 }
 
+VG_HD inline int32_t hex_digit(char ch) {
+  return is_digit(ch) ? ch - '0' : (ch | 0x20) >= 'a' && (ch | 0x20) <= 'f' ? (ch | 0x20) - 'a' + 10 : -1;
+}
+
+// The escapes of a literal's text [p, end) that CPython refuses the program for when it decodes
+// them: ERR_BAD_ESCAPE for \x without 2 hex digits (bytes too) and, in str, \u without 4, \U
+// without 8 or past U+10FFFF, \N without {name}. ERR_NAMED_ESCAPE for a well-formed \N{name}:
+// its name needs Unicode's name table, so it is refused as unsupported. 0 when all decode.
+VG_HD inline int32_t escape_error(const char* s, int64_t p, int64_t end, bool bytes) {
+  bool named = false;
+  for (; p < end; p++) {
+    if (s[p] != '\\' || ++p >= end) continue;
+    const char e = s[p];
+    const int32_t digits = e == 'x' ? 2 : bytes ? 0 : e == 'u' ? 4 : e == 'U' ? 8 : 0;
+    if (digits > 0) {
+      uint32_t v = 0;
+      for (int32_t k = 1; k <= digits; k++) {
+        int32_t d = p + k < end ? hex_digit(s[p + k]) : -1;
+        if (d < 0) return ERR_BAD_ESCAPE;
+        v = v * 16 + (uint32_t)d;
+      }
+      if (v > 0x10FFFF) return ERR_BAD_ESCAPE;
+      p += digits;
+    } else if (e == 'N' && !bytes) {
+      int64_t k = p + 2;
+      bool name_chars = true;  // every Unicode name and alias is made of letters, digits, ' ' and '-'
+      for (; k < end && s[k] != '}'; k++) name_chars &= (is_alpha(s[k]) && s[k] != '_') || is_digit(s[k]) || s[k] == ' ' || s[k] == '-';
+      if (p + 1 >= end || s[p + 1] != '{' || k >= end || k == p + 2 || !name_chars) return ERR_BAD_ESCAPE;  // \N{} too
+      named = true;
+      p = k;
+    }
+  }
+  return named ? ERR_NAMED_ESCAPE : 0;
+}
+
 // The string literal that starts at `at` (its prefix; the opening quote at q): one STRING token, joined with a string right before it (CPython's parser joins adjacent literals).
 // flags: STRING's value bits. An unterminated literal is CPython's tokenizer error, at its start.
 VG_HD inline bool lx_string(Lexer& L, int64_t at, int64_t q, int32_t flags) {
   const char* s = L.src;
   const char qc = s[q];
   const bool triple = q + 2 < L.len && s[q + 1] == qc && s[q + 2] == qc;
-  int64_t p = q + (triple ? 3 : 1), ls = L.line_start;
+  const int64_t body = q + (triple ? 3 : 1);
+  int64_t p = body, ls = L.line_start;
   int32_t line = L.line;
   for (;;) {
     if (p >= L.len) break;
@@ -387,6 +428,7 @@ VG_HD inline bool lx_string(Lexer& L, int64_t at, int64_t q, int32_t flags) {
       }
       // an escaped line break continues any literal: counted below
     } else if (ch == qc && (!triple || (p + 2 < L.len && s[p + 1] == qc && s[p + 2] == qc))) {
+      const int64_t body_end = p;
       p += triple ? 3 : 1;
       if (L.n > 0 && L.toks[L.n - 1].kind == TOK_STRING) {  // 'a' 'b'
         Token& t = L.toks[L.n - 1];
@@ -394,6 +436,18 @@ VG_HD inline bool lx_string(Lexer& L, int64_t at, int64_t q, int32_t flags) {
         t.value |= flags & 1;
       } else if (!lx_emit(L, TOK_STRING, flags, at)) {
         return false;
+      }
+      bool raw = false;
+      for (int64_t k = at; k < q; k++) raw |= (s[k] | 0x20) == 'r';
+      // (an f-string is refused wherever it stands: its escapes are not looked at)
+      const int32_t bad = !raw && !(flags & 1) && (L.esc_tok[0] < 0 || L.esc_tok[1] < 0) ? escape_error(s, body, body_end, flags & 2) : 0;
+      const int32_t k = bad == ERR_BAD_ESCAPE ? 0 : 1;
+      if (bad && L.esc_tok[k] < 0) {
+        L.esc_tok[k] = L.n - 1;
+        L.esc[k].code = bad;
+        L.esc[k].line = L.line;  // (CPython 3.12's place: this piece's start)
+        L.esc[k].col = (int32_t)(at - L.line_start) + 1;
+        L.esc[k].arg = 0;
       }
       L.pos = p;
       L.line = line;
@@ -720,6 +774,8 @@ struct Compiler {
   CompileError err;
   int32_t err_tok;  // the index of the token err is at: the post passes compare tokens, not places
   bool failed;
+  int32_t esc_tok[2];  // the Lexer's strings with a bad escape and with a \N{name} (-1: none)
+  CompileError esc[2];
 };
 
 VG_HD inline const Token& tk(Compiler& c) { return c.t[c.p]; }
@@ -743,6 +799,17 @@ VG_HD inline bool fail_at(Compiler& c, int32_t code, const Token& at, int32_t ar
   return false;
 }
 VG_HD inline bool fail(Compiler& c, int32_t code, int32_t arg = 0) { return fail_at(c, code, tk(c), arg); }
+// At a string token: its escape error, if the Lexer found one in it (at that literal's place).
+// named: also a \N{name} (where the string itself is not refused as a value). A bad escape wins:
+// CPython may know the name and go on to it.
+VG_HD inline bool bad_escape(Compiler& c, bool named) {
+  const int32_t k = c.p == c.esc_tok[0] ? 0 : named && c.p == c.esc_tok[1] ? 1 : -1;
+  if (k < 0 || c.failed) return false;
+  fail(c, c.esc[k].code);
+  c.err.line = c.esc[k].line;
+  c.err.col = c.esc[k].col;
+  return true;
+}
 VG_HD inline bool match(Compiler& c, int32_t k) {
   if (!check(c, k)) return false;
   advance(c);
@@ -1178,7 +1245,10 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
           break;
         case TOK_RESERVED: fail(c, ERR_RESERVED_KEYWORD); return -1;
         // Valid Python that the language refuses (a name or type error's rank: after_parse_error)
-        case TOK_STRING: fail(c, t.value & 4 ? ERR_INVALID_SYNTAX : ERR_STRING); return -1;  // 4: b'' ''
+        case TOK_STRING:  // 4: b'' ''
+          if (t.value & 4) fail(c, ERR_INVALID_SYNTAX);
+          else if (!bad_escape(c, false)) fail(c, ERR_STRING);
+          return -1;
         case TOK_OPAQUE: fail(c, t.value); return -1;
         default: fail(c, ERR_EXPECTED_EXPRESSION); return -1;
       }
@@ -1596,7 +1666,8 @@ VG_HD inline void ungroup_target(Compiler& c, int32_t* start, int32_t* end) {
 VG_HD inline bool is_syntax_error(int32_t code) {
   return code == ERR_EXPECTED || code == ERR_EXPECTED_EXPRESSION || code == ERR_EXPECTED_INDENT ||
          code == ERR_EXPECTED_NEWLINE || code == ERR_INVALID_SYNTAX || code == ERR_NOT_ASSIGNABLE ||
-         code == ERR_UNEXPECTED_INDENT || code == ERR_BAD_DEDENT || code == ERR_FORGOT_COMMA;
+         code == ERR_UNEXPECTED_INDENT || code == ERR_BAD_DEDENT || code == ERR_FORGOT_COMMA ||
+         code == ERR_BAD_ESCAPE;  // (CPython's parser decodes a literal as it parses it)
 }
 
 // store_target of a target without grouping parentheses.
@@ -1634,7 +1705,8 @@ VG_HD inline bool after_parse_error(int32_t code) {
   return (code >= ERR_DUPLICATE_FUNCTION && code <= ERR_FUNCTION_NAME) ||
          (code >= ERR_UNDEFINED_NAME && code <= ERR_CONTINUE_OUTSIDE_LOOP) || code == ERR_TUPLE_MISMATCH ||
          code == ERR_TUPLE_VALUE || code == ERR_NONE_VALUE || code == ERR_UNKNOWN_METHOD || code == ERR_RANGE_OUTSIDE_FOR ||
-         code == ERR_BARE_RETURN || code == ERR_STRING || code == ERR_FLOAT || code == ERR_INT_TOO_LARGE;
+         code == ERR_BARE_RETURN || code == ERR_STRING || code == ERR_FLOAT || code == ERR_INT_TOO_LARGE ||
+         code == ERR_NAMED_ESCAPE;
 }
 
 // `1 = a` with `a` unknown: the value is compiled first, but the target's grammar error is
@@ -1748,6 +1820,7 @@ VG_HD inline bool docstring(Compiler& c) {
 VG_HD inline bool simple_statement(Compiler& c) {
   const Token& t = tk(c);
   if (docstring(c)) {
+    if (bad_escape(c, true)) return false;
     advance(c);
     return false;
   }
@@ -2146,6 +2219,7 @@ VG_HD inline bool signatures(Compiler& c) {
   while (!c.failed && !check(c, TOK_EOF)) {
     if (match(c, TOK_NEWLINE)) continue;
     if (docstring(c)) {  // the module's docstring, or any string statement between functions
+      if (bad_escape(c, true)) return false;
       advance(c);
       continue;
     }
@@ -2527,6 +2601,10 @@ VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntok
   c.failed = false;
   c.err.code = ERR_OK;
   c.err.line = c.err.col = c.err.arg = 0;
+  for (int32_t k = 0; k < 2; k++) {
+    c.esc_tok[k] = lexed ? lexed->esc_tok[k] : -1;
+    if (lexed) c.esc[k] = lexed->esc[k];
+  }
   if (ntoks <= 0 || toks[ntoks - 1].kind != TOK_EOF) {
     c.failed = true;
     c.err.code = ERR_INVALID_SYNTAX;
@@ -2627,6 +2705,7 @@ VG_HD inline bool tokenize_source(Lexer& L, const char* src, int64_t len, Token*
   L.mismatch = -1;
   L.failed = false;
   L.cpython_raises = false;
+  L.esc_tok[0] = L.esc_tok[1] = -1;
   L.err.code = ERR_OK;
   L.err.line = L.err.col = L.err.arg = 0;
   lx_init_names(L);
