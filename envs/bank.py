@@ -60,6 +60,9 @@ def _examples(task: Task, seed, n: int, config: VMConfig):
     candidate can pass those tests, which the user should know, but may have chosen. Likewise
     a case whose lists need more than the bank's list memory."""
     if task.cases is not None:  # (checked against the default list memory only, when built)
+        if len(task.cases) > n:  # a seeded sample would be scored: a body failing one case could pass
+            raise ValueError(f"task {task.name!r} has {len(task.cases)} cases, more than this bank's n_tests={n}: "
+                             f"every case must be a test, so give n_tests >= {len(task.cases)}")
         inputs, outputs = task.examples(seed, n)
         need = max(max(sum(len(v) for v in a if isinstance(v, list)), len(o) if isinstance(o, list) else 0)
                    for a, o in zip(inputs, outputs)) if inputs else 0
@@ -242,7 +245,9 @@ def distinct_candidates(bodies: np.ndarray, lengths: np.ndarray, task_ids: np.nd
 class TaskBank:
     """Tasks with their tests, ready for batched scoring. Every task's signature must fit the
     vocabulary (at most 4 parameters). n_examples of each task's n_tests tests are shown to the
-    agent, so n_tests >= n_examples. `backend` chooses nothing: scoring runs where the
+    agent, so n_tests >= n_examples. A task given by cases (Task.from_examples) runs every case,
+    so n_tests >= its number of cases; with fewer cases they repeat, in a seeded order, as evenly
+    as n_tests allows (all_pass is passing every case; pass_frac counts tests, repeats included). `backend` chooses nothing: scoring runs where the
     candidates' tensors live (check_backend)."""
 
     def __init__(self, tasks: Sequence[Task], n_tests: int = 16, n_examples: int = 4, seed: int = 0,

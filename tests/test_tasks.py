@@ -294,3 +294,28 @@ def test_bad_suite_files(tmp_path):
         load_tasks(tmp_path / "bad.json")
     with pytest.raises(ValueError, match="non-empty string 'name'"):
         load_tasks(write_suite(tmp_path, {**GOOD, "name": ""}))
+
+
+def test_a_bank_runs_every_case_of_an_examples_task():
+    """A body that fails one of 20 given examples never earns all_pass (a bank of 16 tests used to
+    score a seeded sample of the 20). Fewer cases than tests repeat as evenly as the count allows."""
+    from vramgym.envs import vocab as V
+    from vramgym.envs.bank import TaskBank
+    cases = [(n, n + (n == 13)) for n in range(20)]  # `return n` fails only n = 13
+    task = Task.from_examples("almost_id", "def almost_id(n: int) -> int:", cases)
+    for seed in range(3):
+        with pytest.raises(ValueError, match=r"task 'almost_id' has 20 cases, more than this bank's n_tests=16: "
+                                             r".*n_tests >= 20"):
+            TaskBank([task], n_tests=16, seed=seed)
+    body = np.array([V.encode(r"return <P0> \n <END>")])
+    for n_tests in (20, 23):
+        bank = TaskBank([task], n_tests=n_tests, seed=1)
+        s = bank.score(body, np.array([0]))
+        fails = [n for (n,) in task.examples(1, n_tests)[0]].count(13)  # the bank's tests: these, seed 1
+        assert not s.all_pass[0] and fails >= 1 and round(s.pass_frac[0] * n_tests) == n_tests - fails
+    few = Task.from_examples("id5", "def id5(n: int) -> int:", [(n, n) for n in range(5)])
+    inputs, _ = few.examples(4, 16)
+    counts = sorted(np.unique([a for (a,) in inputs], return_counts=True)[1].tolist())
+    assert counts == [3, 3, 3, 3, 4]
+    s = TaskBank([few], n_tests=16, seed=4).score(body, np.array([0]))
+    assert s.all_pass[0] and s.pass_frac[0] == 1.0
