@@ -13,9 +13,9 @@ Every int is born an I32:
 * integer literals: each int literal in the source (`5`, `0x1F`, `1_000`) is replaced by a
   global name bound to an I32 (`5` -> `_λ5`: non-ASCII, so no program's own name can be it).
   This also stops CPython's constant folding, which would otherwise compute `2147483647 + 1` at
-  compile time, unchecked. (A plain regex suffices: the language has no floats or digits-first
-  names, and its only strings are docstrings, which do nothing: a digit inside one, or inside a
-  comment, is harmless.)
+  compile time, unchecked. Only NUMBER tokens are replaced (Python's tokenize finds them), not
+  digits inside strings or comments: `b'version 2'` would become bytes with a non-ASCII name in
+  it, which CPython refuses.
 * int arguments and the elements of list arguments are wrapped before each call;
 * `len()` and `range()` are replaced in the program's globals by versions that yield I32s;
 * everything else (list elements, min/max, pop) returns values that are already I32.
@@ -25,7 +25,9 @@ more than compiling), so the oracle runs thousands of programs per second.
 """
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 
 from vramgym.vm import Trap
 
@@ -118,22 +120,39 @@ def _range(*args):
     return map(I32, _builtin_range(*args))  # range() itself raises ValueError on step 0
 
 
-# (a number may run into a keyword: `1if`)
-_LITERAL = re.compile(r"(?<![A-Za-z_0-9])(?:0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|[0-9][0-9_]*)")
+_INT = re.compile(r"0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|[0-9][0-9_]*")
+# where Python's tokenizer raises: every int-like run not inside a name (a number may run into a
+# keyword: `1if`), which also rewrites digits in strings (compile() then reports the error)
+_LITERAL = re.compile(r"(?<![A-Za-z_0-9])(?:" + _INT.pattern + ")")
+
+
+def _int_literals(source: str) -> list[tuple[int, int]]:
+    """The [start, end) offsets of the int literals in source (its line breaks all \n)."""
+    lines = io.StringIO(source).readlines()  # (at \n only: str.splitlines would also split at \f)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    try:
+        return [(starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1])
+                for t in tokenize.generate_tokens(iter(lines).__next__)
+                if t.type == tokenize.NUMBER and _INT.fullmatch(t.string)]
+    except (tokenize.TokenError, SyntaxError, StopIteration):
+        return [m.span() for m in _LITERAL.finditer(source)]
 
 
 def prepare(source: str, filename: str = "<vramgym>") -> dict:
     """Compile `source` for the oracle: the namespace (globals) holding its functions."""
-    literals = {}
-
-    def name(m):
-        text = m.group(0)
+    # (CPython reads \r\n and \r as \n, in strings too)
+    source = source.replace("\r\n", "\n").replace("\r", "\n")
+    literals, parts, done = {}, [], 0
+    for a, b in _int_literals(source):
+        text = source[a:b]
         n = "_λ" + text  # non-ASCII: no name of the language (ASCII only) can be it, as `_vg_1` could
         digits, base = text.replace("_", ""), {"x": 16, "o": 8, "b": 2}.get(text[1:2].lower(), 10)
         literals[n] = I32(int(digits[2:] if base != 10 else digits, base))
-        return n + " " if m.string[m.end():m.end() + 1].isalpha() else n  # `1if` -> `_λ1 if`
-
-    code = compile(_LITERAL.sub(name, source), filename, "exec")
+        parts += [source[done:a], n + " " if source[b:b + 1].isalpha() else n]  # `1if` -> `_λ1 if`
+        done = b
+    code = compile("".join(parts) + source[done:], filename, "exec")
     namespace = {"len": _len, "range": _range, **literals}
     exec(code, namespace)
     return namespace

@@ -152,6 +152,11 @@ ORACLE_CASES = [
     # found by an audit: literals became globals `_vg_<n>`, which a program's own names could be
     ("def f(x: int) -> int:\n    _vg_1 = 5\n    return x + 1\n", (10,), 11),
     ("def _vg_2(x: int) -> int:\n    return x\n\ndef f(x: int) -> int:\n    return _vg_2(x) + 2\n", (1,), 3),
+    # found by an audit: digits inside bytes literals and \N{...} names were rewritten too
+    ("def f(x: int) -> int:\n    b'version 2'\n    return x + 2147483647\n", (1,), Trap("overflow")),
+    ("def f(x: int) -> int:\n    '\\N{CJK UNIFIED IDEOGRAPH-4E00}'\n    return x * 65536\n", (65536,), Trap("overflow")),
+    ("def f(x: int) -> int:\r\n    '''5\r\n6'''\r    return x+1if x else 0x7fff_ffff + x\r\n", (0,), 2**31 - 1),
+    ("def f(x: int) -> int:\r\n    '''5\r\n6'''\r    return x+1if x else 0x7fff_ffff + x\r\n", (2**31 - 1,), Trap("overflow")),
 ]
 
 
