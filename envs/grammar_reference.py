@@ -143,6 +143,7 @@ def action_ids(actions) -> np.ndarray:
             raise TypeError(f"actions must be ints, got {actions!r:.80}")
         a = np.array([int(v) if -(1 << 63) <= v < 1 << 63 else -1 for v in a.flat], np.int64)
     if a.dtype.kind == "f":
+        a = a.astype(np.float64)  # (2.0**62 is inf in float16: the comparison would warn of overflow)
         a = np.where((a == np.trunc(a)) & (np.abs(a) < 2.0**62), a, -1)
     elif a.dtype.kind not in "biu":
         raise TypeError(f"actions must be ints, got an array of {a.dtype}")

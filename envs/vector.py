@@ -240,11 +240,12 @@ class TensorVectorEnv(gym.vector.VectorEnv):
     def _task_ids(self, task) -> torch.Tensor:
         """options["task"]: one int task id or (N,) of them (no floats: int() would truncate 1.9)."""
         t = task if isinstance(task, torch.Tensor) else np.asarray(task)
-        if not is_int_dtype(t):
-            raise TypeError(f"options['task'] must be int task ids, got {t.dtype}")
+        # the shape first: numpy reads [] as float64, and its dtype is not what is wrong
         if t.ndim > 1 or (t.ndim == 1 and t.shape[0] not in (1, self.num_envs)):
             raise ValueError(f"options['task'] must be one task id or {self.num_envs} (shape ({self.num_envs},)), "
                              f"got shape {tuple(t.shape)}")
+        if not is_int_dtype(t):
+            raise TypeError(f"options['task'] must be int task ids, got {t.dtype}")
         if not isinstance(t, torch.Tensor):
             t = t.astype(np.int64)   # (torch takes no uint64; one past int64 wraps negative: out of range below)
         tasks = to_device(t, self.device, torch.int64).reshape(-1).expand(self.num_envs)

@@ -1,6 +1,8 @@
 """Bad input to the environments: actions, constructor arguments, seeds and task ids get a
 TypeError/ValueError (RuntimeError for a step before reset) that names the argument, or a
 documented outcome (an invalid action); never a silent truncation or an ignored argument."""
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -73,6 +75,21 @@ def test_vector_env_non_integral_float_actions_are_invalid(env_id):
 
 
 @pytest.mark.parametrize("env_id", TOKEN_IDS)
+def test_float16_actions_take_the_same_path_without_warnings(env_id):
+    """(2.0**62, the bound that keeps the cast defined, is inf in float16: numpy warned of an
+    overflow on every step with float16 actions.)"""
+    vec = make_vec(env_id, n=3)
+    obs, _ = vec.reset(seed=0)
+    a = first_allowed(env_id, obs).astype(np.float16)
+    a[1] += np.float16(0.5)
+    a[2] = np.frombuffer(np.uint16(0x7E00).tobytes(), np.float16)[0]  # NaN, made without a cast
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        info = vec.step(a)[4]
+    assert info["invalid_action"].tolist() == [False, True, True]
+
+
+@pytest.mark.parametrize("env_id", TOKEN_IDS)
 @pytest.mark.parametrize("huge", [2**63, 2**70, -(2**70), np.uint64(2**64 - 1)])
 def test_ints_past_int64_are_invalid_not_errors(env_id, huge):
     env = make(env_id)
@@ -127,7 +144,7 @@ def test_vector_env_task_ids_must_be_ints_of_one_or_n(env_id):
     for bad in (1.9, [0.0, 1.0], "x"):
         with pytest.raises(TypeError, match=r"options\['task'\] must be int task ids"):
             vec.reset(options={"task": bad})
-    for bad in ([[0, 1], [1, 0]], [0, 1, 1]):   # not flattened, not cut
+    for bad in ([[0, 1], [1, 0]], [0, 1, 1], [], np.zeros(0, np.int64)):   # not flattened, not cut; [] is no float
         with pytest.raises(ValueError, match=r"options\['task'\] must be one task id or 2 \(shape \(2,\)\)"):
             vec.reset(options={"task": bad})
     assert vec.reset(options={"task": [1, 0]})[0]["task"].tolist() == [1, 0]
