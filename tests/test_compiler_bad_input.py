@@ -1246,3 +1246,43 @@ def test_syntax_errors_inside_a_list_display_target_come_first_as_in_cpython(stm
     with pytest.raises(CompileError) as e:
         compile_source(src)
     assert e.value.kind in SYNTAX_KINDS | {"never_closed"} and (e.value.line, e.value.col) == (line, col), e.value
+
+
+# --- comprehensions and operators before '=' ------------------------------------------------------
+
+COMPREHENSIONS = ["ys = [y for y in xs]", "ys = [x for x in xs]", "ys = [x * 2 for q in xs]", "n = len([1 for q in xs])",
+                  "n = max(q for q in xs)", "g = (q for q in xs)", "ys = [q for q in xs if q]", "ys = [[q] for q in xs]",
+                  "ys = [i for i in range(3)]", "ys = [a for q in xs if a]", "ys = [q if q else 1 for q in xs]",
+                  "return [a + b for a in xs for b in xs if a if b]", "ys = [zz] + [q for q in xs]"]
+
+
+@pytest.mark.parametrize("stmt", COMPREHENSIONS)
+def test_comprehensions_are_refused_at_their_for(stmt):
+    """Valid Python: refused as `comprehension` at the first `for` inside the statement (was
+    "undefined name 'y'" for its own variable, "expected ']'" (a syntax error) or "expected
+    'else'" for a filter's `if`)."""
+    src = f"def f(x: int, xs: list[int]) -> int:\n    a = 1\n    {stmt}\n    return x\n"
+    assert _cpython_refusal(src) is None
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    line = src.split("\n")[2]
+    assert (e.value.kind, e.value.line, e.value.col) == ("comprehension", 3, line.index(" for ") + 2), e.value
+    # ranked with name and type errors: a later syntax error is CPython's only one, and comes first
+    later = src + "def g() -> int:\n    return 1 +\n"
+    line, col, _ = _cpython_error(later)
+    with pytest.raises(CompileError) as e:
+        compile_source(later)
+    assert e.value.kind in SYNTAX_KINDS and (e.value.line, e.value.col) == (line, col)
+
+
+@pytest.mark.parametrize("stmt", ["a + = 1", "a - = 1", "xs[0] + = 1", "a + =", "a * = 2", "a + += 1", "a < = 1",
+                                  "a and = 1", "a not = 1", "a, b + = 1, 2", "a = b + = 1", "a = - = 1", "a // = 2",
+                                  "- = 1", "not = 1", "in = 1", "// -= 1", "a == = 1"])
+def test_an_operator_before_the_equals_sign_is_cpythons_syntax_error(stmt):
+    """`a + = 1` was `not_assignable` at the target; CPython's parser fails at the '=' (or at an
+    operator that cannot start an expression: `in = 1`)."""
+    src = f"def f(x: int, xs: list[int]) -> int:\n    a = 1\n    b = 2\n    {stmt}\n    return x\n"
+    line, col, _ = _cpython_error(src)
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert e.value.kind in SYNTAX_KINDS and (e.value.line, e.value.col) == (line, col), e.value

@@ -218,6 +218,7 @@ ERRORS: tuple[tuple[int, str, str], ...] = (
     (59, "bad_escape", "invalid escape in a string literal: \\x needs 2 hex digits, \\u 4, \\U 8 "
                        "(up to 0010FFFF), \\N a name in braces"),
     (60, "named_escape", "\\N{{...}} escapes (characters by name) are not supported"),
+    (61, "comprehension", "comprehensions and generator expressions are not supported"),
 )
 ERROR_NAMES = {code: name for code, name, _ in ERRORS}
 ERROR_MESSAGES = {code: msg for code, _, msg in ERRORS}

@@ -784,8 +784,42 @@ VG_HD inline bool check(Compiler& c, int32_t k) { return c.t[c.p].kind == k; }
 VG_HD inline void advance(Compiler& c) {
   if (c.p < c.nt - 1) c.p++;
 }
-VG_HD inline bool fail_at(Compiler& c, int32_t code, const Token& at, int32_t arg = 0) {
+VG_HD inline bool binary_or_prefix_op(int32_t k) {
+  return (k >= TOK_PLUS && k <= TOK_NE) || k == TOK_AND || k == TOK_OR || k == TOK_NOT || k == TOK_IN;
+}
+
+// Errors only a program that parses can have (names, types, calls, returns, loops): CPython
+// reports every syntax error in the file before them. (Not expected_type, expected_def or
+// unsupported: `def f(a:, b: int)` and `else return` are syntax errors to CPython too.)
+VG_HD inline bool after_parse_error(int32_t code) {
+  return (code >= ERR_DUPLICATE_FUNCTION && code <= ERR_FUNCTION_NAME) ||
+         (code >= ERR_UNDEFINED_NAME && code <= ERR_CONTINUE_OUTSIDE_LOOP) || code == ERR_TUPLE_MISMATCH ||
+         code == ERR_TUPLE_VALUE || code == ERR_NONE_VALUE || code == ERR_UNKNOWN_METHOD || code == ERR_RANGE_OUTSIDE_FOR ||
+         code == ERR_BARE_RETURN || code == ERR_STRING || code == ERR_FLOAT || code == ERR_INT_TOO_LARGE ||
+         code == ERR_NAMED_ESCAPE || code == ERR_COMPREHENSION;
+}
+
+// The first `for` from token i to the end of its logical line, or -1. A `for` that does not start
+// a statement is a comprehension's or a generator expression's.
+VG_HD inline int32_t comprehension_for(const Compiler& c, int32_t i) {
+  for (; i < c.nt && c.t[i].kind != TOK_NEWLINE && c.t[i].kind != TOK_EOF; i++)
+    if (c.t[i].kind == TOK_FOR) return i;
+  return -1;
+}
+
+VG_HD inline bool fail_at(Compiler& c, int32_t code, const Token& at_tok, int32_t arg = 0) {
   if (!c.failed) {
+    int64_t k = &at_tok - c.t;  // (every token the parser blames is one of c.t)
+    if (k < 0 || k >= c.nt) k = c.nt - 1;
+    // A name or type error in a comprehension (`[y for y in xs]`: y is its own) is the
+    // comprehension's: refused at its `for`, not blamed on what it would have defined.
+    int32_t f = after_parse_error(code) && code != ERR_COMPREHENSION ? comprehension_for(c, (int32_t)k) : -1;
+    if (f >= 0) {
+      code = ERR_COMPREHENSION;
+      k = f;
+      arg = 0;
+    }
+    const Token& at = c.t[k];
     c.failed = true;
     c.err.code = code;
     c.err.line = at.line;
@@ -793,8 +827,7 @@ VG_HD inline bool fail_at(Compiler& c, int32_t code, const Token& at, int32_t ar
     // CPython puts an unexpected indent on the indentation's last column, not the first token's
     if (code == ERR_UNEXPECTED_INDENT && at.kind == TOK_INDENT && at.col > 1) c.err.col = at.col - 1;
     c.err.arg = arg;
-    int64_t k = &at - c.t;  // (every token the parser blames is one of c.t)
-    c.err_tok = k >= 0 && k < c.nt ? (int32_t)k : c.nt - 1;
+    c.err_tok = (int32_t)k;
   }
   return false;
 }
@@ -821,6 +854,7 @@ VG_HD inline bool expect(Compiler& c, int32_t k) {
   if (check(c, TOK_IN)) return fail(c, ERR_UNSUPPORTED);              // `x in xs` outside for
   // `x not in xs` outside for (any other `not` after an operand is adjacent_operands' pair)
   if (check(c, TOK_NOT) && kind_at(c, c.p + 1) == TOK_IN) return fail(c, ERR_UNSUPPORTED);
+  if (check(c, TOK_FOR) && (k == TOK_RBRACKET || k == TOK_RPAREN)) return fail(c, ERR_COMPREHENSION);  // `[x for x in xs]`
   if (k == TOK_NEWLINE) return fail(c, ERR_EXPECTED_NEWLINE);
   return fail(c, ERR_EXPECTED, k);
 }
@@ -935,7 +969,8 @@ VG_HD inline int32_t find_ternary(Compiler& c, int32_t i) {
     if (k == TOK_LPAREN || k == TOK_LBRACKET) d++;
     else if (k == TOK_RPAREN || k == TOK_RBRACKET) { if (d-- == 0) return -1; }
     else if (k == TOK_EOF || k == TOK_NEWLINE || k == TOK_INDENT || k == TOK_DEDENT) return -1;
-    else if (d == 0 && (k == TOK_COMMA || k == TOK_COLON || k == TOK_ASSIGN || is_aug(k) || k == TOK_ELSE)) return -1;
+    // (a `for` ends the value: `[a for b in c if d]` is a comprehension's, with no else)
+    else if (d == 0 && (k == TOK_COMMA || k == TOK_COLON || k == TOK_ASSIGN || is_aug(k) || k == TOK_ELSE || k == TOK_FOR)) return -1;
     else if (d == 0 && k == TOK_IF) return i;
   }
   return -1;
@@ -1698,17 +1733,6 @@ VG_HD inline void store_target(Compiler& c, int32_t end, int32_t k) {
   if (!c.failed && c.p == end) c.p = outer_end;
 }
 
-// Errors only a program that parses can have (names, types, calls, returns, loops): CPython
-// reports every syntax error in the file before them. (Not expected_type, expected_def or
-// unsupported: `def f(a:, b: int)` and `else return` are syntax errors to CPython too.)
-VG_HD inline bool after_parse_error(int32_t code) {
-  return (code >= ERR_DUPLICATE_FUNCTION && code <= ERR_FUNCTION_NAME) ||
-         (code >= ERR_UNDEFINED_NAME && code <= ERR_CONTINUE_OUTSIDE_LOOP) || code == ERR_TUPLE_MISMATCH ||
-         code == ERR_TUPLE_VALUE || code == ERR_NONE_VALUE || code == ERR_UNKNOWN_METHOD || code == ERR_RANGE_OUTSIDE_FOR ||
-         code == ERR_BARE_RETURN || code == ERR_STRING || code == ERR_FLOAT || code == ERR_INT_TOO_LARGE ||
-         code == ERR_NAMED_ESCAPE;
-}
-
 // `1 = a` with `a` unknown: the value is compiled first, but the target's grammar error is
 // CPython's, which comes before names and types. After a value's name or type error, the targets
 // [starts[i], ends[i]) are checked (the code they emit is dropped with the failed compile).
@@ -1866,6 +1890,12 @@ VG_HD inline bool simple_statement(Compiler& c) {
   }
   if (eq == start) return fail(c, ERR_EXPECTED_EXPRESSION);
   const Token& op = c.t[eq];
+  // `a + = 1`, `- = 1`: an operator still waiting for its right operand; CPython's parser fails at
+  // the '=' (an operator that cannot start an expression, `in = 1`, is blamed itself, below)
+  const int32_t before = c.t[eq - 1].kind;
+  if (op.kind != TOK_COLON && binary_or_prefix_op(before) &&
+      (eq - 1 > start || before == TOK_MINUS || before == TOK_PLUS || before == TOK_NOT))
+    return fail_at(c, ERR_INVALID_SYNTAX, op);
   if (op.kind == TOK_COLON) {  // x: T = e
     if (!(t.kind == TOK_NAME && eq == start + 1)) return fail_at(c, ERR_UNSUPPORTED, t);  // `match a:`, `a[0]: int`
     c.p = eq + 1;
@@ -1918,7 +1948,8 @@ VG_HD inline bool simple_statement(Compiler& c) {
     return false;
   }
   // plain or tuple assignment
-  if (find_top(c, eq + 1, TOK_ASSIGN) >= 0) return fail_at(c, ERR_UNSUPPORTED, c.t[find_top(c, eq + 1, TOK_ASSIGN)]);
+  const int32_t eq2 = find_top(c, eq + 1, TOK_ASSIGN);  // `a = b = 1`; `a = b + = 1` is CPython's syntax error
+  if (eq2 >= 0) return fail_at(c, binary_or_prefix_op(c.t[eq2 - 1].kind) ? ERR_INVALID_SYNTAX : ERR_UNSUPPORTED, c.t[eq2]);
   int32_t lc = find_top(c, start, TOK_COMMA);
   int32_t rc = find_top(c, eq + 1, TOK_COMMA);
   bool ltuple = (lc >= 0 && lc < eq) || (paren_group(c, start, eq) >= 0 && find_top(c, start + 1, TOK_COMMA) >= 0 &&
@@ -2397,10 +2428,6 @@ VG_HD inline int32_t closer(const Compiler& c, int32_t i) {
     else if ((k == TOK_RPAREN || k == TOK_RBRACKET) && --d == 0) return i;
   }
   return -1;
-}
-
-VG_HD inline bool binary_or_prefix_op(int32_t k) {
-  return (k >= TOK_PLUS && k <= TOK_NE) || k == TOK_AND || k == TOK_OR || k == TOK_NOT || k == TOK_IN;
 }
 
 // Whether the expression whose first operand is token j runs on to the end of the file (inside a
