@@ -819,7 +819,7 @@ VG_HD inline bool fail_at(Compiler& c, int32_t code, const Token& at_tok, int32_
       k = f;
       arg = 0;
     }
-    const Token& at = c.t[k];
+    const Token& at = f >= 0 ? c.t[f] : at_tok;
     c.failed = true;
     c.err.code = code;
     c.err.line = at.line;
@@ -2732,7 +2732,10 @@ VG_HD inline bool tokenize_source(Lexer& L, const char* src, int64_t len, Token*
   L.mismatch = -1;
   L.failed = false;
   L.cpython_raises = false;
-  L.esc_tok[0] = L.esc_tok[1] = -1;
+  for (int32_t k = 0; k < 2; k++) {
+    L.esc_tok[k] = -1;
+    L.esc[k].code = L.esc[k].line = L.esc[k].col = L.esc[k].arg = 0;
+  }
   L.err.code = ERR_OK;
   L.err.line = L.err.col = L.err.arg = 0;
   lx_init_names(L);
