@@ -618,8 +618,19 @@ def save_tasks(tasks: Iterable[Task] | Mapping[str, Task], path: str | os.PathLi
             raise ValueError(f"task {t.name!r} is given twice: names must be unique in a task file")
         seen.add(t.name)
     text = _dumps({"version": FORMAT_VERSION, "tasks": [t.to_dict() for t in tasks]}) + "\n"  # before the file opens
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    # Written next to its final name and renamed over it: a write that fails (a full disk, an
+    # interrupt) leaves the previous file whole, where open(path, "w") would have emptied it.
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def _unique_keys(pairs):  # json.loads hook: a repeated key would silently keep only the last value

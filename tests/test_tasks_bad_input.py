@@ -5,6 +5,8 @@ test_evaluate_tasks.py and test_ray.py.)"""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -89,6 +91,23 @@ def test_save_tasks_rejects_what_load_tasks_would(tmp_path):
     save_tasks([t], path)
     back = load_tasks(path)["np"]
     assert back == t and back.examples(0, 1) == ([(3, True)], [[1, 2]])
+
+
+def test_a_save_that_fails_leaves_the_previous_task_file_whole(tmp_path):
+    """save_tasks used to open the file with "w" (emptying it) before writing: a write that
+    failed part-way (here a file-size limit, as a full disk) destroyed the previous suite."""
+    path = tmp_path / "suite.json"
+    save_tasks([get_task("gcd")], path)
+    before = path.read_bytes()
+    code = ("import resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
+            "from vramgym.envs.tasks import TASKS, save_tasks\n"
+            "try:\n    save_tasks(list(TASKS.values()), sys.argv[1])\nexcept OSError:\n    sys.exit(3)\n")
+    assert subprocess.run([sys.executable, "-c", code, str(path)]).returncode == 3  # the write did fail
+    assert path.read_bytes() == before and load_tasks(path).keys() == {"gcd"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["suite.json"]  # no temporary file left
+    save_tasks([get_task("gcd"), get_task("sum_list")], path)  # and a save that succeeds replaces it
+    assert load_tasks(path).keys() == {"gcd", "sum_list"}
 
 
 # -- Task construction ------------------------------------------------------------------------
