@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -40,6 +41,8 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from vramgym.envs import vocab as V  # noqa: E402
 from vramgym.envs.bank import bank_for, distinct_candidates  # noqa: E402
 from vramgym.envs.synthesis import SynthesisVectorEnv  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # (bench_out, when loaded by path as in the tests)
+from bench_out import results_dir  # noqa: E402
 
 
 def masked_actions(mask, gen: torch.Generator) -> torch.Tensor:
@@ -319,12 +322,12 @@ def machine() -> str:
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--num-envs", type=int, nargs="+", default=[1, 16, 256, 4096])
+    p.add_argument("--num-envs", type=int, nargs="+", default=None, help="(default 1 16 256 4096; --quick: 1 8)")
     p.add_argument("--device", nargs="+", default=["numpy"], help="numpy, cpu, cuda, cuda-graph (several: side by side)")
     p.add_argument("--automaton", nargs="+", default=["auto"], help="auto, native, numpy, torch (token env)")
     p.add_argument("--env", choices=("token", "batch", "both", "automaton"), default="both",
                    help="automaton: the mask automaton alone (mask + step per row), no env around it")
-    p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--seconds", type=float, default=None, help="timed seconds per row (default 3; --quick: 0.3)")
     p.add_argument("--repeat", type=int, default=1,
                    help="run every row this many times, interleaved, and keep the best (a shared machine's "
                         "load varies)")
@@ -346,13 +349,23 @@ def main(argv=None) -> dict:
     p.add_argument("--batch-repeats", type=int, default=1,
                    help="batch env: each sampled body in this many envs (default 1: all sampled apart)")
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    p.add_argument("--out", default=None, help="output folder (default experiments/results/, with --quick "
+                                               "experiments/results/quick/)")
     p.add_argument("--name", default="bench_envs", help="file name of the results (json and md)")
     a = p.parse_args(argv)
     if a.batch_repeats < 1:
         p.error("--batch-repeats must be at least 1")
-    if a.quick:
-        a.num_envs, a.seconds = [1, 8], 0.3
+    # --quick sets what was not given
+    a.num_envs = a.num_envs or ([1, 8] if a.quick else [1, 16, 256, 4096])
+    a.seconds = a.seconds if a.seconds is not None else 0.3 if a.quick else 3.0
+    for name, bad in (("--num-envs", min(a.num_envs) < 1), ("--seconds", not 0 < a.seconds < float("inf")),
+                      ("--repeat", a.repeat < 1), ("--torch-threads", a.torch_threads < 0),
+                      ("--warmup-steps", a.warmup_steps is not None and a.warmup_steps < 0),
+                      ("--fuel", a.fuel is not None and a.fuel < 1)):
+        if bad:
+            p.error(f"{name}: out of range (sizes, counts and --fuel at least 1, --seconds finite and above 0, "
+                    f"--torch-threads and --warmup-steps at least 0)")
+    out = results_dir(p, a.out, a.quick)
     if a.torch_threads:
         torch.set_num_threads(a.torch_threads)
     global COPY
@@ -383,8 +396,6 @@ def main(argv=None) -> dict:
                       f"aten ops/step={_ops(row)}", flush=True)
     result = {"machine": machine(), "rows": rows, "load_average": os.getloadavg(), "repeat": a.repeat,
               "torch_threads": torch.get_num_threads(), "copy": COPY, "fuel": bank.config.fuel}
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
     (out / f"{a.name}.json").write_text(json.dumps(result, indent=2))
     lines = [f"# Environment throughput\n\nMachine: {result['machine']}; load average at the end: "
              f"{', '.join(f'{x:.2f}' for x in result['load_average'])}; best of {a.repeat} run(s) of "

@@ -67,3 +67,27 @@ def test_bench_envs_batch_repeats(tmp_path):
     assert "| distinct |" in (tmp_path / "bench_envs.md").read_text()
     with pytest.raises(SystemExit):
         mod.main(["--quick", "--env", "batch", "--batch-repeats", "0", "--out", str(tmp_path)])
+
+
+def test_quick_runs_leave_the_recorded_results_alone_and_bad_arguments_stop_before_the_run(tmp_path, monkeypatch):
+    """`bench_envs.py --quick` (README's smoke test) wrote over experiments/results/bench_envs.md;
+    it now writes to results/quick/ unless --out is given. An --out that cannot be written, or a
+    count out of range, stops the run before it measures anything (was a traceback at the end)."""
+    spec = importlib.util.spec_from_file_location("vramgym_bench_envs", BENCH.parent / "bench_envs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    import bench_out  # (bench_envs put experiments/ on sys.path)
+    monkeypatch.setattr(bench_out, "RESULTS", tmp_path / "results")
+    mod.main(["--quick", "--env", "token", "--device", "numpy", "--num-envs", "1"])
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["quick"]
+    assert (tmp_path / "results" / "quick" / "bench_envs.md").exists()
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    calls = []
+    monkeypatch.setattr(mod, "bench_token_env", lambda *a, **k: calls.append(a))
+    for bad in (["--out", str(blocker)], ["--out", str(blocker / "sub")], ["--repeat", "0"], ["--seconds", "nan"],
+                ["--num-envs", "0"], ["--torch-threads", "-1"], ["--warmup-steps", "-5"]):
+        with pytest.raises(SystemExit) as e:
+            mod.main(["--quick", "--env", "token", *bad])
+        assert e.value.code == 2, bad
+    assert calls == []

@@ -70,6 +70,6 @@ def test_an_evaluator_whose_actors_cannot_start_fails_clearly(local_ray):
         RayEvaluator(backend="cpu", num_workers=2, start_timeout=3)
     want = run_batch(programs, inputs, expected=expected)
     np.testing.assert_array_equal(ev.run_batch(programs, inputs, expected=expected).passed, want.passed)
-    for bad in (0, -1.0, True, "5"):
+    for bad in (0, -1.0, True, "5", float("inf"), 1e300, float("nan")):  # (inf and 1e300 crashed inside ray.get)
         with pytest.raises(ValueError, match="start_timeout"):
             RayEvaluator(backend="cpu", start_timeout=bad)

@@ -71,8 +71,10 @@ class RayEvaluator:
             raise ValueError(f"backend must be 'cuda' or 'cpu', got {backend!r}")
         _check_count(num_gpus, "num_gpus")
         _check_count(num_workers, "num_workers")
-        if isinstance(start_timeout, bool) or not isinstance(start_timeout, (int, float)) or not start_timeout > 0:
-            raise ValueError(f"start_timeout must be a number of seconds > 0, got {start_timeout!r}")
+        # (finite and at most a year: ray.get converts it to a C integer of milliseconds)
+        if isinstance(start_timeout, bool) or not isinstance(start_timeout, (int, float)) or \
+                not 0 < start_timeout <= 365 * 86400:
+            raise ValueError(f"start_timeout must be a number of seconds > 0 (at most a year), got {start_timeout!r}")
         # each backend reads one of the two counts: the other one would be silently ignored
         if backend == "cpu" and num_gpus is not None:
             raise ValueError("num_gpus applies to backend='cuda'; CPU actors are counted by num_workers")
