@@ -1286,3 +1286,46 @@ def test_an_operator_before_the_equals_sign_is_cpythons_syntax_error(stmt):
     with pytest.raises(CompileError) as e:
         compile_source(src)
     assert e.value.kind in SYNTAX_KINDS and (e.value.line, e.value.col) == (line, col), e.value
+
+
+@pytest.mark.parametrize("stmt,kind", [
+    ("return 1 if x not in xs else 2", "unsupported"), ("return x in xs if b else x", "unsupported"),
+    ("z, w = x in xs, 1", "unsupported"), ("z, w = 1, x not in xs", "unsupported"),
+    ("return x is 1 if b else x", "reserved_keyword"), ("z = [x if x not in xs else x for x in xs]", "unsupported")])
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
+def test_in_and_is_inside_conditionals_and_tuples_are_refused_not_syntax_errors(stmt, kind):
+    """Valid Python: was "expected 'else'" or "invalid syntax" (found by an audit)."""
+    src = f"def f(x: int, xs: list[int], b: bool) -> int:\n    {stmt}\n    return x\n"
+    assert _cpython_refusal(src) is None
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    line = src.split("\n")[1]
+    at = line.index(" is " if kind == "reserved_keyword" else " in " if " not in " not in line else " not in ") + 2
+    assert (e.value.kind, e.value.line, e.value.col) == (kind, 2, at), e.value
+
+
+@pytest.mark.parametrize("indent", [0, 2, 4, 8])
+def test_a_line_that_is_only_a_backslash_continuation_is_refused_at_the_backslash(indent):
+    """CPython joins the lines before it measures an indent (valid Python at any indent): was an
+    unindent error at indents that match no block."""
+    src = "def f() -> int:\n    x = 1\n" + " " * indent + "\\\n\n    return x\n"
+    assert _cpython_refusal(src) is None
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert (e.value.kind, e.value.line, e.value.col) == ("unsupported", 3, indent + 1)
+
+
+def test_a_named_escape_between_functions_ranks_after_syntax_errors():
+    named = '"\\N{DIGIT ONE}"\n'
+    body = "def f() -> int:\n    return 1\n"
+    for src in (named + "def f() -> int:\n    return 1 +\n", body + named + "def g() -> int:\n    return (1\n"):
+        line, col, _ = _cpython_error(src)
+        with pytest.raises(CompileError) as e:
+            compile_source(src)
+        assert e.value.kind in SYNTAX_KINDS | {"never_closed"} and (e.value.line, e.value.col) == (line, col)
+    # with no syntax error it stands, before a later function's name error, after an earlier one's
+    for src, where in ((named + body, (1, 1)), (named + "def f() -> int:\n    return zz\n", (1, 1)),
+                       ("def f() -> int:\n    return zz\n" + named, (2, 12))):
+        with pytest.raises(CompileError) as e:
+            compile_source(src)
+        assert (e.value.line, e.value.col) == where and e.value.kind == ("named_escape" if where == (1, 1) else "undefined_name")

@@ -494,6 +494,9 @@ VG_HD inline bool lex(Lexer& L) {
         lx_newline(L);
         continue;
       }
+      // A backslash continuation (refused below, where it ends a line) may start one: CPython joins
+      // the lines before it measures an indent, so its error comes before any indentation's.
+      if (s[p] == '\\') return lx_fail(L, ERR_UNSUPPORTED, p);
       if (tab_at >= 0) return lx_fail(L, ERR_TAB_INDENT, tab_at);
       int32_t ind = (int32_t)(p - L.pos);
       if (ind > L.indents[L.nindent - 1]) {
@@ -776,6 +779,7 @@ struct Compiler {
   bool failed;
   int32_t esc_tok[2];  // the Lexer's strings with a bad escape and with a \N{name} (-1: none)
   CompileError esc[2];
+  int32_t named_at;  // that \N{name} string when it stands between functions (-1: not met there)
 };
 
 VG_HD inline const Token& tk(Compiler& c) { return c.t[c.p]; }
@@ -848,12 +852,18 @@ VG_HD inline bool match(Compiler& c, int32_t k) {
   advance(c);
   return true;
 }
+// Where an expression ended before a Python operator outside the language, its error: true when
+// it failed (valid Python, not a syntax error).
+VG_HD inline bool outside_operator(Compiler& c) {
+  if (check(c, TOK_RESERVED)) return !fail(c, ERR_RESERVED_KEYWORD);  // `is`, `lambda`, ...
+  if (check(c, TOK_IN)) return !fail(c, ERR_UNSUPPORTED);              // `x in xs` outside for
+  // `x not in xs` outside for (any other `not` after an operand is adjacent_operands' pair)
+  if (check(c, TOK_NOT) && kind_at(c, c.p + 1) == TOK_IN) return !fail(c, ERR_UNSUPPORTED);
+  return false;
+}
 VG_HD inline bool expect(Compiler& c, int32_t k) {
   if (match(c, k)) return true;
-  if (check(c, TOK_RESERVED)) return fail(c, ERR_RESERVED_KEYWORD);  // `is`, `lambda`, ...
-  if (check(c, TOK_IN)) return fail(c, ERR_UNSUPPORTED);              // `x in xs` outside for
-  // `x not in xs` outside for (any other `not` after an operand is adjacent_operands' pair)
-  if (check(c, TOK_NOT) && kind_at(c, c.p + 1) == TOK_IN) return fail(c, ERR_UNSUPPORTED);
+  if (outside_operator(c)) return false;
   if (check(c, TOK_FOR) && (k == TOK_RBRACKET || k == TOK_RPAREN)) return fail(c, ERR_COMPREHENSION);  // `[x for x in xs]`
   if (k == TOK_NEWLINE) return fail(c, ERR_EXPECTED_NEWLINE);
   return fail(c, ERR_EXPECTED, k);
@@ -1340,7 +1350,8 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
           if (k2 == KIND_NONE) { fail_at(c, ERR_BAD_OPERAND, c.t[f->b + 1], k2); return -1; }
           truth(c, k2);
           int32_t jf = emit(c, OP_JUMP_IF_FALSE, 0);
-          if (!c.failed && !check(c, TOK_ELSE) && !check(c, TOK_COLON) && !check(c, TOK_RESERVED) && !check(c, TOK_IN)) {
+          if (!c.failed && !check(c, TOK_ELSE) && !check(c, TOK_COLON) && !check(c, TOK_RESERVED) && !check(c, TOK_IN) &&
+              !(check(c, TOK_NOT) && kind_at(c, c.p + 1) == TOK_IN)) {  // (those: expect's errors)
             // CPython: "expected 'else' after 'if' expression" at the start of the value before
             // the `if`, inside any parentheses that only group it. (err_tok stays where the else
             // is missing: an earlier pair of operands comes first, as in CPython.)
@@ -1362,7 +1373,10 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
           continue;
         }
         if (f->phase == X_BODY) {
-          if (c.p != f->b) { fail(c, ERR_INVALID_SYNTAX); return -1; }
+          if (c.p != f->b) {  // `x in xs if b else x`: the `in`'s error
+            if (!outside_operator(c)) fail(c, ERR_INVALID_SYNTAX);
+            return -1;
+          }
           int32_t jend = emit(c, OP_JUMP, 0);
           if (!c.failed) set_arg(c, f->a, c.n);
           c.p = f->d;
@@ -1822,7 +1836,7 @@ VG_HD inline void tuple_assign(Compiler& c, int32_t lhs, int32_t lend, int32_t r
     if (rs[i] == re[i]) { fail(c, ERR_EXPECTED_EXPRESSION); return; }
     const Token& at = tk(c);
     kinds[i] = expr(c);
-    if (!c.failed && c.p != re[i]) fail(c, ERR_INVALID_SYNTAX);
+    if (!c.failed && c.p != re[i] && !outside_operator(c)) fail(c, ERR_INVALID_SYNTAX);
     if (!c.failed && kinds[i] == KIND_NONE) fail_at(c, ERR_NONE_VALUE, at);
   }
   if (c.failed) return target_error_first(c, nl, ls, le);
@@ -2250,7 +2264,8 @@ VG_HD inline bool signatures(Compiler& c) {
   while (!c.failed && !check(c, TOK_EOF)) {
     if (match(c, TOK_NEWLINE)) continue;
     if (docstring(c)) {  // the module's docstring, or any string statement between functions
-      if (bad_escape(c, true)) return false;
+      if (bad_escape(c, false)) return false;
+      if (c.p == c.esc_tok[1]) c.named_at = c.p;  // refused after the bodies' syntax errors (compile_tokens)
       advance(c);
       continue;
     }
@@ -2632,6 +2647,7 @@ VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntok
     c.esc_tok[k] = lexed ? lexed->esc_tok[k] : -1;
     if (lexed) c.esc[k] = lexed->esc[k];
   }
+  c.named_at = -1;
   if (ntoks <= 0 || toks[ntoks - 1].kind != TOK_EOF) {
     c.failed = true;
     c.err.code = ERR_INVALID_SYNTAX;
@@ -2672,6 +2688,14 @@ VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntok
   if (!ok) earlier_body_error(c);
   int32_t fi = 0;
   for (; ok && fi < c.nfuncs; fi++) ok = function(c, fi);
+  // A \N{name} string between functions is valid Python refused: it ranks with name and type
+  // errors, after every syntax error and before a name or type error that comes after it.
+  if (c.named_at >= 0 && (ok || (after_parse_error(c.err.code) && c.err_tok > c.named_at))) {
+    c.failed = false;
+    c.p = c.named_at;
+    bad_escape(c, true);
+    ok = false;
+  }
   if (ok) return c.n;
   if (fi > 0) later_body_error(c, fi);  // (fi: just after the function that failed)
   stray_indent(c);
