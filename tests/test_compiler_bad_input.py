@@ -1277,10 +1277,11 @@ def test_comprehensions_are_refused_at_their_for(stmt):
 
 @pytest.mark.parametrize("stmt", ["a + = 1", "a - = 1", "xs[0] + = 1", "a + =", "a * = 2", "a + += 1", "a < = 1",
                                   "a and = 1", "a not = 1", "a, b + = 1, 2", "a = b + = 1", "a = - = 1", "a // = 2",
-                                  "- = 1", "not = 1", "in = 1", "// -= 1", "a == = 1"])
+                                  "- = 1", "not = 1", "in = 1", "// -= 1", "a == = 1", "a, b, or = b, a",
+                                  "a, - = 1, 2", "a, not = 1, 2", "a, and = 1, 2"])
 def test_an_operator_before_the_equals_sign_is_cpythons_syntax_error(stmt):
     """`a + = 1` was `not_assignable` at the target; CPython's parser fails at the '=' (or at an
-    operator that cannot start an expression: `in = 1`)."""
+    operator that cannot start an expression and follows no operand: `in = 1`, `a, or = 1`)."""
     src = f"def f(x: int, xs: list[int]) -> int:\n    a = 1\n    b = 2\n    {stmt}\n    return x\n"
     line, col, _ = _cpython_error(src)
     with pytest.raises(CompileError) as e:

@@ -788,6 +788,11 @@ VG_HD inline bool check(Compiler& c, int32_t k) { return c.t[c.p].kind == k; }
 VG_HD inline void advance(Compiler& c) {
   if (c.p < c.nt - 1) c.p++;
 }
+VG_HD inline bool operand_start(int32_t k) {
+  return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE || k == TOK_STRING || k == TOK_OPAQUE;
+}
+VG_HD inline bool operand_end(int32_t k) { return operand_start(k) || k == TOK_RPAREN || k == TOK_RBRACKET; }
+
 VG_HD inline bool binary_or_prefix_op(int32_t k) {
   return (k >= TOK_PLUS && k <= TOK_NE) || k == TOK_AND || k == TOK_OR || k == TOK_NOT || k == TOK_IN;
 }
@@ -1905,11 +1910,13 @@ VG_HD inline bool simple_statement(Compiler& c) {
   if (eq == start) return fail(c, ERR_EXPECTED_EXPRESSION);
   const Token& op = c.t[eq];
   // `a + = 1`, `- = 1`: an operator still waiting for its right operand; CPython's parser fails at
-  // the '=' (an operator that cannot start an expression, `in = 1`, is blamed itself, below)
+  // the '='. One that cannot start an expression and follows no operand (`in = 1`, `a, or = 1`)
+  // fails itself.
   const int32_t before = c.t[eq - 1].kind;
-  if (op.kind != TOK_COLON && binary_or_prefix_op(before) &&
-      (eq - 1 > start || before == TOK_MINUS || before == TOK_PLUS || before == TOK_NOT))
-    return fail_at(c, ERR_INVALID_SYNTAX, op);
+  if (op.kind != TOK_COLON && binary_or_prefix_op(before)) {
+    bool prefix = before == TOK_MINUS || before == TOK_PLUS || before == TOK_NOT;
+    return fail_at(c, ERR_INVALID_SYNTAX, prefix || (eq - 1 > start && operand_end(c.t[eq - 2].kind)) ? op : c.t[eq - 1]);
+  }
   if (op.kind == TOK_COLON) {  // x: T = e
     if (!(t.kind == TOK_NAME && eq == start + 1)) return fail_at(c, ERR_UNSUPPORTED, t);  // `match a:`, `a[0]: int`
     c.p = eq + 1;
@@ -2429,11 +2436,6 @@ VG_HD inline void earlier_body_error(Compiler& c) {
   c.err = first;
   c.err_tok = first_tok;
 }
-
-VG_HD inline bool operand_start(int32_t k) {
-  return k == TOK_NAME || k == TOK_INT || k == TOK_TRUE || k == TOK_FALSE || k == TOK_STRING || k == TOK_OPAQUE;
-}
-VG_HD inline bool operand_end(int32_t k) { return operand_start(k) || k == TOK_RPAREN || k == TOK_RBRACKET; }
 
 // The token that closes the bracket at token i, or -1 when none does before the end of the file.
 VG_HD inline int32_t closer(const Compiler& c, int32_t i) {
