@@ -1330,3 +1330,20 @@ def test_a_named_escape_between_functions_ranks_after_syntax_errors():
         with pytest.raises(CompileError) as e:
             compile_source(src)
         assert (e.value.line, e.value.col) == where and e.value.kind == ("named_escape" if where == (1, 1) else "undefined_name")
+
+
+@pytest.mark.parametrize("stmt", ["return xs[1:]", "return xs[:2]", "return xs[::2]", "return xs[a:b][0]",
+                                  "xs[1:2] = [3]", "xs[:] = [3]", "return len(xs[a:])", "return xs[1:2:3]"])
+def test_slices_are_refused_as_slices_at_the_colon(stmt):
+    """Valid Python (common in generated code): was "expected ']'" or "expected an expression",
+    syntax-error kinds."""
+    src = f"def f(xs: list[int], a: int) -> int:\n    {stmt}\n    return a\n"
+    assert _cpython_refusal(src) is None
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert (e.value.kind, e.value.line, e.value.col) == ("slice", 2, src.split("\n")[1].index(":") + 1), e.value
+    later = src + "def g() -> int:\n    return 1 +\n"  # ranked after CPython's syntax errors
+    line, col, _ = _cpython_error(later)
+    with pytest.raises(CompileError) as e:
+        compile_source(later)
+    assert e.value.kind in SYNTAX_KINDS and (e.value.line, e.value.col) == (line, col)

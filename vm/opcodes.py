@@ -219,6 +219,7 @@ ERRORS: tuple[tuple[int, str, str], ...] = (
                        "(up to 0010FFFF), \\N a name in braces"),
     (60, "named_escape", "\\N{{...}} escapes (characters by name) are not supported"),
     (61, "comprehension", "comprehensions and generator expressions are not supported"),
+    (62, "slice", "slices are not supported (a subscript is one element: xs[i])"),
 )
 ERROR_NAMES = {code: name for code, name, _ in ERRORS}
 ERROR_MESSAGES = {code: msg for code, _, msg in ERRORS}

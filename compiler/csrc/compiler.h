@@ -805,7 +805,7 @@ VG_HD inline bool after_parse_error(int32_t code) {
          (code >= ERR_UNDEFINED_NAME && code <= ERR_CONTINUE_OUTSIDE_LOOP) || code == ERR_TUPLE_MISMATCH ||
          code == ERR_TUPLE_VALUE || code == ERR_NONE_VALUE || code == ERR_UNKNOWN_METHOD || code == ERR_RANGE_OUTSIDE_FOR ||
          code == ERR_BARE_RETURN || code == ERR_STRING || code == ERR_FLOAT || code == ERR_INT_TOO_LARGE ||
-         code == ERR_NAMED_ESCAPE || code == ERR_COMPREHENSION;
+         code == ERR_NAMED_ESCAPE || code == ERR_COMPREHENSION || code == ERR_SLICE;
 }
 
 // The first `for` from token i to the end of its logical line, or -1. A `for` that does not start
@@ -1567,6 +1567,7 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
 
     // A primary: the value of its atom or method call (phase 0) or of a subscript (phase 1).
     if (f->phase == 1) {
+      if (check(c, TOK_COLON)) { fail(c, ERR_SLICE); return -1; }  // xs[1:2]: valid Python, refused
       if (k2 != KIND_INT) { fail_at(c, ERR_TYPE_MISMATCH, c.t[f->b], KIND_INT); return -1; }
       if (!expect(c, TOK_RBRACKET)) return -1;
       emit(c, OP_INDEX);
@@ -1581,6 +1582,7 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
       if (check(c, TOK_LBRACKET)) {
         if (f->k != KIND_LIST) { fail_at(c, ERR_BAD_OPERAND, at, f->k); return -1; }
         advance(c);
+        if (check(c, TOK_COLON)) { fail(c, ERR_SLICE); return -1; }  // xs[:2]
         f->b = c.p;
         f->phase = 1;
         lev = LV_EXPR;
@@ -1683,9 +1685,11 @@ VG_HD inline bool subscript_target(Compiler& c, int32_t end) {
   if (c.p != lb) return fail_at(c, ERR_NOT_ASSIGNABLE, start);
   if (k != KIND_LIST) return fail_at(c, ERR_BAD_OPERAND, c.t[lb], k);
   advance(c);
+  if (check(c, TOK_COLON)) return fail(c, ERR_SLICE);  // xs[:2] = ys
   const Token& it = tk(c);
   int32_t ki = expr(c);
   if (c.failed) return false;
+  if (check(c, TOK_COLON)) return fail(c, ERR_SLICE);
   if (ki != KIND_INT) return fail_at(c, ERR_TYPE_MISMATCH, it, KIND_INT);
   if (!expect(c, TOK_RBRACKET)) return false;
   if (c.p != end) return fail_at(c, ERR_NOT_ASSIGNABLE, start);
