@@ -1347,3 +1347,14 @@ def test_slices_are_refused_as_slices_at_the_colon(stmt):
     with pytest.raises(CompileError) as e:
         compile_source(later)
     assert e.value.kind in SYNTAX_KINDS and (e.value.line, e.value.col) == (line, col)
+
+
+@pytest.mark.parametrize("stmt", ["pas return x", "y = zz\n    xs return", "y = f(zz return)", "y = [zz pass]", "zz while x:\n        pass",
+                                  "y = zz + 1 break", "y = (zz) def", "y = zz\n    x continue"])
+def test_a_statement_keyword_after_an_operand_is_cpythons_syntax_error_before_a_name_error(stmt):
+    """`pas return x` was "undefined name 'pas'": CPython's parser fails first, at the keyword."""
+    src = f"def f(x: int, xs: list[int]) -> int:\n    {stmt}\n    return x\n"
+    line, col, _ = _cpython_error(src)
+    with pytest.raises(CompileError) as e:
+        compile_source(src)
+    assert e.value.kind in SYNTAX_KINDS and (e.value.line, e.value.col) == (line, col), e.value

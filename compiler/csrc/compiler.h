@@ -2528,17 +2528,20 @@ VG_HD inline bool adjacent_operands(Compiler& c) {
     // `a not b` is a pair too (`not` after an operand can only start `not in`): CPython's parser
     // blames the token after the `not`, or inside brackets the element, as for `a b`
     bool not_pair = n.kind == TOK_NOT && kind_at(c, i + 2) != TOK_IN;
-    if (!operand_end(k) || !(operand_start(n.kind) || not_pair)) continue;
+    // a statement's keyword after an operand (`pas return x`): blamed itself, never a comma's
+    bool kw_pair = n.kind == TOK_RETURN || n.kind == TOK_PASS || n.kind == TOK_BREAK || n.kind == TOK_CONTINUE ||
+                   n.kind == TOK_DEF || n.kind == TOK_WHILE || n.kind == TOK_ELIF;
+    if (!operand_end(k) || !(operand_start(n.kind) || not_pair || kw_pair)) continue;
     bool line_start = i == 0 || c.t[i - 1].kind == TOK_NEWLINE || c.t[i - 1].kind == TOK_INDENT ||
                       c.t[i - 1].kind == TOK_DEDENT;
     // (`match x:` may be a match statement; a literal glued to a keyword's letters, `wh's'ile x:`, is
     // not, and CPython's parser fails at it)
-    if (line_start && k == TOK_NAME && n.kind != TOK_STRING && n.kind != TOK_OPAQUE &&
+    if (line_start && k == TOK_NAME && n.kind != TOK_STRING && n.kind != TOK_OPAQUE && !kw_pair &&
         kind_at(c, line_end(c, i) - 1) == TOK_COLON)
       continue;
     // `f(a b)`; but `def f(a b)` is no expression, and CPython's rule skips a name before a string
     // (`f(b 'x')`: its parser fails at the string)
-    bool comma = d > 0 && params[d - 1] != 1 && !(k == TOK_NAME && n.kind == TOK_STRING);
+    bool comma = d > 0 && params[d - 1] != 1 && !(k == TOK_NAME && n.kind == TOK_STRING) && !kw_pair;
     int32_t s = comma ? elem[d - 1] : i + 1 + not_pair, e = i;
     while (comma && bare_group(c, s, e)) s++, e--;  // `((a + 1) b)`: the range starts at `a`
     const Token& at = c.t[s];
