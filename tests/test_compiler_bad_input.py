@@ -1278,7 +1278,8 @@ def test_comprehensions_are_refused_at_their_for(stmt):
 @pytest.mark.parametrize("stmt", ["a + = 1", "a - = 1", "xs[0] + = 1", "a + =", "a * = 2", "a + += 1", "a < = 1",
                                   "a and = 1", "a not = 1", "a, b + = 1, 2", "a = b + = 1", "a = - = 1", "a // = 2",
                                   "- = 1", "not = 1", "in = 1", "// -= 1", "a == = 1", "a, b, or = b, a",
-                                  "a, - = 1, 2", "a, not = 1, 2", "a, and = 1, 2"])
+                                  "a, - = 1, 2", "a, not = 1, 2", "a, and = 1, 2", "a is = 1", "xs[0] is = 1",
+                                  "a, is = 1, 2", "a is not = 1"])
 def test_an_operator_before_the_equals_sign_is_cpythons_syntax_error(stmt):
     """`a + = 1` was `not_assignable` at the target; CPython's parser fails at the '=' (or at an
     operator that cannot start an expression and follows no operand: `in = 1`, `a, or = 1`)."""

@@ -301,6 +301,7 @@ def render_header() -> str:
     out += [f"constexpr int NUM_RESERVED_KEYWORDS = {len(RESERVED_KEYWORDS)};"]
     kw = ", ".join(f'"{k}"' for k in RESERVED_KEYWORDS)
     out += [f"#define VG_RESERVED_KEYWORDS {kw}"]
+    out += [f"constexpr int RESERVED_IS = {RESERVED_KEYWORDS.index('is')};  // `is`: a binary operator to CPython"]
     out += [f"constexpr int NUM_BUILTIN_NAMES = {len(BUILTIN_NAMES)};"]
     names = ", ".join(f'"{k}"' for k in BUILTIN_NAMES)
     out += [f"#define VG_BUILTIN_NAMES {names}"]

@@ -1917,7 +1917,8 @@ VG_HD inline bool simple_statement(Compiler& c) {
   // the '='. One that cannot start an expression and follows no operand (`in = 1`, `a, or = 1`)
   // fails itself.
   const int32_t before = c.t[eq - 1].kind;
-  if (op.kind != TOK_COLON && binary_or_prefix_op(before)) {
+  const bool is_op = before == TOK_RESERVED && c.t[eq - 1].value == RESERVED_IS;  // `a is = 1`
+  if (op.kind != TOK_COLON && (binary_or_prefix_op(before) || is_op)) {
     bool prefix = before == TOK_MINUS || before == TOK_PLUS || before == TOK_NOT;
     return fail_at(c, ERR_INVALID_SYNTAX, prefix || (eq - 1 > start && operand_end(c.t[eq - 2].kind)) ? op : c.t[eq - 1]);
   }

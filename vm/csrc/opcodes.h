@@ -204,6 +204,7 @@ enum Err {
 
 constexpr int NUM_RESERVED_KEYWORDS = 20;
 #define VG_RESERVED_KEYWORDS "None", "as", "assert", "async", "await", "class", "del", "except", "finally", "from", "global", "import", "is", "lambda", "nonlocal", "raise", "try", "with", "yield", "__debug__"
+constexpr int RESERVED_IS = 12;  // `is`: a binary operator to CPython
 constexpr int NUM_BUILTIN_NAMES = 10;
 #define VG_BUILTIN_NAMES "len", "abs", "min", "max", "range", "int", "bool", "list", "append", "pop"
 constexpr int NUM_RESERVED_NAMES = 8;
