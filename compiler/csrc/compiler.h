@@ -857,14 +857,17 @@ VG_HD inline bool match(Compiler& c, int32_t k) {
   advance(c);
   return true;
 }
-// Where an expression ended before a Python operator outside the language, its error: true when
-// it failed (valid Python, not a syntax error).
+// Whether an expression ended before a Python operator outside the language: `is`, `lambda`, ...;
+// `x in xs` and `x not in xs` outside for (any other `not` after an operand is adjacent_operands'
+// pair).
+VG_HD inline bool at_outside_operator(Compiler& c) {
+  return check(c, TOK_RESERVED) || check(c, TOK_IN) || (check(c, TOK_NOT) && kind_at(c, c.p + 1) == TOK_IN);
+}
+// There, its error (valid Python, not a syntax error): true when it failed.
 VG_HD inline bool outside_operator(Compiler& c) {
-  if (check(c, TOK_RESERVED)) return !fail(c, ERR_RESERVED_KEYWORD);  // `is`, `lambda`, ...
-  if (check(c, TOK_IN)) return !fail(c, ERR_UNSUPPORTED);              // `x in xs` outside for
-  // `x not in xs` outside for (any other `not` after an operand is adjacent_operands' pair)
-  if (check(c, TOK_NOT) && kind_at(c, c.p + 1) == TOK_IN) return !fail(c, ERR_UNSUPPORTED);
-  return false;
+  if (!at_outside_operator(c)) return false;
+  fail(c, check(c, TOK_RESERVED) ? ERR_RESERVED_KEYWORD : ERR_UNSUPPORTED);
+  return true;
 }
 VG_HD inline bool expect(Compiler& c, int32_t k) {
   if (match(c, k)) return true;
@@ -1355,8 +1358,7 @@ VG_HD VG_NOINLINE int32_t parse_expr(Compiler& c, int32_t root, int32_t stop) {
           if (k2 == KIND_NONE) { fail_at(c, ERR_BAD_OPERAND, c.t[f->b + 1], k2); return -1; }
           truth(c, k2);
           int32_t jf = emit(c, OP_JUMP_IF_FALSE, 0);
-          if (!c.failed && !check(c, TOK_ELSE) && !check(c, TOK_COLON) && !check(c, TOK_RESERVED) && !check(c, TOK_IN) &&
-              !(check(c, TOK_NOT) && kind_at(c, c.p + 1) == TOK_IN)) {  // (those: expect's errors)
+          if (!c.failed && !check(c, TOK_ELSE) && !check(c, TOK_COLON) && !at_outside_operator(c)) {  // (expect's errors)
             // CPython: "expected 'else' after 'if' expression" at the start of the value before
             // the `if`, inside any parentheses that only group it. (err_tok stays where the else
             // is missing: an earlier pair of operands comes first, as in CPython.)
