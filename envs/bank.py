@@ -247,8 +247,8 @@ class TaskBank:
     vocabulary (at most 4 parameters). n_examples of each task's n_tests tests are shown to the
     agent, so n_tests >= n_examples. A task given by cases (Task.from_examples) runs every case,
     so n_tests >= its number of cases; with fewer cases they repeat, in a seeded order, as evenly
-    as n_tests allows (all_pass is passing every case; pass_frac counts tests, repeats included). `backend` chooses nothing: scoring runs where the
-    candidates' tensors live (check_backend)."""
+    as n_tests allows (all_pass is passing every case; pass_frac counts tests, repeats included).
+    `backend` chooses nothing: scoring runs where the candidates' tensors live (check_backend)."""
 
     def __init__(self, tasks: Sequence[Task], n_tests: int = 16, n_examples: int = 4, seed: int = 0,
                  example_width: int = 64, config: VMConfig | None = None, backend: str | None = None):

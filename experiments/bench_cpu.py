@@ -46,7 +46,7 @@ from vramgym.compiler import compile_batch  # noqa: E402
 from vramgym.vm import Encoded, encode_results, encode_tuples, run_batch  # noqa: E402
 from vramgym.vm import opcodes as oc  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # (bench_out, when loaded by path as in the tests)
-from bench_out import results_dir  # noqa: E402
+from bench_out import OUT_HELP, results_dir  # noqa: E402
 
 # --------------------------------------------------------------------------------------------
 # The task templates. Placeholders: {F} entry function, {G} helper function, {C_*} constants,
@@ -944,10 +944,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--quick", action="store_true", help="small sizes for a smoke test")
     ap.add_argument("--no-multicore", action="store_true", help="skip the multi-core line")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=None, help="output folder (default experiments/results/, with --quick "
-                                                "experiments/results/quick/)")
+    ap.add_argument("--out", default=None, help=OUT_HELP)
     args = ap.parse_args(argv)
-    out_dir = results_dir(ap, args.out, args.quick)
+    out = results_dir(ap, args.out, args.quick)
     if args.quick:
         args.programs, args.repeat, args.random_programs = min(args.programs, 4 * len(TEMPLATES)), 1, min(args.random_programs, 30)
 
@@ -1040,7 +1039,6 @@ def main(argv=None) -> dict:
             log(f"  {r['metric']:<55} CPython {_fmt_rate(r['cpython_per_s']):>9}/s  vramgym "
                 f"{_fmt_rate(r['vramgym_per_s']):>9}/s  ratio {r['ratio']:.1f}x")
 
-    out = out_dir
     (out / "bench_cpu.json").write_text(json.dumps(results, indent=2))
     md = markdown(results)
     (out / "bench_cpu.md").write_text(md)

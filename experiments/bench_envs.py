@@ -42,7 +42,7 @@ from vramgym.envs import vocab as V  # noqa: E402
 from vramgym.envs.bank import bank_for, distinct_candidates  # noqa: E402
 from vramgym.envs.synthesis import SynthesisVectorEnv  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # (bench_out, when loaded by path as in the tests)
-from bench_out import results_dir  # noqa: E402
+from bench_out import OUT_HELP, results_dir  # noqa: E402
 
 
 def masked_actions(mask, gen: torch.Generator) -> torch.Tensor:
@@ -349,8 +349,7 @@ def main(argv=None) -> dict:
     p.add_argument("--batch-repeats", type=int, default=1,
                    help="batch env: each sampled body in this many envs (default 1: all sampled apart)")
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--out", default=None, help="output folder (default experiments/results/, with --quick "
-                                               "experiments/results/quick/)")
+    p.add_argument("--out", default=None, help=OUT_HELP)
     p.add_argument("--name", default="bench_envs", help="file name of the results (json and md)")
     a = p.parse_args(argv)
     if a.batch_repeats < 1:

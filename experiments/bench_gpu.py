@@ -38,7 +38,7 @@ from vramgym.compiler import compile_tokens, tokenize
 from vramgym.vm import encode_results, encode_tuples, run_batch
 from vramgym.vm import cuda
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # (bench_out, when loaded by path as in the tests)
-from bench_out import results_dir
+from bench_out import OUT_HELP, results_dir
 
 TASK = """def {F}({A}: int, {B}: int) -> int:
     # the greatest common divisor, {variant}
@@ -256,10 +256,9 @@ def main():
     ap.add_argument("--switch-fuse", type=int, nargs="*", default=None,
                     help="sizes N of the side-by-side rows with and without the VM's peephole superinstructions "
                          "(cuda.SWITCH_FUSE), on the gcd and the loop-heavy candidates (default 100000; none: skip)")
-    ap.add_argument("--out", default=None, help="output folder (default experiments/results/, with --quick "
-                                                "experiments/results/quick/)")
+    ap.add_argument("--out", default=None, help=OUT_HELP)
     opts = ap.parse_args()
-    out_dir = results_dir(ap, opts.out, opts.quick)
+    out = results_dir(ap, opts.out, opts.quick)
     import cupy as cp
     import torch
     if not cuda.available() or not torch.cuda.is_available():
@@ -328,7 +327,6 @@ def main():
             "quick": opts.quick, "repeat": repeat,
             "resident_warps_per_sm": {k: cuda.device().resident_warps(k) for k in (
                 "vg_execute_local_eval", "vg_execute_tasks_local", "vg_execute_global_eval")}}
-    out = out_dir
     (out / "bench_gpu.json").write_text(json.dumps({"meta": meta, "rows": rows, "steady": steady,
                                                     "switch_fuse": fuse}, indent=2))
     cols = ["N", "gpu_programs_compiled_per_s", "gpu_evals_per_s", "gpu_tasks_evals_per_s",

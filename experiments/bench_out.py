@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
+OUT_HELP = "output folder (default experiments/results/, with --quick experiments/results/quick/)"
 
 
 def results_dir(parser, out: str | None, quick: bool) -> Path:
