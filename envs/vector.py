@@ -328,7 +328,9 @@ class TensorVectorEnv(gym.vector.VectorEnv):
             a = torch.zeros(shape, dtype=torch.int64, device=self.device)
             emulate = self.cuda_graph == "emulate"
             pool = None if emulate or not self._graphs else next(iter(self._graphs.values()))
+            key_seed = self._key_seed   # the warm-up steps may hash _keys anew, and StepGraph puts the old
             self._graphs[key] = StepGraph(lambda: self._advance(a, copy=False), a, self._buffers, emulate, pool)
+            self._key_seed = key_seed   # _keys back: the flag must say whose they are (an unpickled env)
         return self._graphs[key]
 
     @one_thread

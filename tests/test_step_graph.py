@@ -81,6 +81,28 @@ def test_emulated_graph_equals_eager_token_env(copy):
     assert len(envs[1]._graphs) == 2
 
 
+@pytest.mark.parametrize("batch", [False, True])
+def test_emulated_graph_env_pickled_or_copied_after_a_pinned_reset_samples_as_the_original(batch):
+    """A copy captures its steps again, one graph per key, each with the pinning of its key. The
+    warm-up of the unpinned graph hashes the tasks' keys for the current seed, which a pinned
+    reset had not done yet, and the capture then puts the old keys back: the copy must not
+    believe they are the new seed's (it sampled other tasks than the original, session 30's
+    audit)."""
+    import copy
+    import pickle
+    rng = np.random.default_rng(SEED)
+    n = 24
+    kw = dict(num_envs=n, bank=BANK, max_len=16, device="cpu", batch=batch)
+    eager, graphed = SynthesisVectorEnv(**kw), SynthesisVectorEnv(cuda_graph="emulate", **kw)
+    envs = [eager, graphed]
+    drive(envs, reset_all(envs, seed=SEED), rng, 3, batch=batch, widths=(16,))     # the unpinned graph
+    pin = rng.integers(0, len(BANK), n)
+    drive(envs, reset_all(envs, seed=SEED + 1, options={"task": pin}), rng, 3, batch=batch, widths=(16,))
+    twins = [copy.deepcopy(graphed), pickle.loads(pickle.dumps(graphed))]
+    assert all(len(t._graphs) == 2 for t in twins)
+    envs = twins + [graphed, eager]
+    drive(envs, reset_all(envs), rng, 40, batch=batch, widths=(16,))   # sampled tasks of seed SEED + 1
+
 def test_emulated_graph_equals_eager_batch_env_and_other_widths_run_eagerly():
     rng = np.random.default_rng(SEED)
     kw = dict(num_envs=32, bank=BANK, max_len=16, device="cpu", batch=True)
