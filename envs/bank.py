@@ -166,16 +166,35 @@ def check_backend(backend, device_type: str | None = None) -> None:
                          f"state lives (device= of the vector envs; single envs: cpu), so leave backend unset")
 
 
-def bank_for(bank: "TaskBank | None", tasks, n_tests: int, seed: int, backend: str | None,
+def check_device(device):
+    """device= of the vector envs as a torch.device: None (the CPU), "cpu", "cuda", "cuda:k" or a
+    torch.device of those types ("meta" too: tests trace a step there, with the scorer, which
+    needs data, replaced); ValueError naming the argument otherwise (torch's own error does not)."""
+    import torch
+    if device is None:
+        return torch.device("cpu")
+    if isinstance(device, bool) or not isinstance(device, (str, int, torch.device)):
+        raise TypeError(f"device must be None, a str such as 'cpu' or 'cuda:0', or a torch.device, got "
+                        f"{type(device).__name__} {device!r}")
+    try:
+        dev, why = torch.device(device), ""   # (an int k is torch's cuda:k)
+    except RuntimeError as e:
+        dev, why = None, f": {e}"
+    if dev is None or dev.type not in ("cpu", "cuda", "meta"):
+        raise ValueError(f"device must be None, 'cpu', 'cuda' or 'cuda:k' (the envs run on the CPU or a CUDA GPU), "
+                         f"got {device!r}{why}")
+    return dev
+
+
+def bank_for(bank: "TaskBank | None", tasks, n_tests: int | None, seed: int, backend: str | None,
              fuel: int | None = None, device=None) -> "TaskBank":
     """The envs' bank: the one given, else the built-in tasks named (all by default; a str is one
-    name) with n_tests tests each. fuel: VM steps per test run (default 20,000), a budget every
-    backend enforces identically; lower it to bound a batch's slowest candidate (on a GPU a
-    scoring launch lasts as long as its longest run). A given bank brings its own
-    (TaskBank(config=VMConfig(fuel=...))). device: where the env scores (None: the CPU), which
-    `backend`, if given, must agree with (check_backend)."""
-    import torch
-    check_backend(backend, torch.device("cpu" if device is None else device).type)
+    name) with n_tests tests each (None: 16). fuel: VM steps per test run (default 20,000), a
+    budget every backend enforces identically; lower it to bound a batch's slowest candidate (on
+    a GPU a scoring launch lasts as long as its longest run). A given bank brings its own tests
+    and fuel (TaskBank(..., n_tests=..., config=VMConfig(fuel=...))). device: where the env
+    scores (None: the CPU), which `backend`, if given, must agree with (check_backend)."""
+    check_backend(backend, check_device(device).type)
     if seed is not None:   # (None: numpy's fresh entropy for the tests; a vector env also hashes tasks from it)
         check_seed(seed)
     if bank is not None:
@@ -183,6 +202,9 @@ def bank_for(bank: "TaskBank | None", tasks, n_tests: int, seed: int, backend: s
             raise TypeError(f"bank must be a TaskBank, got {type(bank).__name__}")
         if fuel is not None:
             raise ValueError("fuel applies to the envs' own bank; give a TaskBank(config=VMConfig(fuel=...)) instead")
+        if n_tests is not None:
+            raise ValueError(f"n_tests applies to the envs' own bank; the bank given has its own "
+                             f"(n_tests={bank.n_tests}): give TaskBank(..., n_tests=...) instead")
         if tasks is not None:
             raise ValueError("tasks applies to the envs' own bank; give bank= or tasks=, not both")
         return bank
@@ -191,7 +213,8 @@ def bank_for(bank: "TaskBank | None", tasks, n_tests: int, seed: int, backend: s
     if tasks is not None and not isinstance(tasks, str) and len(tasks) == 0:
         raise ValueError("tasks is empty: an env needs at least one task (tasks=None: every built-in task)")
     config = None if fuel is None else VMConfig(fuel=fuel)
-    return TaskBank.from_names(tasks, n_tests=n_tests, seed=seed, backend=backend, config=config)
+    return TaskBank.from_names(tasks, n_tests=16 if n_tests is None else n_tests, seed=seed, backend=backend,
+                               config=config)
 
 
 def _row_hash(bodies: np.ndarray, used: np.ndarray, lengths: np.ndarray, task_ids: np.ndarray) -> np.ndarray:

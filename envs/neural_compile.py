@@ -220,7 +220,7 @@ class NeuralCompileCore:
 
 class NeuralCompileEnv(CoreEnv):
     def __init__(self, bank: TaskBank | None = None, tasks: list[str] | None = None, max_words: int = 256,
-                 reward: NeuralCompileReward | None = None, n_tests: int = 16, seed: int = 0,
+                 reward: NeuralCompileReward | None = None, n_tests: int | None = None, seed: int = 0,
                  backend: str | None = None, render_mode: str | None = None, fuel: int | None = None,
                  source_len: int = 256):
         bank = bank_for(bank, tasks, n_tests, seed, backend, fuel)
@@ -232,8 +232,8 @@ class NeuralCompileEnv(CoreEnv):
 
 class NeuralCompileVectorEnv(TensorVectorEnv):
     def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
-                 max_words: int = 256, reward: NeuralCompileReward | None = None, n_tests: int = 16, seed: int = 0,
-                 backend: str | None = None, device=None, render_mode: str | None = None,
+                 max_words: int = 256, reward: NeuralCompileReward | None = None, n_tests: int | None = None,
+                 seed: int = 0, backend: str | None = None, device=None, render_mode: str | None = None,
                  max_episode_steps: int | None = None, copy: bool = True, fuel: int | None = None,
                  cuda_graph: bool | str = False, source_len: int = 256):
         check_max_episode_steps(max_episode_steps, "max_words")

@@ -372,6 +372,7 @@ class SynthesisCore:
         has_end = is_end.any(dim=1)
         body_len.masked_fill_(~has_end, L)
         length = body_len + has_end
+        tokens = tokens.masked_fill(t["pos"] >= length[:, None], V.END)   # END-padded past the body's end
         live = ~restart
         r = self._score(tokens, length, body_len, state.task, live).float()   # float32 (free when it is)
         keep = tasks is None
@@ -415,8 +416,8 @@ class SynthesisEnv(CoreEnv):
     Gymnasium env with numpy observations (the core on the CPU with one row)."""
 
     def __init__(self, bank: TaskBank | None = None, tasks: list[str] | None = None, max_len: int = 48,
-                 reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16, seed: int = 0,
-                 backend: str | None = None, render_mode: str | None = None, fuel: int | None = None):
+                 reward: SynthesisReward | None = None, batch: bool = False, n_tests: int | None = None,
+                 seed: int = 0, backend: str | None = None, render_mode: str | None = None, fuel: int | None = None):
         self.core = SynthesisCore(bank_for(bank, tasks, n_tests, seed, backend, fuel), max_len, reward, batch=batch)
         self.observation_space = self.core.observation_space()
         self.action_space = self.core.action_space()
@@ -434,10 +435,10 @@ class SynthesisVectorEnv(TensorVectorEnv):
     next step or reset (envs/vector.py), fewer ops and no fresh allocation per step."""
 
     def __init__(self, num_envs: int = 1, bank: TaskBank | None = None, tasks: list[str] | None = None,
-                 max_len: int = 48, reward: SynthesisReward | None = None, batch: bool = False, n_tests: int = 16,
-                 seed: int = 0, backend: str | None = None, device=None, render_mode: str | None = None,
-                 automaton: str = "auto", cuda_graph: bool | str = False, max_episode_steps: int | None = None,
-                 copy: bool = True, fuel: int | None = None):
+                 max_len: int = 48, reward: SynthesisReward | None = None, batch: bool = False,
+                 n_tests: int | None = None, seed: int = 0, backend: str | None = None, device=None,
+                 render_mode: str | None = None, automaton: str = "auto", cuda_graph: bool | str = False,
+                 max_episode_steps: int | None = None, copy: bool = True, fuel: int | None = None):
         check_max_episode_steps(max_episode_steps, "max_len")
         core = SynthesisCore(bank_for(bank, tasks, n_tests, seed, backend, fuel, device), max_len, reward, automaton,
                              batch)

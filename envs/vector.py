@@ -54,7 +54,7 @@ from gymnasium.vector import AutoresetMode
 
 from vramgym.vm.values import check_int
 
-from .bank import check_seed, is_int_dtype
+from .bank import check_device, check_seed, is_int_dtype
 from .grammar_reference import action_ids
 
 _M32 = 0xFFFFFFFF
@@ -191,7 +191,7 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         self.core, self.num_envs = core, num_envs
         self._guard = _OneCaller()
         self.as_numpy = device is None
-        self.device = torch.device("cpu" if device is None else device)
+        self.device = check_device(device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise RuntimeError(f"device {device!r}: torch sees no CUDA device here")
         # cuda_graph: True (CUDA devices), False, or "emulate" (any device: step_graph.StepGraph's
@@ -379,6 +379,7 @@ class CoreEnv(gym.Env):
         self.state = self.core.empty(1, torch.device("cpu"))
         self._live = torch.ones(1, dtype=torch.bool)
         self._ready = False
+        self._done = False   # the episode ended: step refuses until reset
 
     @one_thread
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -392,13 +393,15 @@ class CoreEnv(gym.Env):
         if task is None:
             task = int(self.np_random.integers(self.core.n_tasks))
         self.core.reset_rows(self.state, self._live, torch.tensor([task]))
-        self._ready = True
+        self._ready, self._done = True, False
         return self._first(self.core.observe(self.state)), {}
 
     @one_thread
     def step(self, action):
         if not self._ready:
             raise RuntimeError("call reset() before step()")
+        if self._done:   # (the core would step the ended episode's state on: tokens past the end, scored again)
+            raise RuntimeError("the episode has ended (terminated or truncated): call reset() before step()")
         a = as_actions(action, torch.device("cpu"))
         if not self.action_space.shape and a.numel() != 1:
             raise ValueError(f"one action expected, got shape {tuple(a.shape)}")
@@ -407,6 +410,7 @@ class CoreEnv(gym.Env):
         a = a.reshape((1, -1) if self.action_space.shape else (1,))
         r, term, trunc, invalid = self.core.step(self.state, a, self._live)
         obs = self._first(self.core.observe(self.state))
+        self._done = bool(term[0]) or bool(trunc[0])
         return obs, float(r[0]), bool(term[0]), bool(trunc[0]), {"invalid_action": bool(invalid[0])}
 
     @staticmethod

@@ -1,6 +1,7 @@
 """Bad input to the environments: actions, constructor arguments, seeds and task ids get a
-TypeError/ValueError (RuntimeError for a step before reset) that names the argument, or a
-documented outcome (an invalid action); never a silent truncation or an ignored argument."""
+TypeError/ValueError that names the argument (RuntimeError for a single env's step before reset,
+or after its episode ended), or a documented outcome (an invalid action); never a silent
+truncation or an ignored argument."""
 import warnings
 
 import gymnasium as gym
@@ -123,6 +124,36 @@ def test_batch_env_float_token_ends_the_body_like_an_out_of_range_one():
     assert r[0] > 1.5 and r[1] == r[0]           # integral floats are their ints
     assert r[2] == r[3] < r[0]
     assert not info["invalid_action"].any()      # documented: the batch env never flags an action
+
+
+@pytest.mark.parametrize("vector", [False, True])
+def test_batch_env_observes_the_body_end_padded_past_its_end(vector):
+    """The tokens after a body's first END (or out-of-range id) are ignored when it is scored, and
+    the observation shows them as END, as SynthesisState documents (they were kept as given)."""
+    L = 12
+    rng = np.random.default_rng(5)
+    bodies = rng.integers(0, V.VOCAB_SIZE, (6, 9))
+    bodies[0, 2], bodies[1, 0], bodies[2, 4] = V.END, V.END, -1
+    bodies[3:, :] = np.where(bodies[3:] == V.END, 4, bodies[3:])   # no END: the whole width is the body
+    bodies[4, 5] = V.VOCAB_SIZE
+    if vector:
+        vec = make_vec(BATCH, n=6, max_len=L)
+        vec.reset(seed=0)
+        obs = vec.step(bodies)[0]
+    else:
+        env = make(BATCH, max_len=L)
+        rows = []
+        for b in bodies:
+            env.reset(seed=0)
+            rows.append(env.step(b)[0])
+        obs = {k: np.stack([o[k] for o in rows]) for k in ("tokens", "length")}
+    for i, b in enumerate(bodies):
+        ends = np.flatnonzero((b == V.END) | (b < 0) | (b >= V.VOCAB_SIZE))
+        n = ends[0] if len(ends) else len(b)
+        want = np.full(L, V.END)
+        want[:n] = b[:n]
+        np.testing.assert_array_equal(obs["tokens"][i], want, err_msg=f"body {b}")
+        assert obs["length"][i] == n + 1   # (the END counted: given, or implied before max_len)
 
 
 # ---- W5: task ids and seeds must be ints ----------------------------------------------------------
@@ -313,6 +344,59 @@ def test_step_before_reset_raises(env_id):
     vec.reset(seed=0)
     vec.step(a)
 
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_single_env_refuses_a_step_after_its_episode_ended(env_id):
+    """The core would step the ended episode on (tokens past the end, the program scored again,
+    NeuralCompile's length past its observation space): a clear error instead, until reset."""
+    env = make(env_id)
+    obs, _ = env.reset(seed=1)
+    rng = np.random.default_rng(1)
+    for t in range(2000):
+        if env_id == BATCH:
+            a = np.array([V.END])
+        elif env_id == NC:
+            a = np.int64(rng.integers(0, 256))
+        else:
+            a = np.int64((rng.random(V.VOCAB_SIZE) + obs["action_mask"]).argmax())
+        obs, r, term, trunc, _ = env.step(a)
+        if term or trunc:
+            break
+    assert term or trunc
+    for _ in range(2):   # every later step, not just the first
+        with pytest.raises(RuntimeError, match=r"episode has ended .* call reset\(\) before step\(\)"):
+            env.step(a)
+    assert env.observation_space.contains(obs)
+    obs2, _ = env.reset(seed=1)
+    env.step(a)   # a new episode steps again
+
+
+# ---- U4: constructor errors that name the argument -------------------------------------------------
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+def test_vector_env_device_must_be_cpu_or_cuda(env_id):
+    for bad in ("bogus", "CPU", "mps", "cuda:x"):
+        with pytest.raises(ValueError, match=f"device must be None, 'cpu', 'cuda' or 'cuda:k'.*got '{bad}'"):
+            make_vec(env_id, device=bad)
+    for bad in (1.5, True, ["cpu"]):
+        with pytest.raises(TypeError, match="device must be None, a str"):
+            make_vec(env_id, device=bad)
+    for good in ("cpu", torch.device("cpu")):
+        vec = make_vec(env_id, device=good)
+        assert vec.unwrapped.device == torch.device("cpu")
+
+
+@pytest.mark.parametrize("env_id", vramgym.envs.ENV_IDS)
+@pytest.mark.parametrize("vector", [False, True])
+def test_a_given_bank_refuses_n_tests_as_it_refuses_fuel(env_id, vector):
+    """n_tests (like fuel and tasks) builds the env's own bank; with bank= it was silently ignored,
+    even below its minimum."""
+    build = make_vec if vector else make
+    for n in (2, 4, BANK.n_tests, 100):
+        with pytest.raises(ValueError, match=f"n_tests applies to the envs' own bank.*n_tests={BANK.n_tests}"):
+            build(env_id, n_tests=n)
+    assert build(env_id).unwrapped.core.bank is BANK
+    assert gym.make(env_id, tasks=["gcd"]).unwrapped.core.bank.n_tests == 16   # n_tests=None: the default
 
 # ---- U4: constructor errors that name the argument -------------------------------------------------
 
