@@ -780,6 +780,11 @@ struct Compiler {
   int32_t esc_tok[2];  // the Lexer's strings with a bad escape and with a \N{name} (-1: none)
   CompileError esc[2];
   int32_t named_at;  // that \N{name} string when it stands between functions (-1: not met there)
+  // The bracket stacks of the post passes (adjacent_operands, then never_closed): here, in the
+  // GPU's global scratch, not in the compile kernels' stack frame, which must stay within the
+  // driver's default 1 KB per thread (tests/test_cuda_backend.py)
+  int32_t scan_elem[MAX_EXPR_DEPTH], scan_open[MAX_EXPR_DEPTH];
+  uint8_t scan_params[MAX_EXPR_DEPTH];
 };
 
 VG_HD inline const Token& tk(Compiler& c) { return c.t[c.p]; }
@@ -2499,9 +2504,9 @@ VG_HD inline bool bare_group(Compiler& c, int32_t s, int32_t e) {
 // pair and ends with ':' may be CPython's `match a:` or `case 1:` (soft keywords: names to us, and
 // the token path has no names' text, so the rule must not need it): its own error stands.
 VG_HD inline bool adjacent_operands(Compiler& c) {
-  int32_t elem[MAX_EXPR_DEPTH];  // per open bracket: the token where its current element began
-  int32_t open[MAX_EXPR_DEPTH];  // and the bracket itself
-  uint8_t params[MAX_EXPR_DEPTH];  // a def's parameters: 1, 2 once in a parameter's annotation
+  int32_t* elem = c.scan_elem;  // per open bracket: the token where its current element began
+  int32_t* open = c.scan_open;  // and the bracket itself
+  uint8_t* params = c.scan_params;  // a def's parameters: 1, 2 once in a parameter's annotation
   int32_t d = 0;
   bool past = false;  // at or after the error's position: only its logical line is left
   // (or the whole file after a name or type error, which every syntax error comes before)
@@ -2611,7 +2616,7 @@ VG_HD inline void stray_indent(Compiler& c) {
 // error replaces all but a syntax error up to the bracket's line. Random programs with one closing
 // bracket deleted: the same place as CPython in 2,588 of 3,000.
 VG_HD inline void never_closed(Compiler& c, bool force) {
-  int32_t open[MAX_EXPR_DEPTH];
+  int32_t* open = c.scan_open;
   int32_t d = 0;
   for (int32_t i = 0; i < c.nt; i++) {
     int32_t k = c.t[i].kind;
