@@ -46,7 +46,12 @@ class CompiledBatch:
 
     def signature(self, i: int, f: int = 0) -> tuple[tuple[str, ...], str] | None:
         """(parameter kinds, return kind) of function f of program i, e.g. (("list", "int"), "bool");
-        None where there is no such function (or no signatures)."""
+        None where there is no such function (any f < 0 or past the last; or no signatures).
+        i must be in 0..N-1 (IndexError: no wrapping); both are ints, not bools or floats
+        (TypeError)."""
+        i, f = check_int(i, "i"), check_int(f, "f")
+        if not 0 <= i < len(self):
+            raise IndexError(f"program index i={i} out of range for a batch of {len(self)}")
         if self.signatures is None or not 0 <= f < self.signatures.shape[1]:
             return None
         present, ret, nparams, params = unpack_signatures(self.signatures[i, f])

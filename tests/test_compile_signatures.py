@@ -42,6 +42,19 @@ def test_signatures_match_compile_source_on_random_programs():
             assert got[:len(fns)] == [(f.params, f.ret) for f in fns], (SEED, src)
             assert all(g is None for g in got[len(fns):])
     assert cb.signature(0, -1) is None and cb.signature(0, 10**6) is None
+    assert cb.signature(np.int64(1), np.int32(0)) == cb.signature(1, 0)
+
+
+def test_signature_indices_are_ints_and_programs_do_not_wrap():
+    """Found by session 30's audit: signature(-1) wrapped to the last program, a bool was taken
+    as an index and a float got numpy's IndexError."""
+    cb = compile_batch([TWO, PRED])
+    for i in (-1, 2, 10**6):
+        with pytest.raises(IndexError, match=f"program index i={i} out of range for a batch of 2"):
+            cb.signature(i)
+    for i, f in ((True, 0), (1.0, 0), ("0", 0), (0, True), (0, 0.0), (0, None)):
+        with pytest.raises(TypeError, match="must be an int"):
+            cb.signature(i, f)
 
 
 def test_unpack_signatures_layout():

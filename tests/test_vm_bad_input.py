@@ -317,6 +317,10 @@ def test_run_batch_rejects_indices_caps_and_threads_it_would_wrap():
     for n in (True, 2.0):
         with pytest.raises(TypeError, match="nthreads"):
             run_batch(b, inputs, nthreads=n)
+    for flag in (None, "no", 0, [], np.array([True])):   # (session 30's audit: None ran one by one)
+        with pytest.raises(TypeError, match="lockstep must be a bool"):
+            run_batch(b, inputs, lockstep=flag)
+    assert run_batch(b, inputs, lockstep=np.bool_(False)).value.tolist() == [2]
     with pytest.raises(TypeError, match="VMConfig"):
         run_batch(b, inputs, config={"fuel": 10})
     with pytest.raises(TypeError, match="Encoded"):
@@ -324,6 +328,24 @@ def test_run_batch_rejects_indices_caps_and_threads_it_would_wrap():
     with pytest.raises(ValueError, match="words"):
         Encoded(np.array([oc.KIND_INT, 2**40]), np.array([0, 2]))
     assert run_batch(b, inputs, nthreads=0).value.tolist() == [2]
+
+
+def test_images_longer_than_max_code_trap_bad_bytecode_as_language_md_says():
+    """An image of MAX_CODE words runs; one word more is invalid as a whole (reported at word 0)."""
+    ops = {o.name: o.code for o in oc.OPS}
+
+    def image(n):   # FUNC (1 param); (LOAD_VAR 0; POP) * k; [LOAD_VAR 0;] LOAD_VAR 0; RETURN: valid at any length
+        code = np.full(n, ops["LOAD_VAR"], np.uint32)
+        code[0] = ops["FUNC"] | 1 << 8 | 1 << 16
+        code[2:n - 2:2] = ops["POP"]
+        code[-1] = ops["RETURN"]
+        return code
+    cap = oc.LIMITS["MAX_CODE"]
+    for n in (cap - 1, cap):
+        assert cpu.validate(image(n), 0) == (-1, 0)
+        assert execute(Program.from_code(image(n)), "f0", [(5,)], steps=True) == [(5, n - 1)]
+    assert cpu.validate(image(cap + 1), 0) == (0, -1)
+    assert execute(Program.from_code(image(cap + 1)), "f0", [(5,)], steps=True) == [(Trap("bad_bytecode"), 0)]
 
 
 def test_execute_names_what_it_takes():
@@ -341,6 +363,10 @@ def test_execute_names_what_it_takes():
     assert execute(sub, "f", np.array([[1, 2], [3, 4]]).tolist()) == [-1, -1]
     with pytest.raises(TypeError, match=r"expected 2 arguments, got 1$"):
         execute(sub, "f", [(1, 2), (3,)])
+    for flag in ("no", None, 1, np.array([1, 2])):   # ("no" was taken as True)
+        with pytest.raises(TypeError, match="steps must be a bool"):
+            execute(sub, "f", [(1, 2)], steps=flag)
+    assert execute(sub, "f", [(1, 2)], steps=np.bool_(True)) == [(-1, 4)]
 
 
 def test_encode_tuples_takes_rows_of_a_2d_array():

@@ -42,6 +42,8 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
     one such list per program. A result is an int, a bool, a list[int] or a Trap; with
     steps=True, a (result, executed_steps) pair. Raises KeyError for an unknown entry and
     TypeError/ValueError for arguments that do not fit the entry's signature."""
+    if not isinstance(steps, (bool, np.bool_)):   # ("no" would be taken as True)
+        raise TypeError(f"steps must be a bool, got {type(steps).__name__} {steps!r}")
     single = isinstance(program_or_programs, Program)
     if isinstance(program_or_programs, (str, bytes)):
         raise TypeError("execute takes compiled programs: compile the source first (vramgym.compiler.compile_source)")

@@ -71,7 +71,8 @@ class Program:
     def from_code(cls, words, functions: list[Function] | None = None) -> "Program":
         """A program from raw instruction words (hand-made or from a model). Without
         `functions`, every FUNC word starts a function f0, f1, ... with int parameters and an
-        int result. The words are validated when they run (invalid ones trap bad_bytecode)."""
+        int result. The words are validated when they run (invalid ones trap bad_bytecode; so
+        does an image of more than 65,536 words, MAX_CODE, as a whole)."""
         code = code_words(words)
         if functions is None:
             functions = []
