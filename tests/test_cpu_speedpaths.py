@@ -86,3 +86,21 @@ def test_random_programs(isa, config, monkeypatch):
         p = compile_source(g.source)
         inputs = encode_tuples(random_args(rng, g.params, 40), p.function(g.entry).params)
         _assert_builds_agree(ProgramBatch.from_programs([p], g.entry), inputs, config, g.source, monkeypatch)
+
+
+def test_lane_helpers_are_inlined_into_both_builds_of_the_interpreter():
+    """A helper of the lockstep interpreter that GCC leaves out of line runs the baseline build's
+    code even inside the x86-64-v3 build, through a call: floor_divmod_const did (the interpreter
+    outgrew GCC's inlining limits) and bench_cpu's corpus ran 1.7x slower. lanes.h forces them
+    inline; the built core must hold no copy of them (a build property, not a timing)."""
+    import shutil
+    import subprocess
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("nm (binutils) is not installed")
+    path = cpu.lib()._name
+    out = subprocess.run([nm, "-C", path], capture_output=True, text=True)
+    if out.returncode != 0 or "run_lanes" not in out.stdout:
+        pytest.skip(f"the core at {path} has no symbol table to read (stripped?)")
+    for helper in ("nonzero_mask", "floor_divmod", "floor_divmod_const", "index_lanes", "holds"):
+        assert f"lanes_detail::{helper}(" not in out.stdout, f"{helper} was compiled out of line in {path}"

@@ -67,10 +67,16 @@ constexpr int32_t SOLO_LANES = VG_SOLO_LANES, SOLO_AFTER = VG_SOLO_AFTER;
 
 namespace lanes_detail {
 
+// The lane helpers are always inlined: run_lanes_body is compiled for x86-64-v3 too (below), and
+// a helper that GCC leaves out of line (the body is too big for its inlining limits) runs the
+// baseline build's code in both, through a call: floor_divmod_const alone made bench_cpu's
+// corpus 1.7x slower that way (session 30; fizz_sum 3.1x).
+#define VG_LANE_INLINE __attribute__((always_inline)) inline
+
 inline int32_t ctz(uint32_t m) { return __builtin_ctz(m); }
 
 // Bit l set where v[l] != 0, for LANES values.
-inline uint32_t nonzero_mask(const int32_t* v) {
+VG_LANE_INLINE uint32_t nonzero_mask(const int32_t* v) {
 #if defined(__SSE2__)
   uint32_t zero = 0;
   for (int32_t i = 0; i < LANES; i += 4) {
@@ -97,7 +103,7 @@ typedef double vd4 __attribute__((vector_size(32)));
 typedef int32_t vi8 __attribute__((vector_size(32)));
 typedef uint32_t vu8 __attribute__((vector_size(32)));
 typedef float vf8 __attribute__((vector_size(32)));
-inline void floor_divmod(const int32_t* xs, const int32_t* ys, int32_t* out, bool div, uint32_t mask) {
+VG_LANE_INLINE void floor_divmod(const int32_t* xs, const int32_t* ys, int32_t* out, bool div, uint32_t mask) {
   for (int32_t l = 0; l < LANES; l += 8) {
     vi8 x, y;
     __builtin_memcpy(&x, xs + l, sizeof x);
@@ -134,7 +140,7 @@ inline void floor_divmod(const int32_t* xs, const int32_t* ys, int32_t* out, boo
 // floor_divmod by a constant c (not 0 or -1): a shift or a mask for c a power of two (Python's
 // floor division and modulo are the arithmetic shift and the low bits), else as floor_divmod
 // without the checks on the divisor.
-inline void floor_divmod_const(const int32_t* xs, int32_t c, int32_t* out, bool div) {
+VG_LANE_INLINE void floor_divmod_const(const int32_t* xs, int32_t c, int32_t* out, bool div) {
   if (c > 0 && (c & (c - 1)) == 0) {
     const int32_t k = __builtin_ctz((uint32_t)c);
     if (div)
@@ -182,8 +188,8 @@ inline void floor_divmod_const(const int32_t* xs, int32_t c, int32_t* out, bool 
 // lane's lists are its own. range[l] = -1 where the index is out of range, bad[l] = -1 where
 // the list reference is bad (else 0); res is 0 there and outside the mask. Non-zero when any
 // lane traps. L may be res itself (a chained sequence's value).
-inline int32_t index_lanes(const LaneState& S, uint32_t mask, const int32_t* L, const int32_t* R, int32_t* res,
-                           int32_t* range, int32_t* bad) {
+VG_LANE_INLINE int32_t index_lanes(const LaneState& S, uint32_t mask, const int32_t* L, const int32_t* R,
+                                   int32_t* res, int32_t* range, int32_t* bad) {
   int32_t any = 0, lv[LANES];
   if (L == res) {  // chained: keep the lists before res is written
     for (int32_t l = 0; l < LANES; l++) lv[l] = L[l];
@@ -211,12 +217,12 @@ inline int32_t index_lanes(const LaneState& S, uint32_t mask, const int32_t* L, 
 
 // Whether column d already holds v (or the constant c) in every lane of the group (mk: -1 there):
 // a store of those values writes nothing (vm.h's cycle check).
-inline bool holds(const int32_t* d, const int32_t* v, const int32_t* mk) {
+VG_LANE_INLINE bool holds(const int32_t* d, const int32_t* v, const int32_t* mk) {
   int32_t diff = 0;
   for (int32_t l = 0; l < LANES; l++) diff |= (d[l] ^ v[l]) & mk[l];
   return diff == 0;
 }
-inline bool holds(const int32_t* d, int32_t c, const int32_t* mk) {
+VG_LANE_INLINE bool holds(const int32_t* d, int32_t c, const int32_t* mk) {
   int32_t diff = 0;
   for (int32_t l = 0; l < LANES; l++) diff |= (d[l] ^ c) & mk[l];
   return diff == 0;
