@@ -42,7 +42,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from vramgym.compiler import compile_batch  # noqa: E402
+from vramgym.compiler import compile_batch, compile_source  # noqa: E402
 from vramgym.vm import Encoded, encode_results, encode_tuples, run_batch  # noqa: E402
 from vramgym.vm import opcodes as oc  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # (bench_out, when loaded by path as in the tests)
@@ -638,7 +638,6 @@ def vg_end_to_end(tasks, nthreads):
 
 def vg_one_by_one(sources, entries, inputs_list):
     """compile_source + execute, one program per call: the Python API without batching."""
-    from vramgym.compiler import compile_source
     from vramgym.vm import execute
     return [execute(compile_source(s), e, inputs) for s, e, inputs in zip(sources, entries, inputs_list)]
 
@@ -669,8 +668,6 @@ def vg_decode(res, tasks, m):
 # Random programs (optional second workload)
 # --------------------------------------------------------------------------------------------
 
-_DEF = re.compile(r"^def\s+(\w+)\s*\(", re.M)
-
 
 def make_random(n_programs: int, n_inputs: int, seed: int = 1):
     try:
@@ -684,7 +681,7 @@ def make_random(n_programs: int, n_inputs: int, seed: int = 1):
         p = gen(rng)
         inputs = [tuple(a) for a in args(rng, p.params, n_inputs)]
         t = Task("random", p.source, p.entry, tuple(p.params), p.ret, inputs, [], False)
-        t.entry_index = _DEF.findall(p.source).index(p.entry)
+        t.entry_index = compile_source(p.source).function(p.entry).index   # (sources may end lines with \r)
         tasks.append(t)
     return tasks, None
 
