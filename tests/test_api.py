@@ -310,3 +310,19 @@ def test_generator_config_edges_still_generate_compiling_programs(cfg):
         p = generate_program(rng, config)
         compile_source(p.source)
         compile(p.source, "<generated>", "exec")
+
+
+def test_disassembly_of_one_function_lists_its_words_at_their_pcs():
+    """disassemble(name) (found by session 30's mutation audit: a listing numbered from 0, or the
+    last function without its RETURN, passed every test)."""
+    prog = compile_source("def g(n: int) -> int:\n    return n\n\n"
+                          "def f(n: int) -> int:\n    while n > 0:\n        n -= 1\n    return g(n)\n")
+    f = prog.function("f")
+    lines = prog.disassemble("f").splitlines()
+    assert lines[0] == "def f(n: int) -> int:"
+    rows = [ln.split() for ln in lines[1:]]
+    assert [int(r[0]) for r in rows] == list(range(f.pc, len(prog.code)))   # its pcs, to the end of the code
+    assert rows[0][1] == "FUNC" and rows[-1][1] == "RETURN"
+    assert prog.disassemble("g").splitlines()[-1].split()[1] == "RETURN" and "f(" not in prog.disassemble("g")
+    whole = str(prog)
+    assert all(ln in whole for ln in lines)   # the same lines as in the whole program's listing

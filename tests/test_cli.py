@@ -162,3 +162,22 @@ def test_usage_errors_exit_2_like_traps(prog):
     assert r.returncode == 2 and "invalid int value: 'x'" in r.stderr
     r = vramgym("run", prog, "f", "0", "[3]")
     assert r.returncode == 2 and r.stderr == "trap: zero_division\n"
+
+
+def test_run_honours_the_vm_limits(tmp_path):
+    """--max-depth and --heap-size reach the VM (session 30's mutation audit: dropping either
+    passed), and an argument nested too deep to read is one line, not a traceback."""
+    rec = tmp_path / "r.py"
+    rec.write_text("def f(n: int) -> int:\n    if n == 0:\n        return 0\n    return 1 + f(n - 1)\n")
+    assert vramgym("run", str(rec), "f", "50").stdout.strip() == "50"
+    r = vramgym("run", "--max-depth", "5", str(rec), "f", "50")
+    assert r.returncode == 2 and "recursion" in r.stderr
+    lst = tmp_path / "l.py"
+    lst.write_text("def g(n: int) -> int:\n    xs: list[int] = []\n    for i in range(n):\n        xs.append(i)\n"
+                   "    return len(xs)\n")
+    assert vramgym("run", str(lst), "g", "100").stdout.strip() == "100"
+    r = vramgym("run", "--heap-size", "10", str(lst), "g", "100")
+    assert r.returncode == 2 and "out_of_memory" in r.stderr
+    arg = "-" * 5000 + "1"
+    r = vramgym("run", str(rec), "f", "--", arg)
+    one_line_error(r, f"vramgym run: cannot read argument {arg!r} (use Python literals: 3, True, [1, 2])")

@@ -220,3 +220,32 @@ def test_validators_refuse_programs_longer_than_the_core_runs():
     assert cpu.validate(long[:oc.LIMITS["MAX_CODE"]]) == (-1, 0)  # one word shorter: valid
     bad, pc = cpu.validate_batch(long, np.array([0, len(long)], np.int64), np.zeros(1, np.int32))
     assert (int(bad[0]), int(pc[0])) == (0, -1) == cpu.validate(long)
+
+
+def test_entries_and_functions_past_the_table_are_absent_not_errors():
+    """Session 30's mutation audit: off-by-one bounds at the signature table's width passed."""
+    cb = compile_batch(["def f(n: int) -> int:\n    return n\n"])
+    width = cb.signatures.shape[1]
+    assert cb.signature(0, width) is None and cb.signature(0, width - 1) == (("int",), "int")
+    pb = cb.to_programs(entry=width)   # no program has that function: its runs trap, to_programs does not fail
+    assert run_batch(pb, encode_tuples([(1,)], ["int"])).status.tolist() == [oc.TRAP_CODES["bad_input"]]
+
+
+def test_failed_programs_signatures_are_not_trusted():
+    ok = compile_batch(["def f(n: int) -> list[int]:\n    return [n]\n"])
+    # a hand-made batch whose failed row still holds a signature: it is not read
+    failed = dataclasses.replace(ok, lengths=np.array([-1], np.int32), errors=np.array([[1, 1, 1, 0]], np.int32))
+    pb = failed.to_programs(ret_kind="int")
+    assert pb.ret_kind.tolist() == [oc.KIND_INT] and (pb.params[0] == UNKNOWN_KINDS).all()
+    # a batch of list-returning candidates with one compile failure takes ret_kind="list"
+    cb = compile_batch(["def f(n: int) -> list[int]:\n    return [n]\n", "def f(n: int) -> list[int]:\n    return [m]\n"])
+    assert cb.ok.tolist() == [True, False]
+    assert cb.to_programs(ret_kind="list").ret_kind.tolist() == [oc.KIND_LIST] * 2
+
+
+def test_packed_signatures_with_too_many_parameters_are_refused():
+    cb = compile_batch(["def f(n: int) -> int:\n    return n\n"])
+    bad = dataclasses.replace(cb, signatures=np.array([[1 | (20 << 3)]], np.int64))   # 20 parameters
+    for call in (lambda: bad.signature(0), bad.to_programs):
+        with pytest.raises(ValueError, match="not a packed signature"):
+            call()

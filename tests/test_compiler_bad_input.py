@@ -1359,3 +1359,18 @@ def test_a_statement_keyword_after_an_operand_is_cpythons_syntax_error_before_a_
     with pytest.raises(CompileError) as e:
         compile_source(src)
     assert e.value.kind in SYNTAX_KINDS and (e.value.line, e.value.col) == (line, col), e.value
+
+
+def test_lone_surrogates_are_non_ascii_errors_in_every_entry_point():
+    """Text decoded with surrogateescape (as the CLI reads files) can hold lone surrogates:
+    CompileError non_ascii, never UnicodeEncodeError (session 30's mutation audit)."""
+    src = "def f(x: int) -> int:\n    return x  # \udcff\n"
+    for call in (compile_source, tokenize):
+        with pytest.raises(CompileError) as e:
+            call(src)
+        assert e.value.kind == "non_ascii" and (e.value.line, e.value.col) == (2, 17)
+
+
+def test_name_errors_on_a_last_line_without_newline_name_the_name():
+    with pytest.raises(CompileError, match="undefined name 'y'"):
+        compile_source("def f(x: int) -> int:\n    return y")

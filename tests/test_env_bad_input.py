@@ -640,3 +640,31 @@ def test_neural_compile_needs_tasks_with_a_reference():
         gym.make(NC, bank=TaskBank([xor], n_tests=4))
     with pytest.raises(ValueError, match="xor have only input/output cases"):
         gym.make_vec(NC, num_envs=2, vectorization_mode="vector_entry_point", bank=TaskBank([xor], n_tests=4))
+
+
+# ---- session 30's mutation audit -------------------------------------------------------------------
+
+def test_reset_with_a_new_seed_samples_that_seeds_tasks():
+    env = SynthesisVectorEnv(num_envs=16, bank=BANK, seed=0)
+    first = env.reset()[0]["task"].tolist()
+    reseeded = env.reset(seed=12345)[0]["task"].tolist()
+    assert reseeded == SynthesisVectorEnv(num_envs=16, bank=BANK, seed=12345).reset()[0]["task"].tolist()
+    assert env.reset(seed=0)[0]["task"].tolist() == first
+
+
+def test_one_pinned_task_id_in_a_list_pins_every_env():
+    env = SynthesisVectorEnv(num_envs=4, bank=BANK, seed=0)
+    assert env.reset(options={"task": [1]})[0]["task"].tolist() == [1] * 4
+
+
+def test_signatures_and_actions_outside_the_vocabulary_are_refused():
+    sig = "def f(a: int) -> int:"
+    body = V.encode(r"return <P0> \n <END>")
+    for bad in ("def f() -> int:", "def f(a: int, a: int) -> int:", "def f(a: int) -> float:"):
+        with pytest.raises(ValueError):
+            V.detokenize(body, bad)
+    with pytest.raises(TypeError):
+        V.detokenize([b"43"], sig)
+    for a in (V.VOCAB_SIZE, -1):
+        with pytest.raises(ValueError):
+            V.detokenize([a], sig)

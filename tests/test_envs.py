@@ -582,3 +582,57 @@ def test_a_chained_comparison_costs_the_words_per_token_that_code_cap_for_assume
     words = [len(compile_source("def f(n: int) -> bool:\n    return n" + " < n" * k + "\n").code) for k in (2, 3, 50)]
     assert words[1] - words[0] == 5 and words[2] - words[1] == 47 * 5  # 5 words per further `< n` (2 tokens)
     assert code_cap_for(10) == 1024 and code_cap_for(2000) == 6064 and code_cap_for(10**6) == 2**16
+
+
+# ---- session 30's mutation audit: rewards and scoring that no test pinned ---------------------------
+
+def test_synthesis_reward_terms_and_signs():
+    from vramgym.envs.bank import Scores
+    from vramgym.envs.reward import SynthesisReward
+    s = Scores(np.array([True, False]), np.array([0.5, 0.0]), np.array([False, False]), np.array([200.0, 0.0]),
+               np.array([5, 3]))
+    r = SynthesisReward(compile_penalty=-5.0, pass_weight=2.0, all_pass_bonus=3.0, step_cost=0.01, length_cost=-1.0)(s)
+    assert r.dtype == np.float32
+    np.testing.assert_allclose(r, [2.0 * 0.5 - 0.01 * 200 + 1.0 * 5, -5.0], rtol=1e-6)   # length_cost -1: a bonus
+    full = Scores(np.array([True]), np.array([1.0]), np.array([True]), np.array([0.0]), np.array([0]))
+    assert SynthesisReward(all_pass_bonus=-1.0)(full).tolist() == [0.0]
+
+
+def test_neural_compile_reward_efficiency_is_clipped_to_minus_one_one():
+    from vramgym.envs.reward import NeuralCompileReward
+    one = np.ones(4)
+    steps, ref = np.array([200.0, 50.0, 1000.0, 0.0]), np.array([100.0, 100.0, 100.0, 100.0])
+    r = NeuralCompileReward()(one, one, steps, ref)
+    np.testing.assert_allclose(r, [1 + 10 - 1.0, 1 + 10 + 0.5, 1 + 10 - 1.0, 1 + 10 + 1.0])   # slower costs
+    assert NeuralCompileReward()(one[:1], np.zeros(1), steps[:1], ref[:1]).tolist() == [1.0]   # no pass: no term
+
+
+def test_bank_score_takes_a_full_row_without_end_as_the_whole_body():
+    from vramgym.envs.tasks import Task
+    bank = TaskBank([Task.from_reference("inc", "def inc(n: int) -> int:\n    return n + 1\n")], n_tests=4)
+    body = np.array([V.encode("return <P0> + 1")])   # fills its row: no END
+    s = bank.score(body, np.array([0]))
+    assert s.compiled.tolist() == [True] and s.all_pass.tolist() == [True] and s.length.tolist() == [4]
+
+
+def test_neural_compile_needs_whole_words_and_refuses_actions_past_end():
+    from vramgym.envs.neural_compile import NUM_ACTIONS, NeuralCompileEnv
+    env = NeuralCompileEnv(tasks=["gcd"], n_tests=4)
+    ref = env.core.ref_code[0]
+    env.reset(options={"task": 0})
+    for a in bytecode_actions(ref)[:-1] + [7, NC_END]:   # the reference and one stray byte
+        obs, r, term, trunc, info = env.step(a)
+    assert term and r == 0.0   # a partial word: invalid
+    env.reset(options={"task": 0})
+    obs, r, term, trunc, info = env.step(NUM_ACTIONS)   # one past END
+    assert term and info["invalid_action"] and int(obs["length"]) == 0
+
+
+def test_neural_compile_source_len_may_be_exactly_the_reference_length():
+    from vramgym.compiler import tokenize
+    from vramgym.envs.neural_compile import NeuralCompileEnv
+    from vramgym.envs.tasks import get_task
+    n = len(tokenize(get_task("gcd").reference))
+    assert NeuralCompileEnv(tasks=["gcd"], n_tests=4, source_len=n).observation_space["source"].shape[0] == n
+    with pytest.raises(ValueError, match="source_len"):
+        NeuralCompileEnv(tasks=["gcd"], n_tests=4, source_len=n - 1)

@@ -319,3 +319,35 @@ def test_a_bank_runs_every_case_of_an_examples_task():
     assert counts == [3, 3, 3, 3, 4]
     s = TaskBank([few], n_tests=16, seed=4).score(body, np.array([0]))
     assert s.all_pass[0] and s.pass_frac[0] == 1.0
+
+
+# ---- session 30's mutation audit: bounds of the input generators and of cases -------------------
+
+def test_param_spec_draws_reach_both_ends_of_their_ranges():
+    from vramgym.envs.tasks import MAX_LIST_LEN
+    assert ParamSpec("list", len=(0, MAX_LIST_LEN)).len == (0, MAX_LIST_LEN)   # the documented maximum
+    with pytest.raises(ValueError):
+        ParamSpec("list", len=(0, MAX_LIST_LEN + 1))
+    draws = ParamSpec("int", lo=0, hi=1000, log=True).sample(0, 20000)
+    assert min(draws) == 0 and max(draws) >= 900   # log draws still reach the top bits
+    lens = [len(x) for x in ParamSpec("list", len=(0, 3)).sample(0, 2000)]
+    assert min(lens) == 0 and max(lens) == 3
+
+
+def test_example_cases_are_checked_exactly():
+    with pytest.raises(ValueError):   # an extra argument is not dropped
+        Task.from_examples("t", "def f(a: int, b: int) -> int", [((1, 2, 99), 3)])
+    with pytest.raises(ValueError, match="list elements must be int, got True"):   # bools are not ints here
+        Task.from_examples("t", "def f(xs: list[int]) -> int", [([True, False], 1)])
+    t = Task.from_examples("t", "def f(a: int) -> int", [(-2**31, 0), (2**31 - 1, 1)])   # the int32 ends
+    assert [c[0] for c in t.cases] == [(-2**31,), (2**31 - 1,)]
+    with pytest.raises(ValueError):
+        Task.from_examples("t", "def f(a: int) -> int", [(-2**31 - 1, 0)])
+
+
+def test_an_example_may_fill_example_width_exactly():
+    from vramgym.envs.bank import TaskBank
+    t = Task.from_reference("inc", "def inc(n: int) -> int:\n    return n + 1\n")   # 2 words per example
+    assert TaskBank([t], n_tests=4, example_width=2).examples.shape[-1] == 2
+    with pytest.raises(ValueError, match="example_width"):
+        TaskBank([t], n_tests=4, example_width=1)

@@ -603,3 +603,72 @@ def test_items_past_int32_words_are_refused_before_the_core():
     assert values.offsets_array(np.array([0, 2**31 - 1, 2**31 + 3]), 2**31 + 3, "word", "n").tolist()[-1] == 2**31 + 3
     with pytest.raises(ValueError, match="more than 2"):
         values.offsets_array(np.array([0, 4, 2**32 + 9]), 2**32 + 9, "word", "len(words)")
+
+
+# ---- session 30's mutation audit: checks that no test held ----------------------------------------
+
+def test_trap_ok_is_no_trap():
+    with pytest.raises(ValueError):
+        Trap("ok")   # status 0 is a result: a Trap("ok") would never equal what a run returns
+
+
+def test_encoded_offsets_must_end_at_the_words_end():
+    """Offsets that stop short of the words were taken, and Encoded.concat then shifted the next
+    batch's items into the first one's tail."""
+    with pytest.raises(ValueError, match="offsets must be N \\+ 1 word offsets from 0 to len\\(words\\) = 4"):
+        Encoded(np.array([oc.KIND_INT, 5, oc.KIND_INT, 7], np.int32), np.array([0, 2], np.int64))
+
+
+def test_a_2d_array_is_one_list_per_row_for_either_spelling_of_the_kind():
+    rows = np.array([[1, 2, 3], [4, 5, 6]])
+    want = encode_tuples([([1, 2, 3],), ([4, 5, 6],)], ["list"])
+    for kind in ("list", "list[int]"):
+        got = encode_tuples(rows, [kind])
+        assert got.words.tolist() == want.words.tolist() and got.offsets.tolist() == want.offsets.tolist()
+
+
+def test_program_batch_needs_one_ret_kind_per_program():
+    p = ProgramBatch.from_programs([compile_source(INC)] * 3, "g")
+    for ret in (np.zeros(1, np.int32), np.zeros(4, np.int32)):
+        with pytest.raises(ValueError, match="entry and ret_kind need one value per program \\(3\\)"):
+            ProgramBatch(p.code, p.offsets, p.entry, ret)
+
+
+def test_run_batch_needs_one_expected_value_per_input():
+    b = _batch(INC, "g")
+    with pytest.raises(ValueError, match="expected needs one value per input"):
+        run_batch(b, encode_tuples([(1,), (2,), (3,)], ("int",)), expected=encode_results([2], "int"))
+
+
+def test_default_out_cap_holds_list_results_when_any_program_returns_a_list():
+    progs = [compile_source("def f(n: int) -> list[int]:\n    return [n, n + 1]\n"),
+             compile_source("def f(n: int) -> int:\n    return n\n")]
+    r = run_batch(ProgramBatch.from_programs(progs, "f"), encode_tuples([(7,)], ("int",)))
+    assert r.out_list is not None and r.out_list.shape == (2, 256)
+    assert r.value.tolist() == [2, 7] and r.out_list[0, :2].tolist() == [7, 8]
+
+
+def test_execute_refuses_bool_limits_even_after_the_int_was_cached():
+    """execute caches VMConfigs by their limits: True == 1 must not find fuel=1's (typed cache)."""
+    p = compile_source(INC)
+    assert execute(p, "g", [(1,)], max_depth=1) == [2]
+    for name in ("fuel", "max_depth", "heap_size", "max_lists", "stack_size"):
+        with pytest.raises(ValueError, match=f"VMConfig.{name} must be an int"):
+            execute(p, "g", [(1,)], **{name: True})
+
+
+def test_hand_made_functions_are_checked_and_take_the_canonical_kind_names():
+    from vramgym.vm import Function
+    src = compile_source("def f(xs: list[int]) -> list[int]:\n    return xs\n")
+    fn = src.functions[0]
+    p = Program.from_code(src.code, [Function(fn.name, 0, fn.pc, ("list[int]",), "list[int]", fn.nlocals, ("xs",))])
+    assert (p.functions[0].params, p.functions[0].ret) == (fn.params, fn.ret) == (("list",), "list")
+    with pytest.raises(TypeError, match="params"):   # a str is not a tuple of kinds
+        Program.from_code(src.code, [Function("f", 0, 0, "int", "int", 1)])
+
+
+def test_wide_code_words_below_int32_are_refused_not_wrapped():
+    code = compile_source(INC).code.astype(np.int64)
+    with pytest.raises(ValueError, match="words"):
+        Program.from_code(code - 2**32)
+    assert Program.from_code(code.astype(np.int32).astype(np.int64)).code.tolist() == code.tolist()
