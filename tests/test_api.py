@@ -322,7 +322,7 @@ def test_disassembly_of_one_function_lists_its_words_at_their_pcs():
     assert lines[0] == "def f(n: int) -> int:"
     rows = [ln.split() for ln in lines[1:]]
     assert [int(r[0]) for r in rows] == list(range(f.pc, len(prog.code)))   # its pcs, to the end of the code
-    assert rows[0][1] == "FUNC" and rows[-1][1] == "RETURN"
+    assert rows[0][1:] == ["FUNC", f"params={len(f.params)}", f"locals={f.nlocals}"] and rows[-1][1] == "RETURN"
     assert prog.disassemble("g").splitlines()[-1].split()[1] == "RETURN" and "f(" not in prog.disassemble("g")
     whole = str(prog)
     assert all(ln in whole for ln in lines)   # the same lines as in the whole program's listing
