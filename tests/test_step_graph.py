@@ -103,6 +103,7 @@ def test_emulated_graph_env_pickled_or_copied_after_a_pinned_reset_samples_as_th
     envs = twins + [graphed, eager]
     drive(envs, reset_all(envs), rng, 40, batch=batch, widths=(16,))   # sampled tasks of seed SEED + 1
 
+
 def test_emulated_graph_equals_eager_batch_env_and_other_widths_run_eagerly():
     rng = np.random.default_rng(SEED)
     kw = dict(num_envs=32, bank=BANK, max_len=16, device="cpu", batch=True)

@@ -70,7 +70,7 @@ namespace lanes_detail {
 // The lane helpers are always inlined: run_lanes_body is compiled for x86-64-v3 too (below), and
 // a helper that GCC leaves out of line (the body is too big for its inlining limits) runs the
 // baseline build's code in both, through a call: floor_divmod_const alone made bench_cpu's
-// corpus 1.7x slower that way (session 30; fizz_sum 3.1x).
+// corpus 1.7x slower that way (sessions 29-30; fizz_sum 3.2x).
 #define VG_LANE_INLINE __attribute__((always_inline)) inline
 
 inline int32_t ctz(uint32_t m) { return __builtin_ctz(m); }
