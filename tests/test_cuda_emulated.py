@@ -34,6 +34,7 @@ INCLUDES = [ROOT / "vm" / "csrc", ROOT / "compiler" / "csrc"]
 FLAGS = ["-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", f"-DVG_LOCAL_STACK={cuda.LOCAL_STACK}",
          "-DVG_NO_THREADED_DISPATCH"]
 SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
+COMPILE_MODES = {cuda.COMPILE_SOURCES: "sources", cuda.COMPILE_TOKENS: "tokens", cuda.COMPILE_SLOTS: "slots"}
 
 
 # VRAMGYM_EMU_SANITIZE=1: the emulator under AddressSanitizer and UBSan (the process must preload
@@ -89,7 +90,8 @@ class _Kernels(dict):
                     raise TypeError(f"{name}: argument of type {type(a).__name__} (CuPy needs numpy scalars)")
             ptrs = (ctypes.c_void_p * len(held))(*[ctypes.addressof(h) for h in held])
             assert self.dev.so.emu_launch(name.encode(), grid[0], block[0], ptrs) == 0, f"no kernel {name}"
-            self.dev.launches.append(name)
+            # vg_compile by its mode (its first argument): vg_compile:sources, :tokens or :slots
+            self.dev.launches.append(f"{name}:{COMPILE_MODES[int(args[0])]}" if name == "vg_compile" else name)
         return launch
 
 
@@ -142,7 +144,7 @@ def test_evaluate_tasks_emulated_equals_cpu(emu, n_tests, config, monkeypatch):
         for name, g, w in zip(("passed", "steps", "ok"), got, want):
             assert g.dtype == w.dtype and np.array_equal(g, w), (name, chunk, np.flatnonzero(g != w)[:5], SEED)
         n_chunks = 1 if chunk is None else -(-250 // chunk)
-        assert emu.launches.count("vg_compile_token_slots") == n_chunks
+        assert emu.launches.count("vg_compile:slots") == n_chunks
         suffix = "local" if config.stack_size <= cuda.LOCAL_STACK else "global"
         assert emu.launches.count(f"vg_execute_tasks_{suffix}") == (n_chunks if n_tests else 0)
     if n_tests:
@@ -212,7 +214,7 @@ def test_gpu_random_programs_emulated(emu, monkeypatch):
     gpu_suite.test_evaluate_matches_cpu_pipeline()
     gpu_suite.test_chunking_gives_the_same_results(monkeypatch)
     gpu_suite.test_compile_device_signatures()
-    assert {"vg_compile_sources", "vg_compile_tokens", "vg_validate_programs", "vg_execute_local",
+    assert {"vg_compile:sources", "vg_compile:tokens", "vg_validate_programs", "vg_execute_local",
             "vg_execute_local_eval"} <= set(emu.launches)
 
 
@@ -226,7 +228,7 @@ def test_gpu_fuzz_emulated(emu, monkeypatch):
     gpu_suite.test_fuzzed_bytecode_identically()
     gpu_suite.test_fuzzed_sources_identically()
     gpu_suite.test_fuzzed_tokens_identically()
-    assert {"vg_compile_sources", "vg_compile_tokens", "vg_execute_local"} <= set(emu.launches)
+    assert {"vg_compile:sources", "vg_compile:tokens", "vg_execute_local"} <= set(emu.launches)
 
 
 def test_device_offsets_outside_the_words_emulated(emu):

@@ -124,8 +124,8 @@ class _Device:
             self.module = cp.RawModule(code=kernel_source(), options=nvrtc_options(switch_fuse, min_blocks))
             self.module.compile()
             self.k = {name: self.module.get_function(name) for name in (
-                "vg_sizes", "vg_compile_sources", "vg_compile_tokens", "vg_validate_programs", "vg_execute_local",
-                "vg_execute_global", "vg_execute_local_eval", "vg_execute_global_eval", "vg_compile_token_slots",
+                "vg_sizes", "vg_compile", "vg_validate_programs", "vg_execute_local",
+                "vg_execute_global", "vg_execute_local_eval", "vg_execute_global_eval",
                 "vg_execute_tasks_local", "vg_execute_tasks_global")}
             rt = cp.cuda.runtime
             self.sms = rt.getDeviceProperties(device_id)["multiProcessorCount"]
@@ -429,13 +429,28 @@ def _compile_launch(d: _Device, kind: str, data, off, n: int, code, code_len, er
     if kind == "sources":
         lexers = cp.empty(slots * d.lexer_bytes, dtype=cp.uint8)
         tokens = cp.empty(slots * tok_cap * 4, dtype=cp.int32)
-        d.k["vg_compile_sources"]((blocks,), (COMPILE_BLOCK,), (
-            data, off, _i32(n), _i64(data.size), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta),
-            _ptr(sig), lexers, compilers, tokens, _i32(tok_cap)))
+        _launch_compile(d, blocks, COMPILE_SOURCES, n, code, code_cap, code_len, compilers, src=data, src_off=off,
+                        n_src=data.size, err=err, entry=entry, meta=meta, sig=sig, lexers=lexers, tokens=tokens,
+                        tok_cap=tok_cap)
     else:
-        d.k["vg_compile_tokens"]((blocks,), (COMPILE_BLOCK,), (
-            data, off, _i32(n), _i64(data.size // 4), code, _i32(code_cap), code_len, err, _i32(entry), _ptr(meta),
-            _ptr(sig), compilers))
+        _launch_compile(d, blocks, COMPILE_TOKENS, n, code, code_cap, code_len, compilers, toks=data, tok_off=off,
+                        n_toks=data.size // 4, err=err, entry=entry, meta=meta, sig=sig)
+
+
+# vg_compile's modes (cuda_kernels.cu): one kernel, so that ptxas compiles the compiler once
+COMPILE_SOURCES, COMPILE_TOKENS, COMPILE_SLOTS = 0, 1, 2
+
+
+def _launch_compile(d: _Device, blocks: int, mode: int, n: int, code, code_cap: int, code_len, compilers, *,
+                    src=None, src_off=None, n_src: int = 0, toks=None, tok_off=None, n_toks: int = 0, slot: int = 0,
+                    count=None, active=None, err=None, entry: int = 0, meta=None, sig=None, lexers=None, tokens=None,
+                    tok_cap: int = 0):
+    """vg_compile over programs [0, n) in one of its modes; the arguments another mode reads are
+    null pointers (device arrays or None)."""
+    d.k["vg_compile"]((blocks,), (COMPILE_BLOCK,), (
+        _i32(mode), _i32(n), _ptr(src), _ptr(src_off), _i64(n_src), _ptr(toks), _ptr(tok_off), _i64(n_toks),
+        _i32(slot), _ptr(count), _ptr(active), code, _i32(code_cap), code_len, _ptr(err), _i32(entry), _ptr(meta),
+        _ptr(sig), _ptr(lexers), compilers, _ptr(tokens), _i32(tok_cap)))
 
 
 def token_capacity(max_source_len: int) -> int:
@@ -764,16 +779,15 @@ def _task_args_dev(n: int, sizes_name: str, sizes, task_ids, active, inputs, exp
 # --- evaluate_tasks: token slots, each program on its own task's tests --------------------------
 
 def _compile_slots_launch(d: _Device, toks, count, active, n: int, code, code_len, code_cap: int, err=None):
-    """One launch of vg_compile_token_slots over programs [0, n) (device arrays)."""
+    """One launch of vg_compile over token slots [0, n) (device arrays)."""
     import cupy as cp
     if n == 0:
         return
     slots = min(n, d.sms * COMPILE_PER_SM, max(COMPILE_BLOCK, _budget() // d.compiler_bytes))
     blocks = -(-slots // COMPILE_BLOCK)
     compilers = cp.empty(blocks * COMPILE_BLOCK * d.compiler_bytes, dtype=cp.uint8)
-    d.k["vg_compile_token_slots"]((blocks,), (COMPILE_BLOCK,), (
-        toks, _i32(toks.shape[1]), count, _ptr(active), _i32(n), code, _i32(code_cap), code_len, _ptr(err),
-        compilers))
+    _launch_compile(d, blocks, COMPILE_SLOTS, n, code, code_cap, code_len, compilers, toks=toks,
+                    slot=toks.shape[1], count=count, active=active, err=err)
 
 
 def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *, config=None,

@@ -2648,8 +2648,8 @@ VG_HD inline void never_closed(Compiler& c, bool force) {
 // lexed: the Lexer that made toks from a source (compile_source). Its tokens' kinds and values are
 // valid by construction, and it found the first mismatched bracket itself, so the check of
 // untrusted tokens below is skipped (about 6% of the instructions of compiling a corpus program).
-VG_HD inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntoks, uint32_t* code, int32_t cap,
-                                    const Lexer* lexed = nullptr) {
+VG_HD VG_NOINLINE inline int32_t compile_tokens(Compiler& c, const Token* toks, int32_t ntoks, uint32_t* code, int32_t cap,
+                                               const Lexer* lexed = nullptr) {
   c.t = toks;
   c.nt = ntoks;
   c.p = 0;

@@ -83,9 +83,7 @@ static void emu_grid(void (*k)(A...), unsigned grid, unsigned block, void** args
 extern "C" int emu_launch(const char* name, unsigned grid, unsigned block, void** args) {
 #define EMU_KERNEL(k) if (!strcmp(name, #k)) return emu_grid(k, grid, block, args), 0;
   EMU_KERNEL(vg_sizes)
-  EMU_KERNEL(vg_compile_sources)
-  EMU_KERNEL(vg_compile_tokens)
-  EMU_KERNEL(vg_compile_token_slots)
+  EMU_KERNEL(vg_compile)
   EMU_KERNEL(vg_validate_programs)
   EMU_KERNEL(vg_execute_local)
   EMU_KERNEL(vg_execute_global)

@@ -300,88 +300,67 @@ __global__ void vg_sizes(int64_t* out) {
   out[4] = VG_LOCAL_STACK;
 }
 
-// Sources packed in src with byte offsets src_off[n + 1] -> code[i * code_cap ...], code_len[i]
-// (-1 on error), err[4 * i ...] = {code, line, col, arg}; entry_meta (nullable) ENTRY_META ints
-// per program for function number `entry`; sig (nullable) MAX_FUNCS packed signatures per program
-// (compiler.h's write_signatures, as the CPU's vg_compile_batch). Scratch: one Lexer, Compiler and tok_cap tokens per
-// thread of the grid. A source needs at most 2 * len + 2 tokens (every token but DEDENT and the
-// final NEWLINE/EOF starts at its own byte, and DEDENTs pair with INDENTs), so tok_cap =
-// min(MAX_TOKENS, 2 * max_len + 4) gives the CPU's results exactly; a source that would not
-// fit a smaller tok_cap (a wrong max_len from the caller) reports code_len -1 and error -1, and so
-// does a source whose offsets fall outside the n_src bytes of src.
-__global__ void vg_compile_sources(const char* __restrict__ src, const int64_t* __restrict__ src_off, int32_t n,
-                                   int64_t n_src, uint32_t* code, int32_t code_cap, int32_t* code_len, int32_t* err,
-                                   int32_t entry, int32_t* entry_meta, int64_t* sig, vg::Lexer* lexers,
-                                   vg::Compiler* compilers, vg::Token* tokens, int32_t tok_cap) {
-  int64_t slot = vgk::global_tid();
-  vg::Lexer& L = lexers[slot];
-  vg::Compiler& c = compilers[slot];
-  vg::Token* toks = tokens + slot * tok_cap;
-  for (int64_t i = slot; i < n; i += vgk::grid_threads()) {
-    bool inside = vgk::item_in_bounds(src_off, i, n_src);
-    int64_t len = inside ? src_off[i + 1] - src_off[i] : 0;
-    vg::CompileError e;
-    int32_t m;
-    if (!inside || (tok_cap < vg::MAX_TOKENS && 2 * len + 4 > tok_cap && len <= vg::MAX_SOURCE)) {
-      m = -1;
-      e.code = -1;
-      e.line = e.col = e.arg = 0;
-    } else {
-      m = vg::compile_source(L, c, src + src_off[i], len, toks, tok_cap, code + i * (int64_t)code_cap, code_cap, &e);
-    }
-    code_len[i] = m;
-    vgk::write_err(err, i, e);
-    if (entry_meta) vgk::write_entry_meta(c, m, entry, entry_meta + i * ENTRY_META);
-    if (sig) vg::write_signatures(c, m, sig + i * (int64_t)vg::MAX_FUNCS);
-  }
-}
+// The compile kernel: one entry point for the three ways programs arrive, so that ptxas compiles
+// the compiler once (it compiles every function an entry calls once per entry: three entries took
+// 72 s of ptxas, nearly all of a first GPU call's NVRTC build). `mode`:
+//
+// VG_COMPILE_SOURCES: sources packed in src with byte offsets src_off[n + 1] (n_src bytes).
+//   Scratch: one Lexer, Compiler and tok_cap tokens per thread of the grid. A source needs at most
+//   2 * len + 2 tokens (every token but DEDENT and the final NEWLINE/EOF starts at its own byte,
+//   and DEDENTs pair with INDENTs), so tok_cap = min(MAX_TOKENS, 2 * max_len + 4) gives the CPU's
+//   results exactly; a source that would not fit a smaller tok_cap (a wrong max_len from the
+//   caller) reports code_len -1 and error -1, and so does a source whose offsets fall outside src.
+// VG_COMPILE_TOKENS: token arrays ((kind, value, line, col) int32 quadruples) with offsets
+//   tok_off[n + 1] into n_toks tokens (offsets outside them: code_len -1, error -1).
+// VG_COMPILE_SLOTS: fixed-stride token slots: program i is toks[i * slot .. i * slot + count[i])
+//   (count clamped to [0, slot]); rows with active[i] == 0 (active nullable) are not compiled
+//   (code_len -1, error code 0).
+//
+// Program i -> code[i * code_cap ...], code_len[i] (-1 on error); err (nullable) [4 * i ...] =
+// {code, line, col, arg}; entry_meta (nullable) ENTRY_META ints per program for function number
+// `entry`; sig (nullable) MAX_FUNCS packed signatures per program (compiler.h's
+// write_signatures, as the CPU's vg_compile_batch). Pointers a mode does not use may be null.
+enum : int32_t { VG_COMPILE_SOURCES = 0, VG_COMPILE_TOKENS = 1, VG_COMPILE_SLOTS = 2 };
 
-// Token arrays ((kind, value, line, col) int32 quadruples) with offsets tok_off[n + 1] into n_toks
-// tokens; outputs as vg_compile_sources (offsets outside the tokens: code_len -1, error -1).
-// Scratch: one Compiler per thread of the grid.
-__global__ void vg_compile_tokens(const vg::Token* __restrict__ toks, const int64_t* __restrict__ tok_off, int32_t n,
-                                  int64_t n_toks, uint32_t* code, int32_t code_cap, int32_t* code_len, int32_t* err,
-                                  int32_t entry, int32_t* entry_meta, int64_t* sig, vg::Compiler* compilers) {
-  int64_t slot = vgk::global_tid();
-  vg::Compiler& c = compilers[slot];
-  for (int64_t i = slot; i < n; i += vgk::grid_threads()) {
-    vg::CompileError e;  // offsets outside the tokens: code_len -1, error -1, as in vg_compile_sources
-    e.code = -1;
-    e.line = e.col = e.arg = 0;
-    int32_t m = -1;
-    if (vgk::item_in_bounds(tok_off, i, n_toks)) {
-      m = vg::compile_tokens(c, toks + tok_off[i], (int32_t)(tok_off[i + 1] - tok_off[i]),
-                             code + i * (int64_t)code_cap, code_cap);
-      e = c.err;
-    }
-    code_len[i] = m;
-    vgk::write_err(err, i, e);
-    if (entry_meta) vgk::write_entry_meta(c, m, entry, entry_meta + i * ENTRY_META);
-    if (sig) vg::write_signatures(c, m, sig + i * (int64_t)vg::MAX_FUNCS);
-  }
-}
-
-// Programs as fixed-stride token slots: program i is toks[i * slot .. i * slot + count[i]) (count
-// clamped to [0, slot]); rows with active[i] == 0 are not compiled (code_len -1, error code 0).
-// Outputs as vg_compile_tokens, err nullable.
-__global__ void vg_compile_token_slots(const vg::Token* __restrict__ toks, int32_t slot,
-                                       const int64_t* __restrict__ count, const uint8_t* __restrict__ active,
-                                       int32_t n, uint32_t* code, int32_t code_cap, int32_t* code_len, int32_t* err,
-                                       vg::Compiler* compilers) {
+__global__ void vg_compile(int32_t mode, int32_t n, const char* __restrict__ src, const int64_t* __restrict__ src_off,
+                           int64_t n_src, const vg::Token* __restrict__ toks, const int64_t* __restrict__ tok_off,
+                           int64_t n_toks, int32_t slot, const int64_t* __restrict__ count,
+                           const uint8_t* __restrict__ active, uint32_t* code, int32_t code_cap, int32_t* code_len,
+                           int32_t* err, int32_t entry, int32_t* entry_meta, int64_t* sig, vg::Lexer* lexers,
+                           vg::Compiler* compilers, vg::Token* tokens, int32_t tok_cap) {
   int64_t tid = vgk::global_tid();
   vg::Compiler& c = compilers[tid];
   for (int64_t i = tid; i < n; i += vgk::grid_threads()) {
     int32_t m = -1;
-    vg::CompileError e;
-    e.code = e.line = e.col = e.arg = 0;
-    if (!active || active[i]) {
-      int64_t k = count[i];
-      k = k < 0 ? 0 : k > slot ? slot : k;
-      m = vg::compile_tokens(c, toks + i * (int64_t)slot, (int32_t)k, code + i * (int64_t)code_cap, code_cap);
-      e = c.err;
+    vg::CompileError e;  // bad offsets or a too small tok_cap: error -1; an inactive slot: 0
+    e.code = mode == VG_COMPILE_SLOTS ? 0 : -1;
+    e.line = e.col = e.arg = 0;
+    if (mode == VG_COMPILE_SOURCES) {
+      bool inside = vgk::item_in_bounds(src_off, i, n_src);
+      int64_t len = inside ? src_off[i + 1] - src_off[i] : 0;
+      if (inside && !(tok_cap < vg::MAX_TOKENS && 2 * len + 4 > tok_cap && len <= vg::MAX_SOURCE))
+        m = vg::compile_source(lexers[tid], c, src + src_off[i], len, tokens + tid * tok_cap, tok_cap,
+                               code + i * (int64_t)code_cap, code_cap, &e);
+    } else {
+      const vg::Token* t = nullptr;
+      int64_t k = 0;
+      if (mode == VG_COMPILE_TOKENS && vgk::item_in_bounds(tok_off, i, n_toks)) {
+        t = toks + tok_off[i];
+        k = tok_off[i + 1] - tok_off[i];
+      } else if (mode == VG_COMPILE_SLOTS && (!active || active[i])) {
+        t = toks + i * (int64_t)slot;
+        k = count[i];
+        k = k < 0 ? 0 : k > slot ? slot : k;
+      }
+      if (t) {
+        m = vg::compile_tokens(c, t, (int32_t)k, code + i * (int64_t)code_cap, code_cap);
+        e = c.err;
+      }
     }
     code_len[i] = m;
     if (err) vgk::write_err(err, i, e);
+    if (entry_meta) vgk::write_entry_meta(c, m, entry, entry_meta + i * ENTRY_META);
+    if (sig) vg::write_signatures(c, m, sig + i * (int64_t)vg::MAX_FUNCS);
   }
 }
 
