@@ -6,7 +6,9 @@
 #   bash experiments/gpu_check.sh memcheck            # another
 #   QUICK=1 bash experiments/gpu_check.sh bench bench_envs
 #
-# Stages (none named: all of them, in this order):
+# Stages (none named: all of them but suite, in this order; `setup` alone installs and builds):
+#   suite     the whole test suite at once (pytest-xdist, SUITE_WORKERS processes): every GPU test in
+#             every file, beside the CPU tests on the device machine's Python and numpy
 #   tests     CPU == GPU on the corpus, 100,000 random programs, fuzzed bytecode and sources,
 #             torch round trip, chunking, Ray; evaluate_tasks / execute_tasks on token slots
 #   envs      the environments and mask automata on the GPU: torch and native automata ==
@@ -27,6 +29,9 @@
 # as wheels in .whl/, made on the development machine as /work/.library/device/README.md shows,
 # and the `run` call names .whl in `carry`. Ray's wheel is larger than the 64 MiB a call may
 # carry, so the Ray GPU test skips there).
+# A fresh machine spends ~1 min in `pip install -e .` and minutes in the first NVRTC build (160 s on
+# 2026-11-25, before the compile kernels became one); CUPY_CACHE_DIR (default /tmp/cupy_cache) may
+# point at a cache carried from an earlier call of the same session.
 # Logs and results go to a work folder that ends up as ONE archive, $OUT/gpu_check.tgz, beside
 # $OUT/summary.txt (the device returns at most 8 files). The script goes on after a failed step;
 # its exit status is the number of failed steps.
@@ -37,7 +42,7 @@ WORK=${GPU_CHECK_WORK:-/tmp/gpu_check}
 STEP_LIMIT=${STEP_LIMIT:-570}          # seconds per step, inside the device's 600 s per command;
                                        # LIMIT_<step>=S overrides it for one step
 mkdir -p "$OUT" "$WORK"
-export PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy_cache
+export PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-/tmp/cupy_cache}
 fails=0
 step() {  # step NAME COMMAND...: run under a time limit, log, record
   local name=$1; shift
@@ -66,6 +71,11 @@ setup() {
   # no network: no build isolation and no dependency resolution; the image provides the rest
   step install python -m pip install -q --no-index --no-deps --no-build-isolation -e .
   step build python -c "from vramgym.vm import cuda; cuda.device(); print(cuda.device().k)"
+}
+
+stage_suite() {
+  # -v: a run cut off by its limit still names every test that finished
+  step suite python -m pytest -v -rfEs --durations=30 -n "${SUITE_WORKERS:-12}" --dist loadfile tests
 }
 
 stage_tests() {
@@ -144,10 +154,11 @@ stage_bench_envs() {
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(tests envs syncs memcheck bench bench_envs profile profile_env)
 for s in "${stages[@]}"; do
-  case $s in tests|envs|syncs|memcheck|bench|bench_envs|profile|profile_env|fuse|graph) ;; *) echo "unknown stage: $s" >&2; exit 2 ;; esac
+  case $s in setup|suite|tests|envs|syncs|memcheck|bench|bench_envs|profile|profile_env|fuse|graph) ;; *) echo "unknown stage: $s" >&2; exit 2 ;; esac
 done
 touch "$WORK/summary.txt"
 trap finish EXIT
-setup
-for s in "${stages[@]}"; do "stage_$s"; done
+# SKIP_SETUP=1: vramgym is installed already (a second gpu_check.sh running beside the first)
+[ "${SKIP_SETUP:-0}" = 1 ] || setup
+for s in "${stages[@]}"; do [ "$s" = setup ] || "stage_$s"; done
 exit $fails
