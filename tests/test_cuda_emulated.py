@@ -327,3 +327,37 @@ def test_emulated_kernels_under_sanitizers(tmp_path):
     from test_native_fuzz import pytest_sanitized
     pytest_sanitized(__file__, "plain and not sanitizers and (fuzz or offsets or tasks or evaluate or tight)", SEED,
                      tmp_path)
+
+
+def test_memory_fraction_sizes_the_budget_and_the_chunks(emu, monkeypatch):
+    """MEMORY_FRACTION (VRAMGYM_GPU_MEMORY_FRACTION) is the share of free memory a call takes: the
+    emulator reports 1 GiB free. A bad value is a ValueError at the first call that sizes memory."""
+    monkeypatch.setattr(cuda, "MEMORY_FRACTION", "0.25")  # as the environment gives it
+    assert cuda._budget() == (1 << 30) // 4
+    assert cuda._chunk_size(10**9, 1024) == (1 << 30) // 4 // 2 // 1024
+    monkeypatch.setattr(cuda, "MEMORY_FRACTION", 1)
+    assert cuda._budget() == 1 << 30
+    rng = np.random.default_rng([SEED, 9])
+    inputs, expected, ret_kinds = make_bank(rng, 3)
+    progs = make_programs(rng, 40)
+    # room for 16 programs' code per chunk (and the 4 warps of scratch an execute block needs)
+    per_chunk = 16
+    monkeypatch.setattr(cuda, "MEMORY_FRACTION", 2 * per_chunk * (4 * 1024 + 16) / (1 << 30))
+    small = VMConfig(heap_size=16, max_lists=4, max_depth=8)
+    emu.launches.clear()
+    got = cuda.evaluate_tasks(*progs, inputs, expected, 3, ret_kinds, config=small)
+    want = evaluate_tasks_cpu(*progs, inputs, expected, 3, ret_kinds, config=small)
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    assert emu.launches.count("vg_compile:slots") == -(-40 // per_chunk)
+    for bad in ("1.5", "x", 0, float("nan"), None, True):
+        monkeypatch.setattr(cuda, "MEMORY_FRACTION", bad)
+        with pytest.raises(ValueError, match="MEMORY_FRACTION"):
+            cuda.evaluate_tasks(*progs, inputs, expected, 3, ret_kinds)
+
+
+def test_memory_fraction_from_the_environment():
+    import subprocess
+    code = "from vramgym.vm import cuda; print(cuda.memory_fraction())"
+    env = {**os.environ, "VRAMGYM_GPU_MEMORY_FRACTION": "0.125"}
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "0.125", r.stderr

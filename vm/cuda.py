@@ -57,7 +57,11 @@ COMPILE_PER_SM = 256   # resident compile threads per SM worth their scratch
 EXEC_BLOCK = 128       # 4 warps per block of the execute kernels
 EXEC_WARPS_PER_SM: int | None = None  # resident warps per SM of the persistent execute grids;
 # None: as many as the kernel's registers and frame let the SM hold (the driver's occupancy query)
-MEMORY_FRACTION = 0.5  # of free device memory a call may take for chunk buffers and scratch
+# Of the free device memory (the driver's free bytes plus CuPy's pooled ones) a call may take for
+# chunk buffers and scratch; CuPy's pool keeps what it took. Processes that share a GPU (Ray
+# actors, env runners beside a learner) each take this share of what they find free: lower it
+# there (VRAMGYM_GPU_MEMORY_FRACTION, or this attribute; a float in (0, 1]).
+MEMORY_FRACTION = os.environ.get("VRAMGYM_GPU_MEMORY_FRACTION", 0.5)
 MAX_CHUNK: int | None = None  # items per chunk at most (None: as memory allows); tests lower it
 ENTRY_META = 3 + oc.LIMITS["MAX_PARAMS"]
 
@@ -186,6 +190,19 @@ def device(device_id: int | None = None) -> _Device:
 _capture = threading.local()   # graph_capture()'s state in this thread: the budget it froze
 
 
+def memory_fraction() -> float:
+    """MEMORY_FRACTION checked: a number in (0, 1] (a string from the environment is parsed)."""
+    v = MEMORY_FRACTION
+    try:
+        f = float(v) if isinstance(v, (str, int, float)) and not isinstance(v, bool) else None
+    except ValueError:
+        f = None
+    if f is None or not 0 < f <= 1:
+        raise ValueError(f"vramgym.vm.cuda.MEMORY_FRACTION (or VRAMGYM_GPU_MEMORY_FRACTION) must be a number in "
+                         f"(0, 1], got {v!r}")
+    return f
+
+
 def _budget() -> int:
     """Bytes a call may allocate: a fraction of what the driver and CuPy's pool have free (while
     a graph is captured, the value of the call before: the capture records no query)."""
@@ -194,7 +211,7 @@ def _budget() -> int:
     if frozen is not None:
         return frozen
     free, _ = cp.cuda.runtime.memGetInfo()
-    _capture.last = int((free + cp.get_default_memory_pool().free_bytes()) * MEMORY_FRACTION)
+    _capture.last = int((free + cp.get_default_memory_pool().free_bytes()) * memory_fraction())
     return _capture.last
 
 
