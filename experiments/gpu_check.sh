@@ -6,6 +6,15 @@
 #   bash experiments/gpu_check.sh memcheck            # another
 #   QUICK=1 bash experiments/gpu_check.sh bench bench_envs
 #
+# Or the correctness checks in one call: set up once, then the suite and memcheck side by side,
+# each process taking a small share of the GPU's memory (session 31 ran them so at the default
+# share, and a memcheck run ran out of memory beside the suite's workers):
+#   bash experiments/gpu_check.sh setup
+#   (SKIP_SETUP=1 GPU_CHECK_WORK=/tmp/mem OUT=$OUT/mem VRAMGYM_GPU_MEMORY_FRACTION=0.2 \
+#      bash experiments/gpu_check.sh memcheck > $OUT/mem.log 2>&1 &)
+#   SKIP_SETUP=1 GPU_CHECK_WORK=/tmp/suite OUT=$OUT/suite VRAMGYM_GPU_MEMORY_FRACTION=0.05 \
+#     bash experiments/gpu_check.sh suite
+#
 # Stages (none named: all of them but suite, in this order; `setup` alone installs and builds):
 #   suite     the whole test suite at once (pytest-xdist, SUITE_WORKERS processes): every GPU test in
 #             every file, beside the CPU tests on the device machine's Python and numpy
@@ -74,8 +83,10 @@ setup() {
 }
 
 stage_suite() {
-  # -v: a run cut off by its limit still names every test that finished
-  step suite python -m pytest -v -rfEs --durations=30 -n "${SUITE_WORKERS:-12}" --dist loadfile tests
+  # -v: a run cut off by its limit still names every test that finished. The files with the long
+  # GPU runs (100,000 random programs against the CPU and against CPython) are handed out first.
+  step suite python -m pytest -v -rfEs --durations=30 -n "${SUITE_WORKERS:-12}" --dist loadfile \
+    tests/test_differential.py tests/test_cuda_backend.py tests/test_step_graph.py tests/test_envs_device.py tests
 }
 
 stage_tests() {
