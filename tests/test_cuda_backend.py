@@ -467,6 +467,18 @@ def test_fuzzed_tokens_identically():
 
 
 @gpu
+def test_zero_tokens_identically():
+    """CuPy hands an array of no elements to a kernel as a null pointer: programs of zero tokens,
+    in a batch with no tokens at all and beside others, still compile to the CPU's error."""
+    for flat, offsets in ((np.zeros((0, 4), np.int32), [0, 0, 0]),
+                          (np.array(tokenize(CASES[0].source), np.int32), [0, 0, len(tokenize(CASES[0].source))])):
+        offsets = np.array(offsets, np.int64)
+        cpu_c = compile_tokens(flat, offsets)
+        assert (cpu_c.errors[np.diff(offsets) == 0, 0] > 0).all(), cpu_c.errors
+        assert_same_compile(cpu_c, cuda.compile_tokens(flat, offsets), "zero tokens")
+
+
+@gpu
 def test_chunking_gives_the_same_results(monkeypatch):
     sources, arg_sets = random_corpus(300, SEED + 2)
     cpu_c = compile_batch(sources)

@@ -81,7 +81,8 @@ class _Kernels(dict):
             for a in args:
                 if isinstance(a, np.ndarray):
                     assert a.flags.c_contiguous, (name, "non-contiguous argument")
-                    held.append(ctypes.c_void_p(a.ctypes.data))
+                    # CuPy's arrays of no elements point nowhere: the kernels get a null pointer
+                    held.append(ctypes.c_void_p(a.ctypes.data if a.size else 0))
                 elif isinstance(a, np.int32):
                     held.append(ctypes.c_int32(int(a)))
                 elif isinstance(a, (np.int64, np.uint64)):
@@ -224,10 +225,11 @@ def _small_corpus(full):
 
 def test_gpu_fuzz_emulated(emu, monkeypatch):
     """Fuzzed bytecode, sources and token arrays: the kernels' validation, compile errors and
-    their positions equal the CPU's."""
+    their positions equal the CPU's; so do programs of zero tokens (a null pointer, as from CuPy)."""
     gpu_suite.test_fuzzed_bytecode_identically()
     gpu_suite.test_fuzzed_sources_identically()
     gpu_suite.test_fuzzed_tokens_identically()
+    gpu_suite.test_zero_tokens_identically()
     assert {"vg_compile:sources", "vg_compile:tokens", "vg_execute_local"} <= set(emu.launches)
 
 
@@ -337,6 +339,8 @@ def test_memory_fraction_sizes_the_budget_and_the_chunks(emu, monkeypatch):
     assert cuda._chunk_size(10**9, 1024) == (1 << 30) // 4 // 2 // 1024
     monkeypatch.setattr(cuda, "MEMORY_FRACTION", 1)
     assert cuda._budget() == 1 << 30
+    monkeypatch.setattr(cuda, "MEMORY_FRACTION", np.float32(0.5))  # any real number
+    assert cuda._budget() == 1 << 29
     rng = np.random.default_rng([SEED, 9])
     inputs, expected, ret_kinds = make_bank(rng, 3)
     progs = make_programs(rng, 40)
@@ -349,7 +353,7 @@ def test_memory_fraction_sizes_the_budget_and_the_chunks(emu, monkeypatch):
     want = evaluate_tasks_cpu(*progs, inputs, expected, 3, ret_kinds, config=small)
     assert all(np.array_equal(g, w) for g, w in zip(got, want))
     assert emu.launches.count("vg_compile:slots") == -(-40 // per_chunk)
-    for bad in ("1.5", "x", 0, float("nan"), None, True):
+    for bad in ("1.5", "x", 0, float("nan"), None, True, np.bool_(True), 10**400, "1e400", -0.5):
         monkeypatch.setattr(cuda, "MEMORY_FRACTION", bad)
         with pytest.raises(ValueError, match="MEMORY_FRACTION"):
             cuda.evaluate_tasks(*progs, inputs, expected, 3, ret_kinds)
@@ -358,6 +362,7 @@ def test_memory_fraction_sizes_the_budget_and_the_chunks(emu, monkeypatch):
 def test_memory_fraction_from_the_environment():
     import subprocess
     code = "from vramgym.vm import cuda; print(cuda.memory_fraction())"
-    env = {**os.environ, "VRAMGYM_GPU_MEMORY_FRACTION": "0.125"}
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert r.returncode == 0 and r.stdout.strip() == "0.125", r.stderr
+    for value, want in (("0.125", "0.125"), ("", "0.5")):  # set but empty: the default
+        env = {**os.environ, "VRAMGYM_GPU_MEMORY_FRACTION": value}
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        assert r.returncode == 0 and r.stdout.strip() == want, r.stderr

@@ -3,10 +3,10 @@
 // device with NVRTC (CuPy RawModule, cached on disk); CI compiles it with nvcc and NVRTC.
 //
 // Kernels (every one grid-stride over a whole batch, no host round trip between them):
-//   vg_compile_sources / vg_compile_tokens  one thread per program: the compiler is sequential.
-//       Its Lexer/Compiler structs (~27 KB) live in global scratch slots, one per thread; the
-//       parser does not recurse (explicit stacks in the Compiler), so the kernels' frames are
-//       static (~220 bytes) and the default CUDA stack limit suffices.
+//   vg_compile (sources, token arrays or token slots, by its mode)   one thread per program: the
+//       compiler is sequential. Its Lexer/Compiler structs live in global scratch slots, one per
+//       thread; the parser does not recurse (explicit stacks in the Compiler), so the kernel's
+//       frame is static (~420 bytes) and the default CUDA stack limit suffices.
 //   vg_validate_programs                    one thread per program: entry pc, or -2 invalid.
 //   vg_execute_{local,global}[_eval]        one warp per (program, up to 32 inputs): the lanes
 //       run the same bytecode on different inputs, so they decode and branch together. Each
@@ -14,7 +14,7 @@
 //       local memory, which the hardware interleaves across lanes (lanes at the same stack
 //       position touch one cache line) and caches in L1; _global ones are for stacks larger
 //       than VG_LOCAL_STACK. The _eval variants also sum passes and steps per program.
-//   vg_compile_token_slots + vg_execute_tasks_{local,global}   evaluate_tasks: programs as
+//   vg_compile (token slots) + vg_execute_tasks_{local,global}   evaluate_tasks: programs as
 //       fixed-stride token slots with an active mask, each run on its own task's tests.
 // Failures are status codes in the outputs, never exceptions or aborts.
 #include "compiler.h"
@@ -342,17 +342,22 @@ __global__ void vg_compile(int32_t mode, int32_t n, const char* __restrict__ src
         m = vg::compile_source(lexers[tid], c, src + src_off[i], len, tokens + tid * tok_cap, tok_cap,
                                code + i * (int64_t)code_cap, code_cap, &e);
     } else {
+      // a flag, not t != nullptr: CuPy hands over an array of no elements as a null pointer, and
+      // zero tokens must still compile (to the CPU's error at 1:1)
+      bool go = false;
       const vg::Token* t = nullptr;
       int64_t k = 0;
       if (mode == VG_COMPILE_TOKENS && vgk::item_in_bounds(tok_off, i, n_toks)) {
+        go = true;
         t = toks + tok_off[i];
         k = tok_off[i + 1] - tok_off[i];
       } else if (mode == VG_COMPILE_SLOTS && (!active || active[i])) {
+        go = true;
         t = toks + i * (int64_t)slot;
         k = count[i];
         k = k < 0 ? 0 : k > slot ? slot : k;
       }
-      if (t) {
+      if (go) {
         m = vg::compile_tokens(c, t, (int32_t)k, code + i * (int64_t)code_cap, code_cap);
         e = c.err;
       }
