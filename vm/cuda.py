@@ -27,6 +27,7 @@ ints, 16 KB) in their static frame.
 """
 from __future__ import annotations
 
+import numbers
 import os
 import re
 import threading
@@ -61,7 +62,7 @@ EXEC_WARPS_PER_SM: int | None = None  # resident warps per SM of the persistent 
 # chunk buffers and scratch; CuPy's pool keeps what it took. Processes that share a GPU (Ray
 # actors, env runners beside a learner) each take this share of what they find free: lower it
 # there (VRAMGYM_GPU_MEMORY_FRACTION, or this attribute; a float in (0, 1]).
-MEMORY_FRACTION = os.environ.get("VRAMGYM_GPU_MEMORY_FRACTION", 0.5)
+MEMORY_FRACTION = os.environ.get("VRAMGYM_GPU_MEMORY_FRACTION") or 0.5
 MAX_CHUNK: int | None = None  # items per chunk at most (None: as memory allows); tests lower it
 ENTRY_META = 3 + oc.LIMITS["MAX_PARAMS"]
 
@@ -194,8 +195,8 @@ def memory_fraction() -> float:
     """MEMORY_FRACTION checked: a number in (0, 1] (a string from the environment is parsed)."""
     v = MEMORY_FRACTION
     try:
-        f = float(v) if isinstance(v, (str, int, float)) and not isinstance(v, bool) else None
-    except ValueError:
+        f = float(v) if isinstance(v, (str, numbers.Real)) and not isinstance(v, (bool, np.bool_)) else None
+    except (ValueError, OverflowError):
         f = None
     if f is None or not 0 < f <= 1:
         raise ValueError(f"vramgym.vm.cuda.MEMORY_FRACTION (or VRAMGYM_GPU_MEMORY_FRACTION) must be a number in "
