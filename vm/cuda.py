@@ -19,8 +19,8 @@ is compiled once per process and device.
 Memory: scratch (per compile thread and per VM lane) is bounded by the grid, not the batch, and
 batches are processed in chunks sized from free device memory. The compiler does not recurse
 (expressions and blocks run on explicit stacks inside its Compiler struct, which lives in global
-scratch, as are the post passes' bracket stacks), so the compile kernels have a static frame of
-~420 bytes (ptxas, sm_90; test_compile_kernels_have_a_static_stack prints it) and the CUDA
+scratch, as are the post passes' bracket stacks), so the compile kernel has a static frame of
+~220 bytes (ptxas, sm_90; test_compile_kernels_have_a_static_stack prints it) and the CUDA
 stack limit stays at the driver's default (1 KB): nothing is reserved per resident thread for
 a call stack. The execute kernels' _local variants keep the VM operand stack (VG_LOCAL_STACK
 ints, 16 KB) in their static frame.

@@ -821,7 +821,9 @@ VG_HD inline int32_t comprehension_for(const Compiler& c, int32_t i) {
   return -1;
 }
 
-VG_HD inline bool fail_at(Compiler& c, int32_t code, const Token& at_tok, int32_t arg = 0) {
+// Out of line on the device: the cold error path, inlined at ~150 call sites (every emit), was
+// a third of the compile kernel's build time.
+VG_HD VG_NOINLINE inline bool fail_at(Compiler& c, int32_t code, const Token& at_tok, int32_t arg = 0) {
   if (!c.failed) {
     int64_t k = &at_tok - c.t;  // (every token the parser blames is one of c.t)
     if (k < 0 || k >= c.nt) k = c.nt - 1;

@@ -6,7 +6,7 @@
 //   vg_compile (sources, token arrays or token slots, by its mode)   one thread per program: the
 //       compiler is sequential. Its Lexer/Compiler structs live in global scratch slots, one per
 //       thread; the parser does not recurse (explicit stacks in the Compiler), so the kernel's
-//       frame is static (~420 bytes) and the default CUDA stack limit suffices.
+//       frame is static (~220 bytes) and the default CUDA stack limit suffices.
 //   vg_validate_programs                    one thread per program: entry pc, or -2 invalid.
 //   vg_execute_{local,global}[_eval]        one warp per (program, up to 32 inputs): the lanes
 //       run the same bytecode on different inputs, so they decode and branch together. Each
