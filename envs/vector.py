@@ -52,7 +52,7 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 
-from vramgym.vm.values import check_int
+from vramgym.vm.values import check_bool, check_int
 
 from .bank import check_device, check_seed, is_int_dtype
 from .grammar_reference import action_ids
@@ -186,8 +186,7 @@ class TensorVectorEnv(gym.vector.VectorEnv):
                  device=None, render_mode: str | None = None, copy: bool = True, cuda_graph: bool | str = False):
         num_envs = check_int(num_envs, "num_envs", 1)
         check_render_mode(render_mode)
-        if not isinstance(copy, (bool, np.bool_)):   # bool("no") is True
-            raise TypeError(f"copy must be a bool, got {copy!r}")
+        check_bool(copy, "copy")
         self.core, self.num_envs = core, num_envs
         self._guard = _OneCaller()
         self.as_numpy = device is None

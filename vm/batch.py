@@ -20,7 +20,7 @@ from . import cpu
 from . import opcodes as oc
 from .backends import get_backend
 from .program import Program, code_words
-from .values import KIND_BY_NAME, Encoded, int_array, offsets_array, owned
+from .values import KIND_BY_NAME, Encoded, check_bool, int_array, offsets_array, owned
 
 
 @dataclass(frozen=True)
@@ -210,8 +210,7 @@ def run_batch(programs: ProgramBatch, inputs: Encoded, runs: tuple[np.ndarray, n
     identical results)."""
     if not isinstance(programs, ProgramBatch):
         raise TypeError(f"programs must be a ProgramBatch, got {type(programs).__name__}")
-    if not isinstance(lockstep, (bool, np.bool_)):   # (None or "no" would pick a mode by truth value)
-        raise TypeError(f"lockstep must be a bool, got {type(lockstep).__name__} {lockstep!r}")
+    check_bool(lockstep, "lockstep")
     for name, e in (("inputs", inputs), ("expected", expected)):
         if not isinstance(e, Encoded) and not (name == "expected" and e is None):
             raise TypeError(f"{name} must be an Encoded batch (vramgym.vm.encode_tuples), got {type(e).__name__}")

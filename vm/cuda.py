@@ -447,22 +447,22 @@ def _compile_launch(d: _Device, kind: str, data, off, n: int, code, code_len, er
     if kind == "sources":
         lexers = cp.empty(slots * d.lexer_bytes, dtype=cp.uint8)
         tokens = cp.empty(slots * tok_cap * 4, dtype=cp.int32)
-        _launch_compile(d, blocks, COMPILE_SOURCES, n, code, code_cap, code_len, compilers, src=data, src_off=off,
-                        n_src=data.size, err=err, entry=entry, meta=meta, sig=sig, lexers=lexers, tokens=tokens,
-                        tok_cap=tok_cap)
+        _run_vg_compile(d, blocks, COMPILE_SOURCES, n, code, code_cap, code_len, compilers, src=data, src_off=off,
+                         n_src=data.size, err=err, entry=entry, meta=meta, sig=sig, lexers=lexers, tokens=tokens,
+                         tok_cap=tok_cap)
     else:
-        _launch_compile(d, blocks, COMPILE_TOKENS, n, code, code_cap, code_len, compilers, toks=data, tok_off=off,
-                        n_toks=data.size // 4, err=err, entry=entry, meta=meta, sig=sig)
+        _run_vg_compile(d, blocks, COMPILE_TOKENS, n, code, code_cap, code_len, compilers, toks=data, tok_off=off,
+                         n_toks=data.size // 4, err=err, entry=entry, meta=meta, sig=sig)
 
 
 # vg_compile's modes (cuda_kernels.cu): one kernel, so that ptxas compiles the compiler once
 COMPILE_SOURCES, COMPILE_TOKENS, COMPILE_SLOTS = 0, 1, 2
 
 
-def _launch_compile(d: _Device, blocks: int, mode: int, n: int, code, code_cap: int, code_len, compilers, *,
-                    src=None, src_off=None, n_src: int = 0, toks=None, tok_off=None, n_toks: int = 0, slot: int = 0,
-                    count=None, active=None, err=None, entry: int = 0, meta=None, sig=None, lexers=None, tokens=None,
-                    tok_cap: int = 0):
+def _run_vg_compile(d: _Device, blocks: int, mode: int, n: int, code, code_cap: int, code_len, compilers, *,
+                     src=None, src_off=None, n_src: int = 0, toks=None, tok_off=None, n_toks: int = 0, slot: int = 0,
+                     count=None, active=None, err=None, entry: int = 0, meta=None, sig=None, lexers=None, tokens=None,
+                     tok_cap: int = 0):
     """vg_compile over programs [0, n) in one of its modes; the arguments another mode reads are
     null pointers (device arrays or None)."""
     d.k["vg_compile"]((blocks,), (COMPILE_BLOCK,), (
@@ -804,8 +804,8 @@ def _compile_slots_launch(d: _Device, toks, count, active, n: int, code, code_le
     slots = min(n, d.sms * COMPILE_PER_SM, max(COMPILE_BLOCK, _budget() // d.compiler_bytes))
     blocks = -(-slots // COMPILE_BLOCK)
     compilers = cp.empty(blocks * COMPILE_BLOCK * d.compiler_bytes, dtype=cp.uint8)
-    _launch_compile(d, blocks, COMPILE_SLOTS, n, code, code_cap, code_len, compilers, toks=toks,
-                    slot=toks.shape[1], count=count, active=active, err=err)
+    _run_vg_compile(d, blocks, COMPILE_SLOTS, n, code, code_cap, code_len, compilers, toks=toks,
+                     slot=toks.shape[1], count=count, active=active, err=err)
 
 
 def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *, config=None,

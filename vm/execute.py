@@ -12,7 +12,7 @@ import numpy as np
 from . import opcodes as oc
 from .batch import ProgramBatch, VMConfig, run_batch
 from .program import Program
-from .values import KIND_BY_NAME, Encoded, Trap, encode_tuples
+from .values import KIND_BY_NAME, Encoded, Trap, check_bool, encode_tuples
 
 _TRAPS = {code: Trap(name) for code, name, _ in oc.TRAPS if code}
 _OUT_CAP = 64  # list elements copied out per run in the first call
@@ -42,8 +42,7 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
     one such list per program. A result is an int, a bool, a list[int] or a Trap; with
     steps=True, a (result, executed_steps) pair. Raises KeyError for an unknown entry and
     TypeError/ValueError for arguments that do not fit the entry's signature."""
-    if not isinstance(steps, (bool, np.bool_)):   # ("no" would be taken as True)
-        raise TypeError(f"steps must be a bool, got {type(steps).__name__} {steps!r}")
+    check_bool(steps, "steps")
     single = isinstance(program_or_programs, Program)
     if isinstance(program_or_programs, (str, bytes)):
         raise TypeError("execute takes compiled programs: compile the source first (vramgym.compiler.compile_source)")

@@ -148,6 +148,14 @@ def check_int(value, name: str, lo: int | None = None, hi: int | None = None) ->
     return v
 
 
+def check_bool(value, name: str) -> bool:
+    """`value` as a bool (Python's or numpy's), else a TypeError that names it: bool("no") and
+    bool(None) would pick a mode by truth value."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+    return bool(value)
+
+
 def owned(arr: np.ndarray, given) -> np.ndarray:
     """`arr`, checked from the caller's `given`, as an array that nobody can change any more: a
     copy unless it is a fresh array of its own, marked read-only. Batches are checked once, on
