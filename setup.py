@@ -2,7 +2,7 @@
 during `pip install`.
 
 The core is a plain shared library loaded with ctypes (vramgym/vm/cpu.py); the same headers are
-compiled for the GPU at run time by NVRTC. The encoder is a regular CPython extension module.
+compiled for the GPU at run time by NVRTC. The value encoder and decoder are regular CPython extension modules.
 """
 from pathlib import Path
 
@@ -24,6 +24,14 @@ core = Extension(
 encode = Extension(
     "vramgym.vm._encode",
     sources=["vm/csrc/encode_py.cpp"],
+    extra_compile_args=["-std=c++17", "-O2"],
+    language="c++",
+)
+
+# execute()'s results as Python values (vm/execute.py): one pass in C instead of numpy masks and slices.
+decode = Extension(
+    "vramgym.vm._decode",
+    sources=["vm/csrc/decode_py.cpp"],
     extra_compile_args=["-std=c++17", "-O2"],
     language="c++",
 )
@@ -61,4 +69,4 @@ grammar = Extension(
     language="c++",
 )
 
-setup(ext_modules=[core, encode, address, grammar])
+setup(ext_modules=[core, encode, decode, address, grammar])

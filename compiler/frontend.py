@@ -29,13 +29,22 @@ def compile_source(source: str) -> Program:
     code, err, meta = cpu.compile_one(raw)
     if code is None:
         raise make_error(err, text)
-    functions = []
-    names = _param_names(raw, text)
-    for i, m in enumerate(meta):
-        pc, off, ln, nparams, ret, nlocals = (int(x) for x in m[:6])
-        name = raw[off:off + ln].decode("ascii") if off >= 0 else BUILTIN_NAMES[ln]  # ln: the builtin's id
-        params = tuple(KIND_NAME[int(k)] for k in m[6:6 + nparams])
-        functions.append(Function(name, i, pc, params, KIND_NAME[ret], nlocals, names.get(name, ())))
+    plain: dict[bytes, list] = {}
+    for d in _PLAIN_DEF.finditer(raw):
+        plain.setdefault(d.group(1), []).append(d.group(2))
+    functions, names = [], None
+    for i, m in enumerate(meta.tolist()):
+        pc, off, ln, nparams, ret, nlocals = m[:6]
+        # (off < 0: a function named like a builtin or a list method, whose name is interned as it)
+        name = raw[off:off + ln].decode("ascii") if off >= 0 else BUILTIN_NAMES[ln]   # ln: the builtin's id
+        found = plain.get(name.encode(), ())
+        if len(found) == 1:
+            pnames = tuple(p.split(b":", 1)[0].strip().decode("ascii") for p in found[0].split(b",") if p.strip())
+        else:   # a comment in the signature, a name interned as a builtin's, bare-CR lines: the tokens
+            names = _param_names(raw, text) if names is None else names
+            pnames = names.get(name, ())
+        params = tuple(KIND_NAME[k] for k in m[6:6 + nparams])
+        functions.append(Function(name, i, pc, params, KIND_NAME[ret], nlocals, pnames))
     return Program(code, functions, source=text)
 
 
@@ -53,6 +62,12 @@ def tokenize(source: str):
 
 
 _TOK = {name: i for i, (name, _) in enumerate(oc.TOKENS)}
+
+# A def line as most signatures are written: `def name(params)` at a line's start with no comment
+# or backslash in the parentheses, so that splitting at commas and colons reads the parameter
+# names as the compiler read them (the source compiled; a line cannot start with `def` inside
+# brackets, and there are no strings or nested functions).
+_PLAIN_DEF = re.compile(rb"^[ \t\f]*def[ \t\f]+([A-Za-z_][A-Za-z0-9_]*)[ \t\f]*\(([^()#\\]*)\)", re.M)
 
 
 def _param_names(raw: bytes, text: str) -> dict[str, tuple[str, ...]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
+from itertools import accumulate
 
 import numpy as np
 
@@ -151,18 +152,19 @@ class ProgramBatch:
         # __post_init__'s scans (they cost more than running a small program on a few inputs).
         words = [p.code if type(p.code) is np.ndarray and p.code.dtype == np.uint32 and p.code.ndim == 1
                  else code_words(p.code, "code") for p in programs]   # (one dtype: a mix would concatenate as int64)
-        offsets = np.zeros(len(programs) + 1, dtype=np.int64)
-        np.cumsum(np.array([len(w) for w in words], dtype=np.int64), out=offsets[1:])
-        if len(words) and max(len(w) for w in words) > 2**31 - 1:   # the core takes a program's length as int32
+        lengths = [len(w) for w in words]
+        if lengths and max(lengths) > 2**31 - 1:   # the core takes a program's length as int32
             raise ValueError("a program of more than 2**31 - 1 code words")
-        code = np.concatenate(words) if programs else np.zeros(0, np.uint32)   # (a copy, even of one)
+        offsets = np.fromiter(accumulate(lengths, initial=0), dtype=np.int64, count=len(words) + 1)
+        code = (np.array(words[0]) if len(words) == 1 else   # (a copy, even of one: the batch owns it)
+                np.concatenate(words) if words else np.zeros(0, np.uint32))
         entry = np.array(index, dtype=np.int32)
         ret_kind = np.array([KIND_BY_NAME[f.ret] for f in fns], dtype=np.int32)
         params = None
         if typed:
-            params = np.full((len(fns), oc.LIMITS["MAX_PARAMS"] + 1), -1, dtype=np.int8)
-            for i, f in enumerate(fns):
-                params[i, :len(f.params)] = [KIND_BY_NAME[k] for k in f.params]
+            width = oc.LIMITS["MAX_PARAMS"] + 1
+            params = np.array([[KIND_BY_NAME[k] for k in f.params] + [-1] * (width - len(f.params)) for f in fns],
+                              dtype=np.int8).reshape(len(fns), width)
         return cls._made(code, offsets, entry, ret_kind, params)
 
     @classmethod
@@ -233,9 +235,17 @@ def run_batch(programs: ProgramBatch, inputs: Encoded, runs: tuple[np.ndarray, n
         out_cap = 256 if np.any(programs.ret_kind == oc.KIND_LIST) else 0
     if isinstance(out_cap, bool) or not isinstance(out_cap, (int, np.integer)) or not 0 <= out_cap <= MAX_OUT_CAP:
         raise ValueError(f"out_cap must be an int in [0, {MAX_OUT_CAP}], got {out_cap!r}")
-    impl = get_backend(backend)
-    res = impl.run_batch(programs, inputs, run_prog, run_in, expected, config, int(out_cap), nthreads,
-                         lockstep=lockstep)
+    return run_checked(get_backend(backend), programs, inputs, run_prog, run_in, expected=expected, config=config,
+                       out_cap=int(out_cap), nthreads=nthreads, lockstep=lockstep)
+
+
+def run_checked(impl, programs: ProgramBatch, inputs: Encoded, run_prog: np.ndarray, run_in: np.ndarray, *,
+                expected: Encoded | None, config: VMConfig, out_cap: int, nthreads: int | None,
+                lockstep: bool = True) -> BatchResult:
+    """run_batch on backend module `impl` with arguments it has checked (int32 run arrays of one
+    length, an int out_cap, nthreads from check_threads): for callers that made them themselves
+    (execute), whose few microseconds of checks would cost more than a small program's runs."""
+    res = impl.run_batch(programs, inputs, run_prog, run_in, expected, config, out_cap, nthreads, lockstep=lockstep)
     if programs.params is not None and not getattr(impl, "CHECKS_KINDS", False):
         _trap_kind_mismatches(res, programs, inputs, run_prog, run_in)
     return res

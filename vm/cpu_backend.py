@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import cpu
+from .batch import BatchResult
 
 
 # The core traps bad_input on runs whose inputs are not of the entry's parameter kinds
@@ -12,7 +13,6 @@ CHECKS_KINDS = True
 
 
 def run_batch(programs, inputs, run_prog, run_in, expected, config, out_cap, nthreads, lockstep=True):
-    from .batch import BatchResult
     exp_words = expected.words if expected is not None else None
     exp_off = expected.offsets if expected is not None else None
     status, value, steps, passed, out_list = cpu.run_batch(

@@ -5,16 +5,25 @@ in one batch call, and decodes the results."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 
 from . import opcodes as oc
-from .batch import ProgramBatch, VMConfig, run_batch
+from .backends import get_backend
+from .batch import ProgramBatch, VMConfig, check_threads, run_checked
 from .program import Program
 from .values import KIND_BY_NAME, Encoded, Trap, check_bool, encode_tuples
 
-_TRAPS = {code: Trap(name) for code, name, _ in oc.TRAPS if code}
+try:
+    from . import _decode as _native  # built by pip install (setup.py)
+except ImportError:  # a source tree used without building: _decode_python
+    _native = None
+
+# A trap's Trap object by its status code (None: no such trap; decode gives bad_bytecode there).
+_TRAP_TABLE = tuple(next((Trap(name) for c, name, _ in oc.TRAPS if c == code and c), None)
+                    for code in range(max(c for c, _, _ in oc.TRAPS) + 1))
+_BAD_BYTECODE = Trap("bad_bytecode")
 _OUT_CAP = 64  # list elements copied out per run in the first call
 # List results longer than _OUT_CAP are fetched by running those runs again with room for them: in
 # calls of at most this many ints of output (a (runs, out_cap) matrix), whatever the heap size.
@@ -34,6 +43,33 @@ def _cached_config(*limits) -> VMConfig:
     return VMConfig(*limits)
 
 
+def _decode_python(status, value, steps, out_list, out_cap, kinds, m, traps, fallback, long_lists, with_steps):
+    """vm/csrc/decode_py.cpp's decode in Python (a source tree used without building): one list of
+    results per program from run_batch's arrays, runs program-major, m per program."""
+    status, value, nsteps = status.tolist(), value.tolist(), steps.tolist()
+    if out_cap:  # the list elements of every run that returned a list, flat, in run order
+        lists = np.repeat(np.frombuffer(kinds, dtype=np.uint8) == oc.KIND_LIST, m) & (np.asarray(status) == 0)
+        lens = np.where(lists, np.minimum(value, out_cap), 0)
+        flat = out_list[np.arange(out_cap) < lens[:, None]].tolist()
+        starts = np.concatenate(([0], np.cumsum(lens))).tolist()
+    else:   # (lists of no elements, or all in long_lists)
+        flat, starts = [], [0] * (len(status) + 1)
+    results = []
+    for p, kind in enumerate(kinds):
+        lo, hi = p * m, p * m + m
+        if kind == oc.KIND_BOOL:
+            row = [v != 0 for v in value[lo:hi]]
+        elif kind == oc.KIND_LIST:
+            row = [long_lists[r] if r in long_lists else flat[starts[r]:starts[r + 1]] for r in range(lo, hi)]
+        else:
+            row = value[lo:hi]
+        for j, s in enumerate(status[lo:hi]):
+            if s:
+                row[j] = traps[s] if 0 < s < len(traps) and traps[s] is not None else fallback
+        results.append(list(zip(row, nsteps[lo:hi])) if with_steps else row)
+    return results
+
+
 def execute(program_or_programs: Program | Sequence[Program], entry: str, args_list: Iterable[Sequence], *,
             backend: str = "cpu", fuel: int = oc.DEFAULT_FUEL, max_depth: int = oc.DEFAULT_MAX_DEPTH,
             heap_size: int = oc.DEFAULT_HEAP, max_lists: int = oc.DEFAULT_MAX_LISTS,
@@ -51,7 +87,8 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
         if not isinstance(p, Program):
             raise TypeError(f"execute takes a Program or a sequence of Programs, got {type(p).__name__} in it")
     config = _config(fuel, max_depth, heap_size, max_lists, stack_size)
-    args_list = [tuple(a) if isinstance(a, (tuple, list)) else (a,) for a in args_list]
+    if type(args_list) is not list:   # (encode_tuples reads a list's rows as they are: tuples, lists, bare values)
+        args_list = [tuple(a) if isinstance(a, (tuple, list)) else (a,) for a in args_list]
     if not programs:
         return []
     fns = [p.function(entry) for p in programs]
@@ -73,41 +110,27 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
         run_prog = np.repeat(np.arange(len(programs), dtype=np.int32), m)
         run_in = (np.array([base[f.params] for f in fns], dtype=np.int32)[:, None] +
                   np.arange(m, dtype=np.int32)).ravel()
-    rets = [KIND_BY_NAME.get(f.ret) for f in fns]   # ('list[int]' is 'list', as in ProgramBatch)
-    has_list = oc.KIND_LIST in rets
-    res = run_batch(batch, inputs, (run_prog, run_in), config=config, out_cap=_OUT_CAP if has_list else 0,
-                    backend=backend, nthreads=nthreads)
-    out_list = res.out_list
-    if has_list:  # rerun the few runs whose list result did not fit, with room for any list
+    kinds = bytes(KIND_BY_NAME[f.ret] for f in fns)   # ('list[int]' is 'list', as in ProgramBatch)
+    has_list = oc.KIND_LIST in kinds
+    # (the arrays above were made here from checked values: the backend's call, not run_batch's checks)
+    run = partial(run_checked, get_backend(backend), batch, inputs, expected=None, config=config,
+                  nthreads=check_threads(nthreads))
+    res = run(run_prog, run_in, out_cap=_OUT_CAP if has_list else 0)
+    long_lists = {}
+    # Rerun the few runs whose list result did not fit, with room for any list.
+    if has_list and len(res.value) and int(res.value.max()) > _OUT_CAP:
         lists = (res.status == 0) & (batch.ret_kind[run_prog] == oc.KIND_LIST)   # runs that returned a list
         long = np.flatnonzero(lists & (res.value > _OUT_CAP))
         long = long[np.argsort(-res.value[long], kind="stable")]
-        long_lists = {}
         i = 0
         while i < len(long):  # longest first, out_cap their actual length, at most _RERUN_CELLS ints a call
             cap = int(res.value[long[i]])
             part = long[i: i + max(1, _RERUN_CELLS // cap)]
-            again = run_batch(batch, inputs, (run_prog[part], run_in[part]), config=config, out_cap=cap,
-                              backend=backend, nthreads=nthreads)
+            again = run(run_prog[part], run_in[part], out_cap=cap)
             long_lists.update((int(r), again.out_list[k, : again.value[k]].tolist()) for k, r in enumerate(part))
             i += len(part)
-    results = []
-    status, value, nsteps = res.status.tolist(), res.value.tolist(), res.steps.tolist()
-    if has_list:  # the list elements of every run that returned a list, flat, in run order
-        lens = np.where(lists, np.minimum(res.value, _OUT_CAP), 0)
-        flat = out_list[np.arange(out_list.shape[1]) < lens[:, None]].tolist()
-        starts = np.concatenate(([0], np.cumsum(lens))).tolist()
-    for p in range(len(fns)):
-        lo, hi = p * m, p * m + m
-        if rets[p] == oc.KIND_BOOL:
-            row = [v != 0 for v in value[lo:hi]]
-        elif rets[p] == oc.KIND_LIST:
-            row = [long_lists[r] if r in long_lists else flat[starts[r]:starts[r + 1]] for r in range(lo, hi)]
-        else:
-            row = value[lo:hi]
-        for j, s in enumerate(status[lo:hi]):
-            if s:
-                row[j] = _TRAPS.get(s, Trap("bad_bytecode"))
-        results.append(list(zip(row, nsteps[lo:hi])) if steps else row)
+    decode = _native.decode if _native is not None else _decode_python
+    results = decode(res.status, res.value, res.steps, res.out_list, _OUT_CAP if has_list else 0, kinds, m,
+                     _TRAP_TABLE, _BAD_BYTECODE, long_lists, steps)
     return results[0] if single else results
 
