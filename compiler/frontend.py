@@ -30,8 +30,9 @@ def compile_source(source: str) -> Program:
     if code is None:
         raise make_error(err, text)
     plain: dict[bytes, list] = {}
-    for d in _PLAIN_DEF.finditer(raw):
-        plain.setdefault(d.group(1), []).append(d.group(2))
+    if b'"' not in raw and b"'" not in raw:   # (a docstring may hold a def line of its own)
+        for d in _PLAIN_DEF.finditer(raw):
+            plain.setdefault(d.group(1), []).append(d.group(2))
     functions, names = [], None
     for i, m in enumerate(meta.tolist()):
         pc, off, ln, nparams, ret, nlocals = m[:6]
@@ -40,7 +41,7 @@ def compile_source(source: str) -> Program:
         found = plain.get(name.encode(), ())
         if len(found) == 1:
             pnames = tuple(p.split(b":", 1)[0].strip().decode("ascii") for p in found[0].split(b",") if p.strip())
-        else:   # a comment in the signature, a name interned as a builtin's, bare-CR lines: the tokens
+        else:   # a comment in the signature, a name interned as a builtin's, strings, bare CRs: the tokens
             names = _param_names(raw, text) if names is None else names
             pnames = names.get(name, ())
         params = tuple(KIND_NAME[k] for k in m[6:6 + nparams])
@@ -66,7 +67,8 @@ _TOK = {name: i for i, (name, _) in enumerate(oc.TOKENS)}
 # A def line as most signatures are written: `def name(params)` at a line's start with no comment
 # or backslash in the parentheses, so that splitting at commas and colons reads the parameter
 # names as the compiler read them (the source compiled; a line cannot start with `def` inside
-# brackets, and there are no strings or nested functions).
+# brackets, and there are no nested functions). Only in sources without quotes: a string (a
+# docstring, which the compiler skips) may hold such a line too.
 _PLAIN_DEF = re.compile(rb"^[ \t\f]*def[ \t\f]+([A-Za-z_][A-Za-z0-9_]*)[ \t\f]*\(([^()#\\]*)\)", re.M)
 
 

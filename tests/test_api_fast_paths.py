@@ -45,6 +45,19 @@ def test_param_names_of_every_signature_layout(sig, newline):
     check_names((sig + "\n    return a\n\ndef g() -> int:\n    return f(1, [2], True)\n").replace("\n", newline))
 
 
+DOCSTRINGS = [   # (found by a review: a string's def line was taken for the function's own)
+    'def f(a: int  # the count\n      ) -> int:\n    """\ndef f(y: int)\n"""\n    return a\n',
+    'def g() -> int:\n    """\ndef f(p, q)\n"""\n    return 1\r\rdef f(a: int, b: int) -> int:\r    return a\r',
+    '"""\ndef f(p: int, q: int, r: int)\n"""\ndef f(a: int) -> int:\n    return a\n',
+    "def f(a: int) -> int:\n    '''\ndef f(zz: int)'''\n    return a\n",
+]
+
+
+@pytest.mark.parametrize("src", DOCSTRINGS)
+def test_param_names_with_def_lines_in_strings(src):
+    check_names(src)
+
+
 def test_param_names_on_random_programs_and_the_corpus():
     rng = np.random.default_rng(SEED)
     for _ in range(300):

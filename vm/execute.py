@@ -113,8 +113,8 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
     kinds = bytes(KIND_BY_NAME[f.ret] for f in fns)   # ('list[int]' is 'list', as in ProgramBatch)
     has_list = oc.KIND_LIST in kinds
     # (the arrays above were made here from checked values: the backend's call, not run_batch's checks)
-    run = partial(run_checked, get_backend(backend), batch, inputs, expected=None, config=config,
-                  nthreads=check_threads(nthreads))
+    nthreads = check_threads(nthreads)
+    run = partial(run_checked, get_backend(backend), batch, inputs, expected=None, config=config, nthreads=nthreads)
     res = run(run_prog, run_in, out_cap=_OUT_CAP if has_list else 0)
     long_lists = {}
     # Rerun the few runs whose list result did not fit, with room for any list.
