@@ -418,6 +418,10 @@ __attribute__((always_inline)) inline void run_lanes_body(const uint32_t* code, 
 #define COL(s) (st + (int64_t)(s) * LANES)
 #define LN_NEED(k) if (sp < obase + (k)) LN_TRAP_ALL(TRAP_BAD_BYTECODE)
 #define LN_ROOM(k) if (sp + (k) > stack_size) LN_TRAP_ALL(TRAP_RECURSION)
+// (GCC emits this as dst ^ ((v ^ dst) & mk). Where dst is a slot no run has written yet, valgrind's
+// memcheck marks the active lanes' result undefined too, as it cannot see the xor cancel; the
+// value is exact (session 32: lockstep equal to scalar with every scratch array filled with
+// garbage). Zeroing the stack scratch once would quiet memcheck, if ever needed.)
 #define BLEND(dst, v) (dst) = (((v) & mk[l]) | ((dst) & ~mk[l]))
     // Split: lanes `tm` continue at pc_t with stack pointer sp_t, the others at pc_f / sp_f.
     // This group keeps the side with the lower pc and runs on (min-PC order); a new group
