@@ -21,8 +21,7 @@ except ImportError:  # a source tree used without building: _decode_python
     _native = None
 
 # A trap's Trap object by its status code (None: no such trap; decode gives bad_bytecode there).
-_TRAP_TABLE = tuple(next((Trap(name) for c, name, _ in oc.TRAPS if c == code and c), None)
-                    for code in range(max(c for c, _, _ in oc.TRAPS) + 1))
+_TRAP_TABLE = tuple(Trap(oc.TRAP_NAMES[c]) if c and c in oc.TRAP_NAMES else None for c in range(max(oc.TRAP_NAMES) + 1))
 _BAD_BYTECODE = Trap("bad_bytecode")
 _OUT_CAP = 64  # list elements copied out per run in the first call
 # List results longer than _OUT_CAP are fetched by running those runs again with room for them: in
