@@ -253,7 +253,7 @@ def _p(a: np.ndarray) -> int:
 def _env_tensor(t, dtype, shape: tuple):
     """An env's own tensor handed to the native calls by address: a C-contiguous CPU tensor of
     `dtype` and `shape`; anything else is a bug in the caller, refused."""
-    if t.dtype != dtype or t.shape != shape or t.device.type != "cpu" or not t.is_contiguous():
+    if not (t.dtype is dtype and t.is_cpu and t.shape == shape and t.is_contiguous()):   # (the cheap reads)
         raise ValueError(f"expected a contiguous CPU tensor of {dtype} and shape {shape}, got {t.dtype} "
                          f"{tuple(t.shape)} on {t.device}{'' if t.is_contiguous() else ' (not contiguous)'}")
     return t
@@ -405,22 +405,24 @@ class NativeAutomaton:
         """(n, VOCAB_SIZE) int8 torch tensor: `mask`, with END allowed in rows that allow nothing
         (finished episodes), as SynthesisCore._mask_i8 makes it."""
         import torch
-        n = len(gid)
+        n = gid.shape[0]
         _env_tensor(state, torch.int32, (n, G.STATE_SIZE))
         _env_tensor(gid, torch.int64, (n,))
-        out = torch.empty((n, V.VOCAB_SIZE), dtype=torch.int8)
-        self._ids_ok(lib().gm_mask(state.data_ptr(), gid.data_ptr(), n, out.data_ptr(), self._addr, self.nfid,
+        out = np.empty((n, V.VOCAB_SIZE), dtype=np.int8)   # (numpy's allocation costs a third of torch's)
+        self._ids_ok(lib().gm_mask(state.data_ptr(), gid.data_ptr(), n, _p(out), self._addr, self.nfid,
                                    len(self.grammars), _threads(), 1))
-        return out
+        return torch.from_numpy(out)
 
     def env_step(self, task, tokens, length, state, actions, restart, tasks, max_len: int):
         """SynthesisCore._step_tokens's step and autoreset (without the scoring), in place on the
         env's task (n,) int64, tokens (n, max_len) int64, length (n,) int64 and automaton rows
         state (n, STATE_SIZE) int32: actions (n,) int64, restart (n,) bool, tasks (n,) int64 or
         None (restart rows left as they are). Returns (bad, term, trunc, done) (n,) bool and
-        body_len (n,) int64 (see gm_env_step in envs/csrc/grammar_cpu.cpp)."""
+        body_len (n,) int64 (see gm_env_step in envs/csrc/grammar_cpu.cpp), as numpy arrays: flags
+        (4, n) bool, rows bad, term, trunc, done, and body_len (the caller's few ops on them cost less
+        in numpy than in torch)."""
         import torch
-        n = len(task)
+        n = task.shape[0]
         _env_tensor(task, torch.int64, (n,))
         _env_tensor(tokens, torch.int64, (n, max_len))
         _env_tensor(length, torch.int64, (n,))
@@ -429,16 +431,15 @@ class NativeAutomaton:
         _env_tensor(restart, torch.bool, (n,))
         if tasks is not None:
             _env_tensor(tasks, torch.int64, (n,))
-        flags = torch.empty((4, n), dtype=torch.bool)
-        body_len = torch.empty(n, dtype=torch.int64)
-        f = flags.data_ptr()
+        flags = np.empty((4, n), dtype=bool)
+        body_len = np.empty(n, dtype=np.int64)
+        f = _p(flags)
         self._ids_ok(lib().gm_env_step(task.data_ptr(), tokens.data_ptr(), length.data_ptr(), state.data_ptr(), n,
                                        max_len, actions.data_ptr(), restart.data_ptr(),
                                        None if tasks is None else tasks.data_ptr(), _p(self._init),
-                                       f, f + n, f + 2 * n, f + 3 * n, body_len.data_ptr(), self._addr, self.nfid,
+                                       f, f + n, f + 2 * n, f + 3 * n, _p(body_len), self._addr, self.nfid,
                                        len(self.grammars), _threads()))
-        bad, term, trunc, done = flags.unbind()
-        return bad, term, trunc, done, body_len
+        return flags, body_len
 
     def min_tokens_to_finish(self, state, gid=None):
         """(n,) int64: tokens (END included) of the canonical completion of each row."""

@@ -56,6 +56,7 @@ class SynthesisState:
     length: torch.Tensor   # (N,) int64: actions taken
     grammar: torch.Tensor  # (N, STATE_SIZE) int32: mask automaton rows of each env's task (unused with batch=True)
     task_obs: torch.Tensor | None = None   # observe(copy=False)'s buffer of the per-task fields
+    task_views: list | None = None         # observe(copy=False)'s field views of task_obs (made once per buffer)
     init_rows: torch.Tensor | None = None  # scratch: the automaton's initial rows of each env's task
 
 
@@ -244,9 +245,11 @@ class SynthesisCore:
         """Whether the token env's step and mask take the native CPU calls (NativeAutomaton.env_step
         and env_mask): on the CPU with the native automaton, over a state laid out as `empty` makes
         it (a state put together otherwise, e.g. from row slices, takes the torch ops)."""
-        return (self.cpu_shortcuts and state.grammar.device.type == "cpu" and hasattr(aut, "env_step")
-                and state.grammar.dtype == torch.int32 and state.grammar.is_contiguous()
-                and all(x.dtype == torch.int64 and x.is_contiguous() for x in (state.task, state.tokens, state.length)))
+        g, i64 = state.grammar, torch.int64   # (the cheap reads: this runs twice a step)
+        return (self.cpu_shortcuts and g.is_cpu and hasattr(aut, "env_step") and g.dtype is torch.int32
+                and g.is_contiguous() and state.task.dtype is i64 and state.task.is_contiguous()
+                and state.tokens.dtype is i64 and state.tokens.is_contiguous()
+                and state.length.dtype is i64 and state.length.is_contiguous())
 
     def _mask_i8(self, state: SynthesisState) -> torch.Tensor:
         """(N, VOCAB_SIZE) int8 masks, END allowed in finished rows. Every automaton returns a
@@ -277,20 +280,31 @@ class SynthesisCore:
         next observe reuses."""
         t = state.task
         tb = self._tables(t.device)
+        n = t.shape[0]
         if copy:
-            per_task = tb["task_obs"].index_select(0, t)
+            fields = self._fields(tb["task_obs"].index_select(0, t), tb)
         else:
-            if state.task_obs is None or state.task_obs.shape[0] != len(t):
-                state.task_obs = torch.empty((len(t), tb["task_obs"].shape[1]), dtype=torch.int32, device=t.device)
-            per_task = torch.index_select(tb["task_obs"], 0, t, out=state.task_obs)
-        n = len(t)   # (a field's columns are contiguous within a row: each view splits them)
-        fields = [f.view((n,) + shape) for f, shape in zip(per_task.split(tb["widths"], 1), tb["shapes"])]
+            if state.task_obs is None or state.task_obs.shape[0] != n:
+                state.task_obs = torch.empty((n, tb["task_obs"].shape[1]), dtype=torch.int32, device=t.device)
+            torch.index_select(tb["task_obs"], 0, t, out=state.task_obs)
+            # the views of this buffer, made again for another one (a pickle or a copy makes views
+            # of their own storage: the identity check fails there too)
+            if state.task_views is None or state.task_views[0]._base is not state.task_obs:
+                state.task_views = self._fields(state.task_obs, tb)
+            fields = state.task_views
         keep = (lambda x: x.clone()) if copy else (lambda x: x)  # noqa: E731
         obs = {"tokens": keep(state.tokens), "length": keep(state.length), "task": keep(t), "kinds": fields[0],
                "ret_kind": fields[1], "examples": fields[2], "outputs": fields[3]}
         if not self.batch:
             obs["action_mask"] = self._mask_i8(state)
         return obs
+
+    @staticmethod
+    def _fields(per_task: torch.Tensor, tb: dict) -> list:
+        """The per-task fields of (n, W) rows gathered from tb["task_obs"], as views (a field's
+        columns are contiguous within a row: each view splits them)."""
+        n = per_task.shape[0]
+        return [f.view((n,) + shape) for f, shape in zip(per_task.split_with_sizes(tb["widths"], 1), tb["shapes"])]
 
     def _score(self, tokens, length, body_len, task, done) -> torch.Tensor:
         if none_on_cpu(self, done):   # no program ends here (most token steps): the caller zeroes the rows
@@ -327,13 +341,18 @@ class SynthesisCore:
         `invalid` there, its row unchanged), the rows not restarting take their step."""
         L, t = self.max_len, self._tables(state.task.device)
         aut = self.automaton(state.grammar.device)
-        if self._native_cpu(aut, state):   # the same step in one native call (tested equal)
+        if self._native_cpu(aut, state):   # the same step in one native call (tested equal), numpy around it
             i64 = lambda x: x.to(torch.int64).contiguous()  # noqa: E731  (a caller's int32 actions or tasks)
-            bad, term, truncated, done, body_len = aut.env_step(state.task, state.tokens, state.length, state.grammar,
-                                                                i64(actions), restart.to(torch.bool).contiguous(),
-                                                                None if tasks is None else i64(tasks), L)
-            r = self._score(state.tokens, state.length, body_len, state.task, done).float()
-            return r.masked_fill(~done, 0.0).masked_fill_(bad, self.compile_penalty), term, truncated, bad
+            (bad, term, truncated, done), body_len = aut.env_step(
+                state.task, state.tokens, state.length, state.grammar, i64(actions),
+                restart.to(torch.bool).contiguous(), None if tasks is None else i64(tasks), L)
+            r = np.zeros(len(done), dtype=np.float32)
+            if done.any():   # (else no scoring: most token steps)
+                s = self._score(state.tokens, state.length, torch.from_numpy(body_len), state.task,
+                                torch.from_numpy(done))
+                r = np.where(done, s.float().numpy(), r)
+            r[bad] = self.compile_penalty   # (float32, as masked_fill_ rounds it)
+            return torch.from_numpy(r), torch.from_numpy(term), torch.from_numpy(truncated), torch.from_numpy(bad)
         new, invalid = aut.step(state.grammar, actions, state.task)
         bad = torch.gt(invalid, restart)                       # invalid & live
         allowed = torch.logical_not(invalid | restart)

@@ -104,6 +104,9 @@ def as_actions(x, device: torch.device) -> torch.Tensor:
     the env handles it as any out-of-range action (invalid_action with the penalty; in a batch
     env's body, the body's end) where a cast would truncate 4.9 to the valid action 4. Integer
     actions take the plain cast (no extra op, no host sync); other dtypes raise TypeError."""
+    if type(x) is int or isinstance(x, np.integer):   # one action (a single env's step): no array
+        v = int(x)   # (from_numpy: a third of torch.tensor's cost)
+        return torch.from_numpy(np.array(v if -(1 << 63) <= v < 1 << 63 else -1, np.int64)).to(device)
     if isinstance(x, torch.Tensor):
         t = x
         if t.is_complex():
@@ -377,6 +380,7 @@ class CoreEnv(gym.Env):
         self._guard = _OneCaller()
         self.state = self.core.empty(1, torch.device("cpu"))
         self._live = torch.ones(1, dtype=torch.bool)
+        self._restart = torch.zeros(1, dtype=torch.bool)   # step_reset's (no row restarts in a step)
         self._ready = False
         self._done = False   # the episode ended: step refuses until reset
 
@@ -393,7 +397,7 @@ class CoreEnv(gym.Env):
             task = int(self.np_random.integers(self.core.n_tasks))
         self.core.reset_rows(self.state, self._live, torch.tensor([task]))
         self._ready, self._done = True, False
-        return self._first(self.core.observe(self.state)), {}
+        return self._first(self.core.observe(self.state, copy=False)), {}
 
     @one_thread
     def step(self, action):
@@ -407,14 +411,20 @@ class CoreEnv(gym.Env):
         if self.action_space.shape and (a.ndim != 1 or a.shape[0] == 0):
             raise ValueError(f"one body expected, shape (L,) with L >= 1, got shape {tuple(a.shape)}")
         a = a.reshape((1, -1) if self.action_space.shape else (1,))
-        r, term, trunc, invalid = self.core.step(self.state, a, self._live)
-        obs = self._first(self.core.observe(self.state))
-        self._done = bool(term[0]) or bool(trunc[0])
-        return obs, float(r[0]), bool(term[0]), bool(trunc[0]), {"invalid_action": bool(invalid[0])}
+        if hasattr(self.core, "step_reset"):   # (the same step as core.step with live = [True])
+            r, term, trunc, invalid = self.core.step_reset(self.state, a, self._restart, None)
+        else:
+            r, term, trunc, invalid = self.core.step(self.state, a, self._live)
+        obs = self._first(self.core.observe(self.state, copy=False))
+        term, trunc = bool(term), bool(trunc)   # (one-element tensors)
+        self._done = term or trunc
+        return obs, float(r), term, trunc, {"invalid_action": bool(invalid)}
 
     @staticmethod
     def _first(obs: dict) -> dict:
-        return {k: v.numpy()[0, ...] for k, v in obs.items()}   # (row 0 as a view: a 0-d array for a scalar field)
+        # row 0 as numpy copies (a 0-d array for a scalar field): observe(copy=False) shares the
+        # state's buffers, and one copy here costs less than observe's torch clones
+        return {k: v.numpy()[0, ...].copy() for k, v in obs.items()}
 
     def render(self):
         return self.core.render(self.state) if self.render_mode == "ansi" else None

@@ -1,0 +1,137 @@
+"""The single envs' and the CPU step's cheaper paths against the plain ones: every observation
+field of a single env equals the vector env's row and is the caller's own copy; observe(copy=False)
+(cached field views of a reused buffer) equals observe() across steps, task changes, pickles and
+copies; the int fast path of as_actions reads ints as the array path does."""
+import copy
+import os
+import pickle
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import vramgym.envs
+from vramgym.envs.bank import TaskBank
+from vramgym.envs.vector import as_actions
+
+SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
+TASKS = ["sum_list", "gcd", "reverse_list", "max_list", "count_evens", "digit_sum"]
+BANK = TaskBank.from_names(TASKS, n_tests=8)
+IDS = ["vramgym/Synthesis-v0", "vramgym/SynthesisBatch-v0", "vramgym/NeuralCompile-v0"]
+
+
+def action(rng, space, obs):
+    if "action_mask" in obs:
+        return int(rng.choice(np.flatnonzero(obs["action_mask"])))
+    if isinstance(space, gym.spaces.Discrete):
+        return int(rng.integers(space.n))
+    return rng.integers(space.low, space.high + 1, size=space.shape).astype(space.dtype)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_single_env_observations_equal_the_vector_envs_rows_field_for_field(env_id):
+    n = 3
+    tasks = (np.arange(n) * 2) % len(TASKS)
+    vec = gym.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point", bank=BANK)
+    vobs, _ = vec.reset(seed=0, options={"task": tasks})
+    singles = [gym.make(env_id, bank=BANK) for _ in range(n)]
+    obs = [env.reset(seed=0, options={"task": int(t)})[0] for env, t in zip(singles, tasks)]
+    pending = np.zeros(n, bool)
+    rng = np.random.default_rng(SEED)
+    for _ in range(70):
+        acts = np.stack([action(rng, singles[0].action_space, o) for o in obs])
+        vobs, vr, vt, vu, vinfo = vec.step(acts)
+        for i, env in enumerate(singles):
+            if pending[i]:
+                o, _ = env.reset(options={"task": int(tasks[i])})
+                r, t, u, bad = 0.0, False, False, False
+            else:
+                o, r, t, u, info = env.step(acts[i])
+                bad = info.get("invalid_action", False)
+            assert isinstance(r, float) and type(t) is bool and type(u) is bool
+            assert r == pytest.approx(vr[i]) and t == vt[i] and u == vu[i] and bad == vinfo["invalid_action"][i]
+            assert o.keys() == vobs.keys()
+            for k in o:
+                assert o[k].dtype == vobs[k].dtype and o[k].shape == vobs[k].shape[1:], k
+                np.testing.assert_array_equal(o[k], vobs[k][i], err_msg=k)
+            assert singles[i].observation_space.contains(o)
+            obs[i] = o
+            pending[i] = t or u
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_single_env_observations_are_the_callers_own(env_id):
+    """The single env observes the state's own buffers (observe(copy=False)) and copies row 0 out:
+    what it returned must neither change with later steps nor reach the env when written to."""
+    env = gym.make(env_id, bank=BANK)
+    rng = np.random.default_rng(SEED)
+    obs, _ = env.reset(seed=1)
+    kept = []
+    for _ in range(30):
+        kept.append((obs, {k: v.copy() for k, v in obs.items()}))
+        obs, r, term, trunc, _ = env.step(action(rng, env.action_space, obs))
+        if term or trunc:
+            obs, _ = env.reset()
+    for o, snapshot in kept:
+        for k in o:
+            assert o[k].base is None or not isinstance(o[k].base, torch.Tensor), k
+            np.testing.assert_array_equal(o[k], snapshot[k], err_msg=k)
+    # scribbling over an observation leaves the next one as the state says
+    obs, _ = env.reset(seed=2, options={"task": 1})
+    again = {k: v.copy() for k, v in env.reset(seed=2, options={"task": 1})[0].items()}
+    for v in obs.values():
+        v[...] = 7
+    for k, v in env.reset(seed=2, options={"task": 1})[0].items():
+        np.testing.assert_array_equal(v, again[k], err_msg=k)
+
+
+@pytest.mark.parametrize("env_id", ["vramgym/Synthesis-v0", "vramgym/SynthesisBatch-v0"])
+def test_observe_without_copies_equals_observe_through_tasks_pickles_and_copies(env_id):
+    """observe(copy=False) keeps views of its buffer's fields and makes them again for another
+    buffer: a different env count, or a pickled or deep-copied state (whose views are their own
+    storage's, not the buffer's)."""
+    rng = np.random.default_rng(SEED)
+    for n in (5, 2):
+        vec = gym.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point", bank=BANK, copy=False)
+        core = vec.unwrapped.core
+        obs, _ = vec.reset(seed=int(rng.integers(1 << 30)))
+        for step in range(40):
+            if step == 15:
+                vec = pickle.loads(pickle.dumps(vec))
+            if step == 25:
+                vec = copy.deepcopy(vec)
+            st = vec.unwrapped.state
+            a = np.stack([action(rng, vec.single_action_space, {k: v[i] for k, v in obs.items()}) for i in range(n)])
+            obs = vec.step(a)[0]
+            plain = core.observe(st)
+            shared = vec.unwrapped.core.observe(st, copy=False)
+            for k in plain:
+                np.testing.assert_array_equal(shared[k].numpy(), plain[k].numpy(), err_msg=f"{k} at step {step}")
+                np.testing.assert_array_equal(obs[k], plain[k].numpy(), err_msg=k)
+            if st.task_views is not None:   # the views are the buffer's own
+                assert all(v._base is st.task_obs for v in st.task_views)
+        # the task field tracks the task (a view made once must see each gather)
+        np.testing.assert_array_equal(obs["kinds"], core._tables(torch.device("cpu"))["task_obs"].numpy()[
+            obs["task"], : obs["kinds"].shape[1]])
+
+
+INTS = [0, 1, 72, 73, -1, 2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 2**70]
+NP_INTS = [np.int8(-3), np.int32(5), np.uint8(200), np.int64(-(2**63)), np.uint64(2**63 - 1), np.uint64(2**64 - 1)]
+
+
+@pytest.mark.parametrize("x", INTS + NP_INTS, ids=repr)
+def test_the_int_fast_path_of_as_actions_reads_as_the_array_path(x):
+    fast = as_actions(x, torch.device("cpu"))
+    slow = as_actions(np.array([x], dtype=object if isinstance(x, int) else np.asarray(x).dtype), torch.device("cpu"))
+    assert fast.dtype == torch.int64 and fast.shape == ()
+    assert int(fast) == int(slow[0])
+    assert int(fast) == (int(x) if -(2**63) <= int(x) < 2**63 else -1)
+
+
+def test_bools_and_floats_still_take_the_array_path():
+    cpu = torch.device("cpu")
+    assert int(as_actions(True, cpu)) == 1 and int(as_actions(np.bool_(False), cpu)) == 0
+    assert int(as_actions(4.0, cpu)) == 4 and int(as_actions(4.5, cpu)) == -1
+    with pytest.raises(TypeError, match="actions must be ints"):
+        as_actions("3", cpu)
