@@ -520,45 +520,46 @@ class TaskBank:
             return ok, passed.long(), steps.long()
         # CPU: only the active rows are turned into tokens (a host sync costs nothing here), by the
         # native builder where its library is built (one pass per row; the torch ops cost more
-        # than compiling and running the programs), else by the torch ops
+        # than compiling and running the programs), else by the torch ops. numpy over the
+        # tensors' memory around them: a single env scores one row, where torch's cost per op
+        # outweighed compiling and running it
         from vramgym.vm.evaluate import score_token_rows
         from . import grammar_native
+        host = lambda x: x.cpu().numpy()  # noqa: E731  (a view on the CPU)
         n = bodies.shape[0]
-        ok = torch.zeros(n, dtype=torch.bool, device=dev)
-        passed, steps = torch.zeros(n, dtype=torch.int64, device=dev), torch.zeros(n, dtype=torch.int64, device=dev)
-        rows = torch.arange(n, device=dev) if active is None else torch.nonzero(active).reshape(-1)
+        ok, passed, steps = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        rows = np.arange(n) if active is None else np.flatnonzero(host(active))
         if len(rows):
+            b, lens, task = (np.ascontiguousarray(host(x)[rows], dtype=np.int64) for x in (bodies, lengths, task_ids))
             # A candidate that another active row repeats (same task, same body) runs once: a
             # policy that has learned a task writes the same program in many envs
-            if len(rows) > 1:
-                first, inverse = distinct_candidates(bodies[rows].cpu().numpy(), lengths[rows].cpu().numpy(),
-                                                     task_ids[rows].cpu().numpy())
-            else:   # (one row: nothing to group)
-                first = inverse = np.zeros(1, np.int64)
+            first, inverse = distinct_candidates(b, lens, task)
             if len(first) < len(rows):
-                first_t, inverse_t = torch.from_numpy(first).to(dev), torch.from_numpy(inverse).to(dev)
-                run_rows = rows[first_t]
+                b, lens, task = b[first], lens[first], task[first]
             else:
-                inverse_t, run_rows = None, rows
-            if dev.type == "cpu" and grammar_native.available():
-                from .token_slots import token_slots
-                slots, count = token_slots(self, bodies[run_rows], lengths[run_rows], task_ids[run_rows])
-            else:
-                slots, count = self.compiler_token_slots(bodies[run_rows], lengths[run_rows], task_ids[run_rows])
+                inverse = None
             # The scorer of evaluate_tasks_cpu without its argument checks: the tests are the bank's
-            # own, the slots were built just now; only the task ids come from the caller.
-            task = task_ids[run_rows].to(torch.int64).cpu().numpy()
-            if len(task) and (int(task.min()) < 0 or int(task.max()) >= len(self)):
+            # own, the slots are built just now; only the task ids come from the caller.
+            if int(task.min()) < 0 or int(task.max()) >= len(self):
                 raise ValueError(f"task_ids of active rows must be in [0, {len(self)})")
+            if grammar_native.available():
+                from .token_slots import token_slots_cpu
+                slots = np.empty((len(task), self.slot_size(b.shape[1]), 4), dtype=np.int32)
+                count = np.empty(len(task), dtype=np.int64)
+                token_slots_cpu(self, b, lens, task, None, slots, count)
+            else:
+                slots, count = (x.numpy() for x in self.compiler_token_slots(*map(torch.from_numpy, (b, lens, task))))
             p, s, o = score_token_rows(
-                int_array(slots.cpu().numpy(), "slots", INT32_MIN, INT32_MAX, np.int32, ndim=3),
-                count.to(torch.int64).cpu().numpy(), task, np.ones(len(task), dtype=bool),
+                int_array(slots, "slots", INT32_MIN, INT32_MAX, np.int32, ndim=3), count.astype(np.int64, copy=False),
+                task, np.ones(len(task), dtype=bool),
                 int_array(self.ret_kind, "ret_kind", oc.KIND_INT, oc.KIND_LIST, np.int32), self.inputs,
                 self.expected, self.n_tests, self.config, code_cap_for(slots.shape[1]))
-            o, p, s = (torch.from_numpy(x).to(dev) for x in (o, p.astype(np.int64), s))
-            if inverse_t is not None:
-                o, p, s = o[inverse_t], p[inverse_t], s[inverse_t]
+            if inverse is not None:
+                o, p, s = o[inverse], p[inverse], s[inverse]
             ok[rows], passed[rows], steps[rows] = o, p, s
+        ok, passed, steps = torch.from_numpy(ok), torch.from_numpy(passed), torch.from_numpy(steps)
+        if dev.type != "cpu":
+            ok, passed, steps = ok.to(dev), passed.to(dev), steps.to(dev)
         return ok, passed, steps
 
     def scores(self, ok, passed, steps, length) -> Scores:

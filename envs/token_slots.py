@@ -50,17 +50,16 @@ def token_slots(bank, bodies, lengths, task_ids, active=None, out=None):
         raise ValueError(f"out must be contiguous ((n, {S}, 4) int32, (n,) int64) buffers on {dev}")
     if dev.type == "cuda" and slots.data_ptr() % 16:   # the kernel writes a slot as one 16-byte store
         raise ValueError("out's slots must start on a 16-byte boundary")
+    if dev.type == "cpu":
+        token_slots_cpu(bank, bodies.numpy(), lengths.numpy(), task_ids.numpy(),
+                        None if active is None else active.numpy(), slots.numpy(), count.numpy())
+        return slots, count
     t, c = bank.tensors(dev), bank.slot_tables(dev, L)
     tables = (c["act"], c["act"].shape[0], c["tail_kv"], t["prefix"], t["prefix_len"], len(bank), c["P"])
     assert t["prefix"].dtype == c["act"].dtype == c["tail_kv"].dtype == torch.int32 and t["prefix_len"].dtype == torch.int64
     # addresses, not DLPack views: a few microseconds of host time less per argument
     addr = lambda x: 0 if x is None else x.data_ptr()  # noqa: E731
-    if dev.type == "cpu":
-        from .grammar_native import _threads, lib
-        lib().gm_token_slots(addr(bodies), L, addr(lengths), addr(task_ids), addr(active), n, addr(tables[0]),
-                             tables[1], addr(tables[2]), addr(tables[3]), addr(tables[4]), tables[5], tables[6],
-                             addr(slots), addr(count), _threads())
-    elif dev.type == "cuda":
+    if dev.type == "cuda":
         from . import grammar_cuda
         p = lambda x: np.uint64(addr(x))  # noqa: E731
         with grammar_cuda._torch_stream(dev):
@@ -70,3 +69,28 @@ def token_slots(bank, bodies, lengths, task_ids, active=None, out=None):
     else:
         raise ValueError(f"token_slots runs on the CPU or a CUDA device, not {dev}")
     return slots, count
+
+
+def token_slots_cpu(bank, bodies: np.ndarray, lengths: np.ndarray, task_ids: np.ndarray, active, slots: np.ndarray,
+                    count: np.ndarray) -> None:
+    """token_slots on the CPU over numpy arrays (TaskBank.evaluate's CPU path calls it directly:
+    at a few rows the torch wrapper's checks cost more than the call): bodies (n, L) int64,
+    lengths and task_ids (n,) int64, active (n,) bool or None, all C-contiguous; slots (n, S, 4)
+    int32 and count (n,) int64 are written (S = bank.slot_size(L)). The library reads them by
+    address, so their layout is checked (ValueError), not trusted."""
+    import torch
+    from .grammar_native import _p, _threads, lib
+    n, L = bodies.shape
+    want = ((bodies, np.int64, (n, L)), (lengths, np.int64, (n,)), (task_ids, np.int64, (n,)),
+            (slots, np.int32, (n, bank.slot_size(L), 4)), (count, np.int64, (n,))) + \
+        (() if active is None else ((active, np.bool_, (n,)),))
+    for a, dtype, shape in want:
+        if a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous:
+            raise ValueError(f"token_slots_cpu: expected a C-contiguous {np.dtype(dtype)} array of shape {shape}, "
+                             f"got {a.dtype} {a.shape}")
+    cpu = torch.device("cpu")
+    t, c = bank.tensors(cpu), bank.slot_tables(cpu, L)
+    assert t["prefix"].dtype == c["act"].dtype == c["tail_kv"].dtype == torch.int32 and t["prefix_len"].dtype == torch.int64
+    lib().gm_token_slots(_p(bodies), L, _p(lengths), _p(task_ids), 0 if active is None else _p(active), n,
+                         c["act"].data_ptr(), c["act"].shape[0], c["tail_kv"].data_ptr(), t["prefix"].data_ptr(),
+                         t["prefix_len"].data_ptr(), len(bank), c["P"], _p(slots), _p(count), _threads())

@@ -135,3 +135,68 @@ def test_bools_and_floats_still_take_the_array_path():
     assert int(as_actions(4.0, cpu)) == 4 and int(as_actions(4.5, cpu)) == -1
     with pytest.raises(TypeError, match="actions must be ints"):
         as_actions("3", cpu)
+
+
+def test_bank_evaluate_reads_any_int_layout_and_checks_active_task_ids():
+    """TaskBank.evaluate's CPU path reads the tensors' memory through numpy: int32 and strided
+    (non-contiguous) inputs score as int64 contiguous ones, repeats and inactive rows included;
+    inactive rows may hold any task id, active ones may not."""
+    from vramgym.envs import vocab as V
+    env = gym.make("vramgym/Synthesis-v0", bank=BANK)
+    rng = np.random.default_rng(SEED)
+    bodies, tasks = [], []
+    for _ in range(12):   # masked rollouts: programs that compile, pass some tests or trap
+        obs, _ = env.reset(seed=int(rng.integers(1 << 30)))
+        done = False
+        while not done:
+            obs, r, t, u, _ = env.step(action(rng, env.action_space, obs))
+            done = t or u
+        bodies.append(obs["tokens"])
+        tasks.append(int(obs["task"]))
+    b = np.stack(bodies + bodies[:4])                       # repeats run once, scored alike
+    lens = np.array([np.argmax(x == V.END) if (x == V.END).any() else len(x) for x in b])
+    tk = np.array(tasks + tasks[:4])
+    active = rng.random(len(b)) < 0.8
+    active[0] = True
+    want = [x.numpy() for x in BANK.evaluate(torch.from_numpy(b), torch.from_numpy(lens), torch.from_numpy(tk),
+                                             torch.from_numpy(active))]
+    assert want[0].any(), "no compiled program: the comparison below would be empty"
+    # int32, strided (every other column of a wider array), the same values
+    wide = np.zeros((len(b), 2 * b.shape[1]), np.int32)
+    wide[:, ::2] = b
+    strided = torch.from_numpy(wide)[:, ::2]
+    assert not strided.is_contiguous()
+    odd_tasks = np.where(active, tk, 999)                  # inactive rows: any task id
+    got = [x.numpy() for x in BANK.evaluate(strided, torch.from_numpy(lens.astype(np.int32)),
+                                            torch.from_numpy(odd_tasks.astype(np.int16)), torch.from_numpy(active))]
+    for g, w, what in zip(got, want, ("compiled", "passed", "steps")):
+        np.testing.assert_array_equal(g, w, err_msg=what)
+        assert not g[~active].any()
+    # each row alone gives what it gave in the batch
+    for i in np.flatnonzero(active)[:6]:
+        one = [x.numpy()[0] for x in BANK.evaluate(*(torch.from_numpy(a[i:i + 1]) for a in (b, lens, tk)))]
+        assert one == [w[i] for w in want]
+    with pytest.raises(ValueError, match=r"task_ids of active rows must be in \[0, 6\)"):
+        BANK.evaluate(torch.from_numpy(b), torch.from_numpy(lens), torch.from_numpy(odd_tasks), None)
+
+
+def test_token_slots_cpu_refuses_arrays_it_would_misread():
+    """The library reads token_slots_cpu's arrays by address: a wrong dtype, shape or layout is a
+    ValueError, never a read or write past an array."""
+    from vramgym.envs import grammar_native
+    from vramgym.envs.token_slots import token_slots_cpu
+    if not grammar_native.available():
+        pytest.skip("the native library is not built")
+    n, L = 3, 10
+    S = BANK.slot_size(L)
+    good = dict(bodies=np.zeros((n, L), np.int64), lengths=np.zeros(n, np.int64), task_ids=np.zeros(n, np.int64),
+                active=None, slots=np.zeros((n, S, 4), np.int32), count=np.zeros(n, np.int64))
+    token_slots_cpu(BANK, **good)
+    assert (good["count"] > 0).all()
+    bad = [("bodies", np.zeros((n, L), np.int32)), ("bodies", np.zeros((n, 2 * L), np.int64)[:, ::2]),
+           ("lengths", np.zeros(n + 1, np.int64)), ("task_ids", np.zeros(n, np.int32)),
+           ("slots", np.zeros((n, S - 1, 4), np.int32)), ("slots", np.zeros((n, S, 4), np.int64)),
+           ("count", np.zeros(n - 1, np.int64)), ("active", np.ones(n, np.int8)), ("active", np.ones(n + 1, bool))]
+    for name, value in bad:
+        with pytest.raises(ValueError, match="token_slots_cpu: expected"):
+            token_slots_cpu(BANK, **{**good, name: value})

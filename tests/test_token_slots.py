@@ -160,8 +160,8 @@ def test_cpu_scorer_takes_the_native_builder_and_scores_as_the_torch_one(bank, m
     import vramgym.envs.token_slots as TS
     args, refs = scoring_batch(bank, np.random.default_rng([SEED, 2]), 300)
     calls = []
-    native = TS.token_slots
-    monkeypatch.setattr(TS, "token_slots", lambda *a, **k: calls.append(1) or native(*a, **k))
+    native = TS.token_slots_cpu
+    monkeypatch.setattr(TS, "token_slots_cpu", lambda *a, **k: calls.append(1) or native(*a, **k))
     got = [x.numpy() for x in bank.evaluate(*args)]
     assert calls, "the CPU scorer did not take the native builder"
     monkeypatch.setattr(N, "available", lambda: False)
