@@ -14,7 +14,10 @@ launch of a few us (eager), so their number bounds a step's time at small batche
 Devices: `numpy` is the default vector env (state on the CPU, numpy out), `cpu` / `cuda` the
 torch-out env with its state there (`cuda` uses the torch mask automaton and the GPU scorer, and
 the random policy runs on the device too, so nothing crosses to the host in the timed loop),
-`cuda-graph` the same with the whole step replayed from one CUDA graph (`cuda_graph=True`). `--automaton` picks the mask
+`cuda-graph` the same with the whole step replayed from one CUDA graph (`cuda_graph=True`), `single`
+the env of `gym.make` (one env, numpy out: what a loop over single envs or Gymnasium's
+SyncVectorEnv steps; num_envs 1 only; its resets are timed as part of the loop, and the batch
+env's row counts one step per scored body, each after a reset). `--automaton` picks the mask
 automaton of the token env (auto, native, numpy, torch; several: side by side); SynthesisBatch-v0
 does not step the automaton, so it runs once per device.
 Synthesis-v0 counts token steps (one action per env per step); SynthesisBatch-v0 counts
@@ -254,6 +257,38 @@ def bench_automaton(bank, num_envs: int, seconds: float, seed: int, device: str,
             "steps_per_s": steps / dt, "programs_per_s": 0.0}
 
 
+def bench_single_env(bank, seconds: float, seed: int, batch: bool) -> dict:
+    """gym.make's env: the token env with masked random actions and a reset at each episode's
+    end, over at least two episodes besides `seconds`; the batch env scoring sampled bodies, each
+    on its own task (reset with options={"task": ...}, then one step)."""
+    import gymnasium as gym
+    env = gym.make("vramgym/SynthesisBatch-v0" if batch else "vramgym/Synthesis-v0", bank=bank)
+    gen = _gen("numpy", seed)
+    obs, _ = env.reset(seed=seed)
+    if batch:
+        bodies, tasks = sample_bodies(bank, 64, seed)
+    steps = done = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds or (not batch and done < 2):
+        if batch:
+            k = steps % len(bodies)
+            env.reset(options={"task": int(tasks[k])})
+            env.step(bodies[k])
+            steps += 1
+            done += 1
+            continue
+        a = int(masked_actions(torch.from_numpy(obs["action_mask"])[None], gen)[0])
+        obs, r, term, trunc, _ = env.step(a)
+        steps += 1
+        if term or trunc:
+            done += 1
+            obs, _ = env.reset()
+    dt = time.perf_counter() - t0
+    return {"env": "SynthesisBatch-v0" if batch else "Synthesis-v0", "device": "single",
+            "automaton": "-" if batch else env.unwrapped.core.automaton_kind(torch.device("cpu")), "num_envs": 1,
+            "steps_per_s": steps / dt, "programs_per_s": done / dt, "shortcuts": env.unwrapped.core.cpu_shortcuts}
+
+
 def sample_bodies(bank, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     env = _env(bank, n, "numpy")
     obs, _ = env.reset(seed=seed)
@@ -323,7 +358,7 @@ def machine() -> str:
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--num-envs", type=int, nargs="+", default=None, help="(default 1 16 256 4096; --quick: 1 8)")
-    p.add_argument("--device", nargs="+", default=["numpy"], help="numpy, cpu, cuda, cuda-graph (several: side by side)")
+    p.add_argument("--device", nargs="+", default=["numpy"], help="numpy, cpu, cuda, cuda-graph, single (several: side by side)")
     p.add_argument("--automaton", nargs="+", default=["auto"], help="auto, native, numpy, torch (token env)")
     p.add_argument("--env", choices=("token", "batch", "both", "automaton"), default="both",
                    help="automaton: the mask automaton alone (mask + step per row), no env around it")
@@ -371,17 +406,25 @@ def main(argv=None) -> dict:
     COPY = not a.no_copy
     bank = bank_for(None, None, 16, 0, "cpu", a.fuel)
     rows = []
+    if "single" in a.device and (a.num_envs != [1] or a.env == "automaton" or a.automaton != ["auto"]
+                                 or a.cpu_shortcuts != ["on"]):
+        p.error("--device single: gym.make's env, with --num-envs 1 only, --env token, batch or both, and the "
+                "default --automaton and --cpu-shortcuts")
     for device in a.device:
         for n in a.num_envs:
             cuts = [c == "on" for c in a.cpu_shortcuts]
-            if a.env == "automaton":
+            if device == "single":
+                runs = [lambda b=b: bench_single_env(bank, a.seconds, a.seed, b)
+                        for b in {"token": [False], "batch": [True], "both": [False, True]}[a.env]]
+            elif a.env == "automaton":
                 runs = [lambda m=m: bench_automaton(bank, n, a.seconds, a.seed, device, m) for m in a.automaton]
             else:
                 runs = [lambda m=m, c=c: bench_token_env(bank, n, a.seconds, a.seed, device, m, a.warmup_steps, c)
                         for m in a.automaton for c in cuts]
-            runs = (runs if a.env != "batch" else []) + \
-                ([lambda c=c: bench_batch_env(bank, n, a.seconds, a.seed, device, a.batch_repeats, c) for c in cuts]
-                 if a.env in ("batch", "both") else [])
+            if device != "single":
+                runs = (runs if a.env != "batch" else []) + \
+                    ([lambda c=c: bench_batch_env(bank, n, a.seconds, a.seed, device, a.batch_repeats, c)
+                      for c in cuts] if a.env in ("batch", "both") else [])
             best = [None] * len(runs)
             for _ in range(a.repeat):
                 for i, run in enumerate(runs):

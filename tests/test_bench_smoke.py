@@ -56,6 +56,22 @@ def test_bench_envs_quick(tmp_path):
     assert "| env | device |" in (tmp_path / "bench_envs.md").read_text()
 
 
+def test_bench_envs_single_env_rows(tmp_path):
+    """--device single times gym.make's env (one env): both envs' rows, and a clear stop for what
+    it does not take (more envs, the automaton alone)."""
+    spec = importlib.util.spec_from_file_location("vramgym_bench_envs", BENCH.parent / "bench_envs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    res = mod.main(["--quick", "--device", "single", "--num-envs", "1", "--out", str(tmp_path)])
+    rows = {r["env"]: r for r in res["rows"]}
+    assert set(rows) == {"Synthesis-v0", "SynthesisBatch-v0"} and all(r["num_envs"] == 1 for r in rows.values())
+    assert rows["Synthesis-v0"]["programs_per_s"] > 0   # two whole episodes at least, scored
+    assert rows["SynthesisBatch-v0"]["programs_per_s"] == rows["SynthesisBatch-v0"]["steps_per_s"] > 0
+    for bad in (["--num-envs", "1", "8"], ["--num-envs", "1", "--env", "automaton"]):
+        with pytest.raises(SystemExit):
+            mod.main(["--quick", "--device", "single", "--out", str(tmp_path)] + bad)
+
+
 def test_bench_envs_batch_repeats(tmp_path):
     """--batch-repeats K puts each sampled body in K envs: at most 1/K of a batch is distinct."""
     spec = importlib.util.spec_from_file_location("vramgym_bench_envs", BENCH.parent / "bench_envs.py")

@@ -171,7 +171,7 @@ def score_token_rows(toks: np.ndarray, count: np.ndarray, task: np.ndarray, act:
     Returns (passed, steps, ok) numpy arrays. The token rows go to the core packed in fresh
     arrays, so compile_tokens' copies and checks are not needed here."""
     n, slot = toks.shape[:2]
-    count = np.clip(count, 0, slot)
+    count = np.minimum(np.maximum(count, 0), slot)   # (np.clip costs 3-4x more at a few rows)
     passed, steps, ok = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
     rows = np.flatnonzero(act)
     if len(rows):
