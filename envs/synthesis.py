@@ -291,7 +291,9 @@ class SynthesisCore:
             # of their own storage: the identity check fails there too)
             if state.task_views is None or state.task_views[0]._base is not state.task_obs:
                 state.task_views = self._fields(state.task_obs, tb)
-            fields = state.task_views
+            # fresh views of them (a third of splitting again): a caller's in-place view op on an
+            # observation (transpose_, unsqueeze_) must not reshape the next ones
+            fields = [v.view(v.shape) for v in state.task_views]
         keep = (lambda x: x.clone()) if copy else (lambda x: x)  # noqa: E731
         obs = {"tokens": keep(state.tokens), "length": keep(state.length), "task": keep(t), "kinds": fields[0],
                "ret_kind": fields[1], "examples": fields[2], "outputs": fields[3]}
@@ -350,7 +352,9 @@ class SynthesisCore:
             if done.any():   # (else no scoring: most token steps)
                 s = self._score(state.tokens, state.length, torch.from_numpy(body_len), state.task,
                                 torch.from_numpy(done))
-                r = np.where(done, s.float().numpy(), r)
+                # (torch.where: a fresh tensor, whatever the reward's own is: with grad, a view with
+                # the negative bit set)
+                r = torch.where(torch.from_numpy(done), s.detach().float(), 0.0).numpy()
             r[bad] = self.compile_penalty   # (float32, as masked_fill_ rounds it)
             return torch.from_numpy(r), torch.from_numpy(term), torch.from_numpy(truncated), torch.from_numpy(bad)
         new, invalid = aut.step(state.grammar, actions, state.task)

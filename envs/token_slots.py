@@ -84,10 +84,12 @@ def token_slots_cpu(bank, bodies: np.ndarray, lengths: np.ndarray, task_ids: np.
     want = ((bodies, np.int64, (n, L)), (lengths, np.int64, (n,)), (task_ids, np.int64, (n,)),
             (slots, np.int32, (n, bank.slot_size(L), 4)), (count, np.int64, (n,))) + \
         (() if active is None else ((active, np.bool_, (n,)),))
-    for a, dtype, shape in want:
-        if a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous:
-            raise ValueError(f"token_slots_cpu: expected a C-contiguous {np.dtype(dtype)} array of shape {shape}, "
-                             f"got {a.dtype} {a.shape}")
+    for i, (a, dtype, shape) in enumerate(want):
+        written = i in (3, 4)   # slots, count
+        if (a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous or not a.flags.aligned
+                or (written and not a.flags.writeable)):
+            raise ValueError(f"token_slots_cpu: expected a C-contiguous, aligned{', writeable' if written else ''} "
+                             f"{np.dtype(dtype)} array of shape {shape}, got {a.dtype} {a.shape}")
     cpu = torch.device("cpu")
     t, c = bank.tensors(cpu), bank.slot_tables(cpu, L)
     assert t["prefix"].dtype == c["act"].dtype == c["tail_kv"].dtype == torch.int32 and t["prefix_len"].dtype == torch.int64

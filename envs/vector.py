@@ -104,7 +104,8 @@ def as_actions(x, device: torch.device) -> torch.Tensor:
     the env handles it as any out-of-range action (invalid_action with the penalty; in a batch
     env's body, the body's end) where a cast would truncate 4.9 to the valid action 4. Integer
     actions take the plain cast (no extra op, no host sync); other dtypes raise TypeError."""
-    if type(x) is int or isinstance(x, np.integer):   # one action (a single env's step): no array
+    # one action (a single env's step): no array (np.timedelta64 is an np.integer too: not an int)
+    if type(x) is int or (isinstance(x, np.integer) and x.dtype.kind in "iu"):
         v = int(x)   # (from_numpy: a third of torch.tensor's cost)
         return torch.from_numpy(np.array(v if -(1 << 63) <= v < 1 << 63 else -1, np.int64)).to(device)
     if isinstance(x, torch.Tensor):
@@ -383,6 +384,10 @@ class CoreEnv(gym.Env):
         self._restart = torch.zeros(1, dtype=torch.bool)   # step_reset's (no row restarts in a step)
         self._ready = False
         self._done = False   # the episode ended: step refuses until reset
+
+    def __setstate__(self, d):
+        d.setdefault("_restart", torch.zeros(1, dtype=torch.bool))   # (a pickle from before session 33)
+        vars(self).update(d)
 
     @one_thread
     def reset(self, *, seed: int | None = None, options: dict | None = None):

@@ -14,19 +14,12 @@ import torch
 import vramgym.envs
 from vramgym.envs.bank import TaskBank
 from vramgym.envs.vector import as_actions
+from test_envs import policy as action   # a random action, masked where the env has a mask
 
 SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
 TASKS = ["sum_list", "gcd", "reverse_list", "max_list", "count_evens", "digit_sum"]
 BANK = TaskBank.from_names(TASKS, n_tests=8)
 IDS = ["vramgym/Synthesis-v0", "vramgym/SynthesisBatch-v0", "vramgym/NeuralCompile-v0"]
-
-
-def action(rng, space, obs):
-    if "action_mask" in obs:
-        return int(rng.choice(np.flatnonzero(obs["action_mask"])))
-    if isinstance(space, gym.spaces.Discrete):
-        return int(rng.integers(space.n))
-    return rng.integers(space.low, space.high + 1, size=space.shape).astype(space.dtype)
 
 
 @pytest.mark.parametrize("env_id", IDS)
@@ -131,6 +124,9 @@ def test_the_int_fast_path_of_as_actions_reads_as_the_array_path(x):
 
 def test_bools_and_floats_still_take_the_array_path():
     cpu = torch.device("cpu")
+    for td in (np.timedelta64(4, "ns"), np.timedelta64(4, "s")):   # an np.integer, but no int
+        with pytest.raises(TypeError, match="actions must be ints"):
+            as_actions(td, cpu)
     assert int(as_actions(True, cpu)) == 1 and int(as_actions(np.bool_(False), cpu)) == 0
     assert int(as_actions(4.0, cpu)) == 4 and int(as_actions(4.5, cpu)) == -1
     with pytest.raises(TypeError, match="actions must be ints"):
@@ -157,7 +153,7 @@ def test_bank_evaluate_reads_any_int_layout_and_checks_active_task_ids():
     lens = np.array([np.argmax(x == V.END) if (x == V.END).any() else len(x) for x in b])
     tk = np.array(tasks + tasks[:4])
     active = rng.random(len(b)) < 0.8
-    active[0] = True
+    active[0], active[1] = True, False   # (one inactive row at least: its odd task id below)
     want = [x.numpy() for x in BANK.evaluate(torch.from_numpy(b), torch.from_numpy(lens), torch.from_numpy(tk),
                                              torch.from_numpy(active))]
     assert want[0].any(), "no compiled program: the comparison below would be empty"
@@ -196,7 +192,64 @@ def test_token_slots_cpu_refuses_arrays_it_would_misread():
     bad = [("bodies", np.zeros((n, L), np.int32)), ("bodies", np.zeros((n, 2 * L), np.int64)[:, ::2]),
            ("lengths", np.zeros(n + 1, np.int64)), ("task_ids", np.zeros(n, np.int32)),
            ("slots", np.zeros((n, S - 1, 4), np.int32)), ("slots", np.zeros((n, S, 4), np.int64)),
-           ("count", np.zeros(n - 1, np.int64)), ("active", np.ones(n, np.int8)), ("active", np.ones(n + 1, bool))]
+           ("count", np.zeros(n - 1, np.int64)), ("active", np.ones(n, np.int8)), ("active", np.ones(n + 1, bool)),
+           ("slots", np.frombuffer(bytes(n * S * 16), np.int32).reshape(n, S, 4)),          # read-only
+           ("count", np.frombuffer(bytes(8 * n), np.int64)),
+           ("lengths", np.zeros(8 * n + 1, np.uint8)[1:].view(np.int64))]                  # misaligned
     for name, value in bad:
         with pytest.raises(ValueError, match="token_slots_cpu: expected"):
             token_slots_cpu(BANK, **{**good, name: value})
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_a_single_env_pickled_by_an_older_version_still_steps(env_id):
+    """The single env's fixed restart row (session 33) is made again for a pickle without it."""
+    env = gym.make(env_id, bank=BANK)
+    obs, _ = env.reset(seed=3)
+    rng = np.random.default_rng(SEED)
+    a = action(rng, env.action_space, obs)
+    twin = pickle.loads(pickle.dumps(env))
+    del vars(twin.unwrapped)["_restart"]
+    old = pickle.loads(pickle.dumps(twin))
+    out, out_old = env.step(a), old.step(a)
+    for k in out[0]:
+        np.testing.assert_array_equal(out[0][k], out_old[0][k], err_msg=k)
+    assert out[1:4] == out_old[1:4]
+
+
+@pytest.mark.parametrize("odd", ["grad", "negative_bit"])
+def test_rewards_that_numpy_cannot_view_score_the_token_env(odd):
+    """The native token step makes its rewards in numpy: a reward tensor with grad, or a view with
+    the negative bit set (a valid real tensor), scores as the plain one."""
+    from vramgym.envs.reward import SynthesisReward
+
+    class Odd(SynthesisReward):
+        def __call__(self, scores):
+            r = super().__call__(scores)
+            return r.requires_grad_() if odd == "grad" else torch.complex(0 * r, -r).conj().imag
+
+    env, plain = gym.make("vramgym/Synthesis-v0", bank=BANK, reward=Odd()), gym.make("vramgym/Synthesis-v0", bank=BANK)
+    rng = np.random.default_rng(SEED)
+    obs, _ = env.reset(seed=5)
+    plain.reset(seed=5)
+    ended = False
+    while not ended:
+        a = action(rng, env.action_space, obs)
+        obs, r, t, u, _ = env.step(a)
+        assert r == plain.step(a)[1]
+        ended = t or u
+
+
+def test_observations_without_copies_are_fresh_views_each_step():
+    """copy=False shares the buffers, not the tensor objects: a view op in place on one step's
+    per-task field (transpose_, unsqueeze_) leaves the next step's observation as it should be."""
+    vec = gym.make_vec("vramgym/Synthesis-v0", num_envs=2, vectorization_mode="vector_entry_point", bank=BANK,
+                       device="cpu", copy=False)
+    obs, _ = vec.reset(seed=0)
+    shapes = {k: tuple(v.shape) for k, v in obs.items()}
+    obs["examples"].transpose_(1, 2)
+    obs["kinds"].unsqueeze_(0)
+    obs["ret_kind"].unsqueeze_(1)
+    nxt = vec.step(torch.as_tensor((torch.rand(obs["action_mask"].shape) + obs["action_mask"]).argmax(1)))[0]
+    assert {k: tuple(v.shape) for k, v in nxt.items()} == shapes
+    assert all(nxt[k] is not obs[k] for k in ("kinds", "ret_kind", "examples", "outputs"))
