@@ -14,8 +14,11 @@
 // keeping its two loops out of line keeps the compile kernels small.
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define VG_NOINLINE __noinline__
+#define VG_LEX_INLINE __forceinline__
 #else
 #define VG_NOINLINE
+// The lexer's per-token helpers: GCC left lx_emit out of line, a call per token.
+#define VG_LEX_INLINE __attribute__((always_inline)) inline
 #endif
 
 namespace vg {
@@ -99,7 +102,7 @@ VG_HD inline bool lx_fail(Lexer& L, int32_t code, int64_t at, int32_t arg = 0) {
   return false;
 }
 
-VG_HD inline bool lx_emit(Lexer& L, int32_t kind, int32_t value, int64_t at) {
+VG_HD VG_LEX_INLINE bool lx_emit(Lexer& L, int32_t kind, int32_t value, int64_t at) {
   if (L.n >= L.cap - 1) return lx_fail(L, ERR_TOO_MANY_TOKENS, at, L.cap);  // keep room for EOF (counted)
   Token& t = L.toks[L.n++];
   t.kind = kind;
@@ -111,6 +114,53 @@ VG_HD inline bool lx_emit(Lexer& L, int32_t kind, int32_t value, int64_t at) {
 
 VG_HD inline bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 VG_HD inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+// is_alpha(c) || is_digit(c) without branches: it runs for every character of every name.
+VG_HD VG_LEX_INLINE bool is_name_char(char c) {
+  return ((uint32_t)(uint8_t)((c | 0x20) - 'a') < 26u) | ((uint32_t)(uint8_t)(c - '0') < 10u) | (c == '_');
+}
+
+// Where the name that starts at s[at] ends (s[at .. p) are name characters). On the host, 8
+// characters at a time: a loop exit per character mispredicts on every name of a new length, and
+// that was the lexer's largest cost (session 34). The source is ASCII here (lx_check_bytes ran),
+// so every byte is below 0x80 and a byte's v + (0x80 - lo) sets its high bit iff v >= lo, with no
+// carry into the next byte.
+VG_HD VG_LEX_INLINE int64_t name_end(const char* s, int64_t at, int64_t len) {
+  int64_t p = at;
+#if !defined(__CUDA_ARCH__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+  while (p + 8 <= len) {
+    uint64_t x;
+    __builtin_memcpy(&x, s + p, 8);
+    const uint64_t y = x | (0x20 * ones);  // letters to lower case
+    const uint64_t alpha = (y + (0x80 - 'a') * ones) & ~(y + (0x80 - 'z' - 1) * ones);
+    const uint64_t digit = (x + (0x80 - '0') * ones) & ~(x + (0x80 - '9' - 1) * ones);
+    const uint64_t under = (x + (0x80 - '_') * ones) & ~(x + (0x80 - '_' - 1) * ones);
+    const uint64_t stop = ~(alpha | digit | under) & high;
+    if (stop) return p + (__builtin_ctzll(stop) >> 3);
+    p += 8;
+  }
+#endif
+  while (p < len && is_name_char(s[p])) p++;
+  return p;
+}
+
+// Where the run of spaces that starts at s[at] ends (the host: 8 at a time, as name_end; tabs and
+// form feeds are left to the caller's loop).
+VG_HD VG_LEX_INLINE int64_t spaces_end(const char* s, int64_t at, int64_t len) {
+  int64_t p = at;
+#if !defined(__CUDA_ARCH__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+  while (p + 8 <= len) {
+    uint64_t x;
+    __builtin_memcpy(&x, s + p, 8);
+    const uint64_t other = ((x ^ (0x20 * ones)) + 0x7F * ones) & high;  // high bit: not a space
+    if (other) return p + (__builtin_ctzll(other) >> 3);
+    p += 8;
+  }
+#endif
+  while (p < len && s[p] == ' ') p++;
+  return p;
+}
 
 // Whether a name's n chars are a string prefix (r, u, b, f, or br, fr either way round, any case; not
 // 3.14's t, which CPython 3.10-3.13 read as a name).
@@ -284,6 +334,44 @@ VG_HD inline bool py_bad_number(const char* s, int64_t len, int64_t at, int64_t*
 // Keywords of the language map to their own tokens; other Python keywords to RESERVED.
 // A switch on the first letter keeps this cheap: it runs for every identifier.
 VG_HD inline int32_t keyword(const char* s, int32_t n, int32_t* reserved_index) {
+#if !defined(__CUDA_ARCH__)
+  // On the host: the switch below costs a mispredicted indirect jump per name. Instead, a perfect
+  // hash of the first, second and last characters and the length names the one keyword a name can
+  // be (found by search for these 36; tests/test_keywords.py checks every keyword and near miss).
+  struct Kw {
+    const char* text;
+    int32_t len, tok, reserved;  // reserved: RESERVED's index, or -1 for the language's own token
+  };
+  static const Kw kws[] = {
+      {"False", 5, TOK_FALSE, -1}, {"None", 4, 0, 0}, {"True", 4, TOK_TRUE, -1}, {"and", 3, TOK_AND, -1},
+      {"as", 2, 0, 1}, {"assert", 6, 0, 2}, {"async", 5, 0, 3}, {"await", 5, 0, 4}, {"break", 5, TOK_BREAK, -1},
+      {"continue", 8, TOK_CONTINUE, -1}, {"class", 5, 0, 5}, {"def", 3, TOK_DEF, -1}, {"del", 3, 0, 6},
+      {"elif", 4, TOK_ELIF, -1}, {"else", 4, TOK_ELSE, -1}, {"except", 6, 0, 7}, {"for", 3, TOK_FOR, -1},
+      {"finally", 7, 0, 8}, {"from", 4, 0, 9}, {"global", 6, 0, 10}, {"if", 2, TOK_IF, -1}, {"in", 2, TOK_IN, -1},
+      {"import", 6, 0, 11}, {"is", 2, 0, 12}, {"lambda", 6, 0, 13}, {"not", 3, TOK_NOT, -1},
+      {"nonlocal", 8, 0, 14}, {"or", 2, TOK_OR, -1}, {"pass", 4, TOK_PASS, -1}, {"return", 6, TOK_RETURN, -1},
+      {"raise", 5, 0, 15}, {"try", 3, 0, 16}, {"while", 5, TOK_WHILE, -1}, {"with", 4, 0, 17},
+      {"yield", 5, 0, 18}, {"__debug__", 9, 0, 19}};
+  constexpr int32_t NKW = (int32_t)(sizeof kws / sizeof kws[0]);
+  auto hash = [](const char* w, int32_t len) {
+    const uint32_t second = len > 1 ? (uint8_t)w[1] : 0u;
+    return (int32_t)(((uint8_t)w[0] * 2u + second * 11u + (uint8_t)w[len - 1] * 2u + (uint32_t)len) & 127u);
+  };
+  struct Slots {
+    int8_t at[128];
+  };
+  static const Slots slots = [&] {
+    Slots t;
+    for (int32_t h = 0; h < 128; h++) t.at[h] = -1;
+    for (int32_t k = 0; k < NKW; k++) t.at[hash(kws[k].text, kws[k].len)] = (int8_t)k;
+    return t;
+  }();
+  const int32_t k = slots.at[hash(s, n)];
+  if (k < 0 || kws[k].len != n || __builtin_memcmp(kws[k].text, s, (size_t)n) != 0) return -1;
+  if (kws[k].reserved < 0) return kws[k].tok;
+  *reserved_index = kws[k].reserved;
+  return TOK_RESERVED;
+#endif
   if (n < 2 || n > 9) return -1;
 // The length first (sizeof a literal counts its NUL): most identifiers fail there.
 #define VG_KW(text, tok) if (n == (int32_t)sizeof(text) - 1 && vg_streq(s, n, text)) return tok
@@ -321,7 +409,7 @@ VG_HD inline int32_t keyword(const char* s, int32_t n, int32_t* reserved_index) 
 // their text) knows it too: a module-level function of that name replaces CPython's builtins.
 constexpr int32_t BUILTINS_NAME = MAX_NAMES - 1;
 
-VG_HD inline void lx_init_names(Lexer& L) {
+VG_HD inline void lx_init_names_slow(Lexer& L) {
   const char* b[NUM_BUILTIN_NAMES + 1] = {VG_BUILTIN_NAMES};
   b[NUM_BUILTIN_NAMES] = "__builtins__";
   for (int i = 0; i < 256; i++) L.bucket[i] = -1;
@@ -338,13 +426,50 @@ VG_HD inline void lx_init_names(Lexer& L) {
   L.nnames = NUM_BUILTIN_NAMES;
 }
 
+// The builtin names in a fresh table, once per compile. The host copies a table made once (the
+// lengths and hashes of the names cost more than the copy).
+VG_HD inline void lx_init_names(Lexer& L) {
+#if !defined(__CUDA_ARCH__)
+  struct Snapshot {
+    NameEntry names[NUM_BUILTIN_NAMES + 1];  // ids 0 .. NUM_BUILTIN_NAMES - 1, then BUILTINS_NAME
+    int16_t next[NUM_BUILTIN_NAMES + 1];
+    int16_t bucket[256];
+  };
+  static const Snapshot snap = [] {
+    static Lexer tmp;  // (static: a Lexer is large for a stack)
+    lx_init_names_slow(tmp);
+    Snapshot t;
+    for (int32_t k = 0; k <= NUM_BUILTIN_NAMES; k++) {
+      const int32_t i = k < NUM_BUILTIN_NAMES ? k : BUILTINS_NAME;
+      t.names[k] = tmp.names[i];
+      t.next[k] = tmp.next[i];
+    }
+    for (int32_t h = 0; h < 256; h++) t.bucket[h] = tmp.bucket[h];
+    return t;
+  }();
+  for (int32_t k = 0; k <= NUM_BUILTIN_NAMES; k++) {
+    const int32_t i = k < NUM_BUILTIN_NAMES ? k : BUILTINS_NAME;
+    L.names[i] = snap.names[k];
+    L.next[i] = snap.next[k];
+  }
+  __builtin_memcpy(L.bucket, snap.bucket, sizeof L.bucket);
+  L.nnames = NUM_BUILTIN_NAMES;
+#else
+  lx_init_names_slow(L);
+#endif
+}
+
 // The id of a name already in L's table, or -1.
 VG_HD inline int32_t lx_find(const Lexer& L, const char* s, int32_t n) {
   for (int32_t i = L.bucket[name_hash(s, n)]; i >= 0; i = L.next[i]) {
     if (L.names[i].len != n) continue;
+#if !defined(__CUDA_ARCH__)
+    if (__builtin_memcmp(L.names[i].ptr, s, (size_t)n) == 0) return i;  // (no loop exit to mispredict)
+#else
     int32_t k = 0;
     while (k < n && L.names[i].ptr[k] == s[k]) k++;
     if (k == n) return i;
+#endif
   }
   return -1;
 }
@@ -473,7 +598,7 @@ VG_HD inline bool lex(Lexer& L) {
   bool line_start = true;  // at the start of a logical line (outside brackets)
   while (!L.failed) {
     if (line_start && L.depth == 0) {
-      int64_t p = L.pos;
+      int64_t p = spaces_end(s, L.pos, L.len);
       int64_t tab_at = -1;
       while (p < L.len && (s[p] == ' ' || s[p] == '\t' || s[p] == '\f')) {
         if (s[p] != ' ' && tab_at < 0) tab_at = p;
@@ -516,6 +641,8 @@ VG_HD inline bool lex(Lexer& L) {
       L.pos = p;
       line_start = false;
     }
+    // One space between tokens or none, half and half: skipped without a branch on which.
+    if (L.pos < L.len) L.pos += s[L.pos] == ' ';
     while (L.pos < L.len && (s[L.pos] == ' ' || s[L.pos] == '\t' || s[L.pos] == '\f')) L.pos++;
     if (L.pos >= L.len) break;
     int64_t at = L.pos;
@@ -538,8 +665,7 @@ VG_HD inline bool lex(Lexer& L) {
       continue;
     }
     if (is_alpha(c)) {
-      int64_t p = at;
-      while (p < L.len && (is_alpha(s[p]) || is_digit(s[p]))) p++;
+      const int64_t p = name_end(s, at, L.len);
       int32_t n = (int32_t)(p - at);
       // b"..", f"..": the string starts at its prefix; after another name it starts at the quote
       if (p < L.len && (s[p] == '\'' || s[p] == '"') && string_prefix(s + at, n)) {
