@@ -119,44 +119,49 @@ VG_HD VG_LEX_INLINE bool is_name_char(char c) {
   return ((uint32_t)(uint8_t)((c | 0x20) - 'a') < 26u) | ((uint32_t)(uint8_t)(c - '0') < 10u) | (c == '_');
 }
 
-// Where the name that starts at s[at] ends (s[at .. p) are name characters). On the host, 8
-// characters at a time: a loop exit per character mispredicts on every name of a new length, and
-// that was the lexer's largest cost (session 34). The source is ASCII here (lx_check_bytes ran),
-// so every byte is below 0x80 and a byte's v + (0x80 - lo) sets its high bit iff v >= lo, with no
-// carry into the next byte.
-VG_HD VG_LEX_INLINE int64_t name_end(const char* s, int64_t at, int64_t len) {
-  int64_t p = at;
+// The lexer's scans on the host, 8 bytes at a time: a loop exit per character mispredicts on
+// every name or indent of a new length, and that was the lexer's largest cost (session 34). The
+// source is ASCII here (lx_check_bytes ran), so every byte is below 0x80 and a byte's
+// v + (0x80 - lo) sets its high bit iff v >= lo, with no carry into the next byte.
 #if !defined(__CUDA_ARCH__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-  while (p + 8 <= len) {
+#define VG_LEX_SWAR 1
+constexpr uint64_t SWAR_ONES = 0x0101010101010101ull, SWAR_HIGH = 0x8080808080808080ull;
+// High bit of each byte of x that is in [lo, hi].
+inline uint64_t swar_in(uint64_t x, uint32_t lo, uint32_t hi) {
+  return (x + (0x80 - lo) * SWAR_ONES) & ~(x + (0x80 - hi - 1) * SWAR_ONES) & SWAR_HIGH;
+}
+// From p, the first byte whose high bit `stop` sets for its 8-byte word, or the first p with
+// fewer than 8 bytes left (the caller's loop goes on from there).
+template <class Stop>
+__attribute__((always_inline)) inline int64_t swar_scan(const char* s, int64_t p, int64_t len, Stop stop) {
+  for (; p + 8 <= len; p += 8) {
     uint64_t x;
     __builtin_memcpy(&x, s + p, 8);
-    const uint64_t y = x | (0x20 * ones);  // letters to lower case
-    const uint64_t alpha = (y + (0x80 - 'a') * ones) & ~(y + (0x80 - 'z' - 1) * ones);
-    const uint64_t digit = (x + (0x80 - '0') * ones) & ~(x + (0x80 - '9' - 1) * ones);
-    const uint64_t under = (x + (0x80 - '_') * ones) & ~(x + (0x80 - '_' - 1) * ones);
-    const uint64_t stop = ~(alpha | digit | under) & high;
-    if (stop) return p + (__builtin_ctzll(stop) >> 3);
-    p += 8;
+    const uint64_t m = stop(x);
+    if (m) return p + (__builtin_ctzll(m) >> 3);
   }
+  return p;
+}
+#endif
+
+// Where the name that starts at s[at] ends (s[at .. p) are name characters).
+VG_HD VG_LEX_INLINE int64_t name_end(const char* s, int64_t at, int64_t len) {
+  int64_t p = at;
+#ifdef VG_LEX_SWAR
+  p = swar_scan(s, p, len, [](uint64_t x) {
+    const uint64_t name = swar_in(x | 0x20 * SWAR_ONES, 'a', 'z') | swar_in(x, '0', '9') | swar_in(x, '_', '_');
+    return ~name & SWAR_HIGH;
+  });
 #endif
   while (p < len && is_name_char(s[p])) p++;
   return p;
 }
 
-// Where the run of spaces that starts at s[at] ends (the host: 8 at a time, as name_end; tabs and
-// form feeds are left to the caller's loop).
+// Where the run of spaces that starts at s[at] ends (tabs and form feeds are the caller's).
 VG_HD VG_LEX_INLINE int64_t spaces_end(const char* s, int64_t at, int64_t len) {
   int64_t p = at;
-#if !defined(__CUDA_ARCH__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-  while (p + 8 <= len) {
-    uint64_t x;
-    __builtin_memcpy(&x, s + p, 8);
-    const uint64_t other = ((x ^ (0x20 * ones)) + 0x7F * ones) & high;  // high bit: not a space
-    if (other) return p + (__builtin_ctzll(other) >> 3);
-    p += 8;
-  }
+#ifdef VG_LEX_SWAR
+  p = swar_scan(s, p, len, [](uint64_t x) { return ~swar_in(x, ' ', ' ') & SWAR_HIGH; });
 #endif
   while (p < len && s[p] == ' ') p++;
   return p;
