@@ -130,6 +130,7 @@ constexpr uint64_t SWAR_ONES = 0x0101010101010101ull, SWAR_HIGH = 0x808080808080
 inline uint64_t swar_in(uint64_t x, uint32_t lo, uint32_t hi) {
   return (x + (0x80 - lo) * SWAR_ONES) & ~(x + (0x80 - hi - 1) * SWAR_ONES) & SWAR_HIGH;
 }
+// Only for checked sources (bytes below 0x80: a larger one carries into its neighbour).
 // From p, the first byte whose high bit `stop` sets for its 8-byte word, or the first p with
 // fewer than 8 bytes left (the caller's loop goes on from there).
 template <class Stop>
@@ -371,6 +372,7 @@ VG_HD inline int32_t keyword(const char* s, int32_t n, int32_t* reserved_index) 
     for (int32_t k = 0; k < NKW; k++) t.at[hash(kws[k].text, kws[k].len)] = (int8_t)k;
     return t;
   }();
+  if (n < 1) return -1;  // (lex passes n >= 1; the hash reads w[n - 1])
   const int32_t k = slots.at[hash(s, n)];
   if (k < 0 || kws[k].len != n || __builtin_memcmp(kws[k].text, s, (size_t)n) != 0) return -1;
   if (kws[k].reserved < 0) return kws[k].tok;
