@@ -130,9 +130,9 @@ constexpr uint64_t SWAR_ONES = 0x0101010101010101ull, SWAR_HIGH = 0x808080808080
 inline uint64_t swar_in(uint64_t x, uint32_t lo, uint32_t hi) {
   return (x + (0x80 - lo) * SWAR_ONES) & ~(x + (0x80 - hi - 1) * SWAR_ONES) & SWAR_HIGH;
 }
-// Only for checked sources (bytes below 0x80: a larger one carries into its neighbour).
 // From p, the first byte whose high bit `stop` sets for its 8-byte word, or the first p with
-// fewer than 8 bytes left (the caller's loop goes on from there).
+// fewer than 8 bytes left (the caller's loop goes on from there). Only for checked sources: a
+// byte of 0x80 or more carries into its neighbour.
 template <class Stop>
 __attribute__((always_inline)) inline int64_t swar_scan(const char* s, int64_t p, int64_t len, Stop stop) {
   for (; p + 8 <= len; p += 8) {
@@ -433,33 +433,22 @@ VG_HD inline void lx_init_names_slow(Lexer& L) {
   L.nnames = NUM_BUILTIN_NAMES;
 }
 
-// The builtin names in a fresh table, once per compile. The host copies a table made once (the
-// lengths and hashes of the names cost more than the copy).
+// The builtin names in a fresh table, once per compile. The host copies them from a table made
+// once (their lengths and hashes cost more than the copy): the builtin entries and the buckets,
+// the only parts a compile changes or reads of it.
 VG_HD inline void lx_init_names(Lexer& L) {
 #if !defined(__CUDA_ARCH__)
-  struct Snapshot {
-    NameEntry names[NUM_BUILTIN_NAMES + 1];  // ids 0 .. NUM_BUILTIN_NAMES - 1, then BUILTINS_NAME
-    int16_t next[NUM_BUILTIN_NAMES + 1];
-    int16_t bucket[256];
-  };
-  static const Snapshot snap = [] {
-    static Lexer tmp;  // (static: a Lexer is large for a stack)
-    lx_init_names_slow(tmp);
-    Snapshot t;
-    for (int32_t k = 0; k <= NUM_BUILTIN_NAMES; k++) {
-      const int32_t i = k < NUM_BUILTIN_NAMES ? k : BUILTINS_NAME;
-      t.names[k] = tmp.names[i];
-      t.next[k] = tmp.next[i];
-    }
-    for (int32_t h = 0; h < 256; h++) t.bucket[h] = tmp.bucket[h];
+  static const Lexer& fresh = [] () -> const Lexer& {
+    static Lexer t;  // (static: a Lexer is large for a stack)
+    lx_init_names_slow(t);
     return t;
   }();
   for (int32_t k = 0; k <= NUM_BUILTIN_NAMES; k++) {
     const int32_t i = k < NUM_BUILTIN_NAMES ? k : BUILTINS_NAME;
-    L.names[i] = snap.names[k];
-    L.next[i] = snap.next[k];
+    L.names[i] = fresh.names[i];
+    L.next[i] = fresh.next[i];
   }
-  __builtin_memcpy(L.bucket, snap.bucket, sizeof L.bucket);
+  __builtin_memcpy(L.bucket, fresh.bucket, sizeof L.bucket);
   L.nnames = NUM_BUILTIN_NAMES;
 #else
   lx_init_names_slow(L);
