@@ -1,6 +1,7 @@
 """Superinstructions (vm/csrc/fuse.h) must be invisible: the lockstep and scalar interpreters
 with them (modes 0 and 1 where they pay, 5 and 4 always) and without (modes 2 and 3; 3 is the
-reference: the plain scalar interpreter) give the same status, value, steps and list contents,
+reference: the plain scalar interpreter), and the JIT's native code (mode 6, and mode 0 while
+vg_jit allows it: tests/test_jit.py), give the same status, value, steps and list contents,
 also when the step budget runs out or a trap happens inside a fused sequence. Fuel is swept over
 every cut point of small programs on purpose.
 
@@ -21,7 +22,8 @@ from vramgym.compiler.random_programs import generate_program, random_args
 from vramgym.vm import Program, ProgramBatch, VMConfig, cpu, encode_tuples, opcodes as oc, run_batch
 
 SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
-MODES = {"lockstep": 0, "scalar": 1, "plain lockstep": 2, "plain scalar": 3, "fused scalar": 4, "fused lockstep": 5}
+MODES = {"lockstep or jit": 0, "scalar": 1, "plain lockstep": 2, "plain scalar": 3, "fused scalar": 4,
+         "fused lockstep": 5, "jit": 6}
 
 
 class _ModeLib:

@@ -8,11 +8,23 @@ import pytest
 
 from vramgym.compiler import compile_source
 from vramgym.compiler.random_programs import generate_program, random_args
-from vramgym.vm import Encoded, Program, ProgramBatch, VMConfig, encode_tuples, opcodes as oc, run_batch
+from vramgym.vm import Encoded, Program, ProgramBatch, VMConfig, cpu, encode_tuples, opcodes as oc, run_batch
 
 SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
 
 CONFIGS = [VMConfig(), VMConfig(fuel=300, max_depth=6, heap_size=40, max_lists=6, stack_size=64)]
+
+
+@pytest.fixture(autouse=True, params=[0, 1], ids=["lockstep", "jit"])
+def jit(request):
+    """Each test twice: with the JIT off (lockstep=True runs the lockstep interpreter) and on (it
+    runs native code where the JIT compiles the program; nothing changes where it is not built)."""
+    import ctypes
+    f = cpu.lib().vg_jit
+    f.restype, f.argtypes = ctypes.c_int32, [ctypes.c_int32]
+    before = f(request.param)
+    yield
+    f(before)
 
 
 def assert_same(batch, inputs, config, what):

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler.h"
+#include "jit.h"
 #include "lanes.h"
 #include "vm.h"
 
@@ -122,6 +123,54 @@ struct LaneScratch {
     }
   }
 };
+
+#ifdef VG_JIT
+// A thread's native code (jit.h): the buffer and the program compiled in it.
+struct JitScratch {
+  jit::CodeBuffer buf;
+  jit::Compiled prog;
+};
+#endif
+
+#ifdef VG_JIT
+// The threads' code buffers, kept between run_batch calls (a fresh mapping costs a system call
+// and its first page faults); at most a few, one per thread at a time.
+struct JitPool {
+  std::mutex mu;
+  std::vector<JitScratch*> kept;
+  JitScratch* take() {
+    {
+      std::lock_guard<std::mutex> g(mu);
+      if (!kept.empty()) {
+        JitScratch* s = kept.back();
+        kept.pop_back();
+        s->prog.prog = -1;
+        return s;
+      }
+    }
+    return new JitScratch();
+  }
+  void give(JitScratch* s) {
+    if (!s) return;
+    {
+      std::lock_guard<std::mutex> g(mu);
+      if (kept.size() < 64) {
+        kept.push_back(s);
+        return;
+      }
+    }
+    delete s;
+  }
+};
+JitPool& jit_pool() {
+  static JitPool* p = [] {
+    JitPool* q = new JitPool();  // never destroyed (as scratch_pool)
+    pthread_atfork([] { jit_pool().mu.lock(); }, [] { jit_pool().mu.unlock(); }, [] { jit_pool().mu.unlock(); });
+    return q;
+  }();
+  return *p;
+}
+#endif
 
 // A program's superinstructions (fuse.h), per thread.
 struct Translation {
@@ -251,6 +300,37 @@ VG_EXPORT int32_t vg_lane_isa(int32_t isa) {
   return isa < 0 ? lane_isa().load() : lane_isa().exchange(isa ? 1 : 0);
 }
 
+// Whether run_batch runs programs as native code (jit.h) where it can: 1 (the default where the
+// JIT is built) or 0; -1 changes nothing. Returns the setting before, or -1 where the JIT is not
+// built (x86-64 Linux and macOS with GCC or Clang only). Not during a run_batch.
+VG_EXPORT int32_t vg_jit(int32_t on) {
+#ifdef VG_JIT
+  return on < 0 ? jit::enabled().load() : jit::enabled().exchange(on ? 1 : 0);
+#else
+  (void)on;
+  return -1;
+#endif
+}
+
+// The native code the JIT makes of one validated program (for inspection: tests and
+// disassembly): its bytes into out (room for cap), the offset of pc's block into at[len]
+// (-1 where none). Returns the code's size, 0 when it is not compiled, -1 without the JIT.
+VG_EXPORT int64_t vg_jit_code(const uint32_t* code, int32_t len, uint8_t* out, int64_t cap, int64_t* at) {
+#ifdef VG_JIT
+  jit::CodeBuffer buf;
+  jit::Compiled c;
+  int32_t entry_pc;
+  if (validate_words(code, len, 0, &entry_pc) >= 0 || !jit::compile(code, len, c, buf)) return 0;
+  const int64_t n = c.size;
+  for (int64_t i = 0; i < n && i < cap; i++) out[i] = buf.mem[i];
+  for (int32_t pc = 0; pc < len; pc++) at[pc] = c.at[pc] ? (uint8_t*)c.at[pc] - buf.mem : -1;
+  return n;
+#else
+  (void)code, (void)len, (void)out, (void)cap, (void)at;
+  return -1;
+#endif
+}
+
 // Compile one source. Returns the number of code words, or -1 with err = {code, line, col, arg}.
 // meta receives FUNC_META ints per function (room for MAX_FUNCS), *nfuncs their count.
 VG_EXPORT int32_t vg_compile(const char* src, int64_t len, uint32_t* code, int32_t code_cap, int32_t* err, int32_t* meta,
@@ -355,8 +435,9 @@ VG_EXPORT int32_t vg_validate_batch(const uint32_t* code, const int64_t* code_of
 // mode 0: consecutive runs of one program go through the lockstep lane interpreter (up to 32
 // at once), mode 1: every run through the scalar interpreter; both with superinstructions
 // (fuse.h) where they pay. Modes 2 and 3: the same without superinstructions (the tests'
-// references); modes 4 and 5: scalar and lockstep, always with them (for tests). All give
-// identical results. Returns 0, or -1 when memory for the runs' scratch ran out (results are
+// references); modes 4 and 5: scalar and lockstep, always with them (for tests); mode 6: native
+// code (jit.h) for every program it compiles, the others as mode 0 without it. Mode 0 takes the
+// native code too where vg_jit allows (the default). All give identical results. Returns 0, or -1 when memory for the runs' scratch ran out (results are
 // then incomplete).
 VG_EXPORT int32_t vg_run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
                   const int32_t* ret_kind, const int8_t* params, const int32_t* in_words, const int64_t* in_off,
@@ -501,6 +582,10 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
   std::vector<RunScratch*> scratch(nt, nullptr);
   std::vector<LaneScratch*> lane_scratch(nt, nullptr);
   std::vector<Translation*> trans(nt, nullptr);
+#ifdef VG_JIT
+  const bool jit_on = jit::enabled().load(std::memory_order_relaxed);
+  std::vector<JitScratch*> jits(nt, nullptr);
+#endif
   ok = ok && parallel_for(ntasks, nt, 4, [&](int32_t tid, int64_t t) {
     int64_t r0 = task_start[t], r1 = task_start[t + 1];
     int32_t p = run_prog[r0];
@@ -512,6 +597,37 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
       int32_t j = run_in[r];
       return check && (uint32_t)j < (uint32_t)n_in && !kinds_match(want, in_words + in_off[j], in_off[j + 1] - in_off[j]);
     };
+#ifdef VG_JIT
+    // Native code (jit.h), compiled once per program and thread, one run at a time; programs it
+    // does not compile go on below.
+    if ((mode == 0 || mode == 6) && jit_on && (uint32_t)p < (uint32_t)n_prog && entry_pc[p] >= 0) {
+      if (!jits[tid]) jits[tid] = jit_pool().take();
+      JitScratch& J = *jits[tid];
+      const uint32_t* jcode = code + code_off[p];
+      const int32_t jlen = (int32_t)(code_off[p + 1] - code_off[p]);
+      if (J.prog.prog != p) {
+        J.prog.prog = p;
+        jit::compile(jcode, jlen, J.prog, J.buf);
+      }
+      if (J.prog.ok) {
+        if (!scratch[tid]) scratch[tid] = scratch_pool().take<RunScratch>(scratch_pool().runs, cfg);
+        Workspace& ws = scratch[tid]->ws;
+        for (int64_t r = r0; r < r1; r++) {
+          const int32_t j = run_in[r];
+          RunResult x;
+          x.value = x.steps = 0;
+          ws.nlists = 0;
+          if ((uint32_t)j >= (uint32_t)n_in || wrong_kinds(r)) x.status = TRAP_BAD_INPUT;
+          else
+            x = jit::run(J.prog, jcode, jlen, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]),
+                         cfg, ws);
+          finish_run(x, ws, p, n_prog, ret_kind, j, n_in, exp_words, exp_off, r, status, value, steps, passed,
+                     out_list, out_cap);
+        }
+        return;
+      }
+    }
+#endif
     bool lockstep = r1 - r0 > 1 && (uint32_t)p < (uint32_t)n_prog && entry_pc[p] != -2;
     const int32_t* ins[LANES];
     int32_t lens[LANES];
@@ -584,6 +700,9 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
   for (auto* s : scratch) scratch_pool().give(scratch_pool().runs, cfg, s);
   for (auto* s : lane_scratch) scratch_pool().give(scratch_pool().lanes, cfg, s);
   for (auto* s : trans) delete s;
+#ifdef VG_JIT
+  for (auto* s : jits) jit_pool().give(s);
+#endif
   return ok ? 0 : -1;
 }
 

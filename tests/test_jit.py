@@ -1,0 +1,304 @@
+"""The JIT (vm/csrc/jit.h): validated bytecode compiled to x86-64 machine code, run one input at a
+time, handing a run to the interpreter where it cannot vouch for the result (a block that would
+cross the step budget, a call whose frame might not fit). The plain scalar interpreter is its
+oracle: status, value, steps and list contents must be equal on fresh random programs (default
+and tight limits), at every cut of the step budget, for every trap, on deep recursion, and on
+hand-made bytecode (whose stack depths may differ at a pc: then it is not compiled at all).
+Mode 6 of vg_run_batch forces the JIT for every program it compiles; mode 0 (the default) takes
+it too while vg_jit allows."""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from test_fused import MODES, PROGRAMS, run_mode
+from vramgym.compiler import compile_source
+from vramgym.compiler.random_programs import GeneratorConfig, generate_program, random_args
+from vramgym.vm import Program, ProgramBatch, VMConfig, cpu, encode_tuples, opcodes as oc, run_batch
+
+SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
+JIT = 6
+
+
+def _lib():
+    so = cpu.lib()
+    so.vg_jit.restype = ctypes.c_int32
+    so.vg_jit.argtypes = [ctypes.c_int32]
+    so.vg_jit_code.restype = ctypes.c_int64
+    so.vg_jit_code.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
+    return so
+
+
+pytestmark = pytest.mark.skipif(_lib().vg_jit(-1) < 0, reason="the JIT is built for x86-64 Linux and macOS only")
+
+
+def compiles(program: Program) -> bool:
+    """Whether the JIT compiles this program (vg_jit_code: its code's size, 0 when not compiled)."""
+    code = np.ascontiguousarray(program.code, dtype=np.uint32)
+    out = np.zeros(max(4096, 512 * len(code)), dtype=np.uint8)
+    at = np.zeros(len(code), dtype=np.int64)
+    return _lib().vg_jit_code(code.ctypes.data, len(code), out.ctypes.data, len(out), at.ctypes.data) > 0
+
+
+def assert_jit_equals_interpreter(batch, inputs, config, what, monkeypatch):
+    ref = run_mode(batch, inputs, config, MODES["plain scalar"], monkeypatch)
+    got = run_mode(batch, inputs, config, JIT, monkeypatch)
+    for field in ("status", "value", "steps", "out_list"):
+        x, y = getattr(got, field), getattr(ref, field)
+        bad = np.flatnonzero((x != y).reshape(len(x), -1).any(axis=1))
+        assert not len(bad), (f"{what} ({config}): the JIT and the interpreter differ in {field} at runs "
+                              f"{bad[:5].tolist()}: {x[bad[:5]].tolist()} vs {y[bad[:5]].tolist()} (seed {SEED})")
+    return ref
+
+
+@pytest.mark.parametrize("tight", [False, True], ids=["default", "tight"])
+def test_random_programs(tight, monkeypatch):
+    rng = np.random.default_rng(SEED)
+    done = 0
+    for _ in range(200):
+        g = generate_program(rng)
+        p = compile_source(g.source)
+        done += compiles(p)
+        args = random_args(rng, g.params, 24)
+        cfg = (VMConfig(fuel=int(rng.integers(1, 500)), stack_size=int(rng.integers(4, 80)),
+                        max_depth=int(rng.integers(0, 8)), heap_size=int(rng.integers(0, 200)),
+                        max_lists=int(rng.integers(0, 12))) if tight else VMConfig())
+        assert_jit_equals_interpreter(ProgramBatch.from_programs([p], g.entry),
+                                      encode_tuples(args, p.function(g.entry).params), cfg, g.source, monkeypatch)
+    assert done == 200, f"the JIT compiled only {done} of 200 compiled programs"
+
+
+def test_recursive_programs(monkeypatch):
+    """Calls and returns through the frame records (no native stack per call): depth limits from
+    0 to past the deepest run, stack sizes that cut frames, and a depth of 100,000."""
+    rng = np.random.default_rng(SEED)
+    cfg_gen = GeneratorConfig(p_recursive=0.8, max_recursion=12)
+    for _ in range(60):
+        g = generate_program(rng, cfg_gen)
+        p = compile_source(g.source)
+        args = random_args(rng, g.params, 16)
+        cfg = VMConfig(max_depth=int(rng.integers(0, 30)), stack_size=int(rng.integers(8, 300)))
+        assert_jit_equals_interpreter(ProgramBatch.from_programs([p], g.entry),
+                                      encode_tuples(args, p.function(g.entry).params), cfg, g.source, monkeypatch)
+    src = "def f(n: int) -> int:\n    if n <= 0:\n        return 0\n    return 1 + f(n - 1)\n"
+    batch = ProgramBatch.from_programs([compile_source(src)], "f")
+    inputs = encode_tuples([(n,) for n in (0, 1, 5, 99_999, 100_000, 100_001)], ("int",))
+    cfg = VMConfig(max_depth=100_000, stack_size=1 << 20, fuel=2**31 - 1)
+    res = assert_jit_equals_interpreter(batch, inputs, cfg, src, monkeypatch)
+    assert [oc.TRAP_NAMES[int(s)] for s in res.status] == ["ok"] * 5 + ["recursion"]
+    assert res.value[:5].tolist() == [0, 1, 5, 99_999, 100_000]
+
+
+@pytest.mark.parametrize("k", range(len(PROGRAMS)))
+def test_every_fuel_cut(k, monkeypatch):
+    """Each block checks the budget at its entry and hands the run over when it does not cover the
+    block: every cut lands in some block, and the interpreter finishes exactly."""
+    src, params, gen = PROGRAMS[k]
+    rng = np.random.default_rng(SEED + k)
+    batch = ProgramBatch.from_programs([compile_source(src)], "f")
+    inputs = encode_tuples([gen(rng) for _ in range(16)], params)
+    full = assert_jit_equals_interpreter(batch, inputs, VMConfig(), src, monkeypatch)
+    top = int(full.steps.max()) + 2
+    fuels = range(1, top) if top <= 300 else sorted(set(range(1, 150)) | set(rng.integers(150, top, 60).tolist()))
+    for fuel in fuels:
+        assert_jit_equals_interpreter(batch, inputs, VMConfig(fuel=int(fuel)), src, monkeypatch)
+    for stack in range(1, 12):
+        assert_jit_equals_interpreter(batch, inputs, VMConfig(stack_size=stack), src, monkeypatch)
+
+
+def test_every_trap(monkeypatch):
+    """Each trap from native code: the arithmetic ones at int32's edges (Python's floor division
+    and modulo by constants and variables, of both signs), list indexes out of range, memory,
+    recursion, range() with step 0, and the cycle check's out_of_fuel."""
+    cases = [
+        ("def f(a: int, b: int) -> int:\n    return a + b\n", [(2**31 - 1, 1), (-2**31, -1), (5, -7)]),
+        ("def f(a: int, b: int) -> int:\n    return a - b * 2\n", [(-2**31, 1), (0, 2**30), (3, -2**30)]),
+        ("def f(a: int, b: int) -> int:\n    return -a + abs(b)\n", [(-2**31, 0), (0, -2**31), (5, -7)]),
+        ("def f(a: int, b: int) -> list[int]:\n    return [a // b, a % b, a // 7, a % 7, a // -3, a % -3, a // 8, a % 8]\n",
+         [(a, b) for a in (-2**31, -2**31 + 1, -9, -1, 0, 1, 9, 2**31 - 1) for b in (-2**31, -3, -1, 0, 1, 2, 5, 2**31 - 1)]),
+        ("def f(xs: list[int], i: int) -> int:\n    return xs[i] + xs[-1 - i] + len(xs)\n",
+         [([1, 2, 3], i) for i in range(-5, 5)] + [([], 0)]),
+        ("def f(xs: list[int], n: int) -> list[int]:\n    ys = xs + [n]\n    while n > 0:\n        ys.append(n)\n"
+         "        ys[n % len(ys)] = ys.pop()\n        n -= 1\n    return ys * 2\n", [([1, 2], n) for n in range(0, 80, 7)]),
+        ("def f(n: int, s: int) -> int:\n    t = 0\n    for i in range(0, n, s):\n        t += i\n    return t\n",
+         [(5, 0), (10, 3), (-10, -3), (2**31 - 1, 2**30)]),
+        ("def f(n: int) -> int:\n    while n > 0:\n        pass\n    return n\n", [(0,), (1,), (-5,)]),
+        ("def f(n: int) -> int:\n    return f(n + 1)\n", [(0,)]),
+    ]
+    for src, args in cases:
+        p = compile_source(src)
+        assert compiles(p), src
+        f = p.function("f")
+        for cfg in (VMConfig(), VMConfig(heap_size=40, max_lists=6, max_depth=20), VMConfig(fuel=2**31 - 1)):
+            assert_jit_equals_interpreter(ProgramBatch.from_programs([p], "f"), encode_tuples(args, f.params), cfg,
+                                          src, monkeypatch)
+
+
+def _balanced_bytecode(rng):
+    """A function of random statements, each of which leaves the operand stack as it found it
+    (so every pc has one stack depth and the JIT compiles it), with jumps between statements,
+    loop heads, stores into range slots, list instructions on integers that are no list
+    references, and an underflow now and then (a trap at that instruction)."""
+    binops = ["BINARY_ADD", "BINARY_SUB", "BINARY_MUL", "BINARY_DIV", "BINARY_MOD", "MIN", "MAX",
+              "COMPARE_LT", "COMPARE_LE", "COMPARE_GT", "COMPARE_GE", "COMPARE_EQ", "COMPARE_NE"]
+    stmts = []
+    for _ in range(int(rng.integers(2, 14))):
+        c = rng.random()
+        operand = (lambda: ("LOAD_VAR", int(rng.integers(0, 6))) if rng.random() < 0.6
+                   else ("LOAD_CONST", int(rng.choice([-2**23, -3, -1, 0, 1, 2, 3, 7, 2**23 - 1]))))
+        if c < 0.35:
+            stmts.append([operand(), operand(), (str(rng.choice(binops)), 0), ("STORE_VAR", int(rng.integers(0, 6)))])
+        elif c < 0.5:
+            stmts.append([operand(), (str(rng.choice(["JUMP_IF_FALSE", "JUMP_IF_TRUE"])), "stmt")])
+        elif c < 0.58:
+            stmts.append([("JUMP", "stmt")])
+        elif c < 0.68:
+            stmts.append([("FOR_RANGE", int(rng.integers(0, 4))), ("JUMP", "stmt"), ("STORE_VAR", int(rng.integers(0, 6)))])
+        elif c < 0.76:
+            stmts.append([operand(), operand(), ("SWAP", 0), ("STORE_VAR", int(rng.integers(0, 6))),
+                          ("STORE_VAR", int(rng.integers(0, 6)))])
+        elif c < 0.84:
+            stmts.append([operand(), ("DUP", 0), (str(rng.choice(["UNARY_NEG", "ABS", "UNARY_NOT"])), 0),
+                          (str(rng.choice(binops)), 0), ("STORE_VAR", int(rng.integers(0, 6)))])
+        elif c < 0.92:
+            stmts.append([operand(), operand(), (str(rng.choice(["INDEX", "APPEND", "LIST_CONCAT"])), 0)]
+                         + ([("STORE_VAR", 1)] if rng.random() < 0.5 else [("POP", 0)]))
+        else:
+            stmts.append([("STORE_VAR", 0)])  # nothing on the stack: traps bad_bytecode
+    stmts.append([operand(), ("RETURN", 0)])
+    starts = np.cumsum([1] + [len(s) for s in stmts]).tolist()
+    words = [oc.encode("FUNC", 2 | 6 << 8)]
+    for s in stmts:
+        for op, arg in s:
+            if arg == "stmt":
+                arg = int(rng.choice(starts))  # a statement's start, or the function's end
+            words.append(oc.encode(op, arg))
+    return words
+
+
+def test_hand_made_bytecode(monkeypatch):
+    """Bytecode made by hand: balanced random statements (compiled: stack underflow traps, jumps
+    to the function's end, stores into a range's slots, list instructions on integers), and
+    random words (mostly not compiled: a loop that pushes has two depths at a pc)."""
+    rng = np.random.default_rng(SEED)
+    done = 0
+    for i in range(300):
+        words = _balanced_bytecode(rng)
+        p = Program.from_code(words)
+        done += compiles(p)
+        ints = [(int(a), int(b)) for a, b in rng.integers(-4, 5, size=(16, 2))]
+        cfg = VMConfig(fuel=int(rng.integers(1, 300)), heap_size=64, max_lists=8, stack_size=int(rng.integers(6, 30)))
+        assert_jit_equals_interpreter(ProgramBatch.from_programs([p], "f0"), encode_tuples(ints, ("int", "int")), cfg,
+                                      f"bytecode #{i}: {words}", monkeypatch)
+    assert done >= 280, f"the JIT compiled only {done} of 300 balanced programs"
+    ops = [op.code for op in oc.OPS if op.name not in ("FUNC", "CALL")]
+    for i in range(300):
+        n = int(rng.integers(2, 30))
+        words = [oc.encode("FUNC", 2 | 6 << 8)]
+        for _ in range(n):
+            op = int(rng.choice(ops))
+            arg = int(rng.integers(0, 3)) if rng.random() < 0.7 else int(rng.integers(0, n + 2))
+            words.append(op | arg << 8)
+        words.append(oc.encode("RETURN"))
+        try:
+            p = Program.from_code(words)
+        except ValueError:
+            continue  # not valid bytecode: refused before anything runs
+        ints = [(int(a), int(b)) for a, b in rng.integers(-4, 5, size=(16, 2))]
+        cfg = VMConfig(fuel=int(rng.integers(1, 200)), heap_size=64, max_lists=8, stack_size=int(rng.integers(6, 30)))
+        assert_jit_equals_interpreter(ProgramBatch.from_programs([p], "f0"), encode_tuples(ints, ("int", "int")), cfg,
+                                      f"random bytecode #{i}: {words}", monkeypatch)
+    growing = Program.from_code([oc.encode("FUNC", 0 | 1 << 8), oc.encode("LOAD_CONST", 1), oc.encode("JUMP", 1)])
+    assert not compiles(growing)  # the depth at pc 1 is 0, then 1
+
+
+def test_random_functions(monkeypatch):
+    """Random words in several functions (as test_fuzz's): calls between them, a call as a
+    function's last word (it returns to the next FUNC word: bad_bytecode there), jumps to a
+    function's end, entries other than the first function, garbage in the inputs' kinds."""
+    rng = np.random.default_rng(SEED)
+    codes = [op.code for op in oc.OPS if op.name != "FUNC"]
+    call, func = oc.OP_BY_NAME["CALL"].code, oc.OP_BY_NAME["FUNC"].code
+    for i in range(600):
+        n = int(rng.integers(3, 24))
+        heads = [0] + sorted(set(rng.integers(2, n, int(rng.integers(0, 4))).tolist()))
+        words = []
+        for pc in range(n):
+            if pc in heads:
+                words.append(oc.encode("FUNC", int(pc == 0 or rng.integers(0, 2)) | int(rng.integers(1, 4)) << 8))
+                continue
+            nxt = pc + 1 in heads or pc + 1 == n
+            if nxt and rng.random() < 0.4:  # a function's last word: a call (it returns to the next FUNC word)
+                words.append(call | int(rng.choice(heads)) << 8)
+            elif rng.random() < 0.15:  # a short function body that returns: LOAD_VAR 0; RETURN
+                words.append(oc.encode("LOAD_VAR", 0) if not nxt else oc.encode("RETURN"))
+            else:
+                op = int(rng.choice(codes))
+                words.append(op | (int(rng.choice(heads)) if op == call else int(rng.integers(0, n + 1))) << 8)
+        try:
+            p = Program.from_code(words)
+        except ValueError:
+            continue
+        f0 = p.functions[0]
+        ints = [tuple(int(v) for v in rng.integers(-3, 4, len(f0.params))) for _ in range(8)]
+        cfg = VMConfig(fuel=int(rng.integers(1, 300)), max_depth=int(rng.integers(0, 6)), heap_size=32, max_lists=6,
+                       stack_size=int(rng.integers(4, 40)))
+        assert_jit_equals_interpreter(ProgramBatch.from_programs([p], f0.name), encode_tuples(ints, f0.params), cfg,
+                                      f"functions #{i}: {words}", monkeypatch)
+
+
+def test_call_as_a_functions_last_word(monkeypatch):
+    """A call that ends its function returns to the next FUNC word (or past the last word), where
+    the interpreter traps bad_bytecode: the native RETURN must hand the run over there (a jump
+    through an empty return-point entry crashed here once)."""
+    w = oc.encode
+    for tail in ([w("FUNC", 1 | 1 << 8), w("LOAD_VAR", 0), w("RETURN")], []):
+        words = [w("FUNC", 1 | 1 << 8), w("LOAD_VAR", 0), w("CALL", 3 if tail else 0)] + tail
+        if not tail:  # the only function calls itself (on 0 it returns), then returns past the last word
+            words = [w("FUNC", 1 | 1 << 8), w("LOAD_VAR", 0), w("JUMP_IF_TRUE", 5), w("LOAD_VAR", 0), w("RETURN"),
+                     w("LOAD_CONST", 0), w("CALL", 0)]
+        p = Program.from_code(words)
+        assert compiles(p)
+        res = assert_jit_equals_interpreter(ProgramBatch.from_programs([p], "f0"), encode_tuples([(0,), (1,)], ("int",)),
+                                            VMConfig(), str(words), monkeypatch)
+        assert oc.TRAP_NAMES[int(res.status[1])] == "bad_bytecode", res.status
+
+
+def test_toggle_and_threads():
+    """vg_jit(0) and vg_jit(1) give the same results (the lockstep interpreter against the JIT),
+    also with several Python threads calling at once on two core threads each (every thread its
+    own code buffer)."""
+    lib = _lib()
+    rng = np.random.default_rng(SEED)
+    progs, argss = [], []
+    for _ in range(40):
+        g = generate_program(rng)
+        progs.append((compile_source(g.source), g))
+    batches = [(ProgramBatch.from_programs([p], g.entry), encode_tuples(random_args(rng, g.params, 32),
+                                                                        p.function(g.entry).params)) for p, g in progs]
+    before = lib.vg_jit(-1)
+    try:
+        lib.vg_jit(0)
+        ref = [run_batch(b, i, out_cap=16, nthreads=1) for b, i in batches]
+        lib.vg_jit(1)
+        errors = []
+
+        def worker(k):
+            for j in range(k, len(batches), 2):
+                got = run_batch(*batches[j], out_cap=16, nthreads=2)
+                for field in ("status", "value", "steps", "out_list"):
+                    if not np.array_equal(getattr(got, field), getattr(ref[j], field)):
+                        errors.append((j, field))
+
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors[:5]
+    finally:
+        lib.vg_jit(before)

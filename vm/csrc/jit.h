@@ -1,0 +1,1440 @@
+// A template JIT for the CPU backend: validated bytecode -> x86-64 machine code, one run (one
+// input) at a time. The interpreter (vm.h run_from) is its oracle and its fallback: the native
+// code gives exactly the interpreter's status, value, steps and list contents, and wherever it
+// cannot vouch for that (a block that would cross the step budget, a call whose frame might not
+// fit the stack) it stops at the start of the instruction and hands the run, state and all, to
+// the interpreter. Host-only (x86-64, System V ABI); elsewhere the backend interprets.
+//
+// Layout of the generated code. The operand stack stays in memory at the slots the interpreter
+// uses: compiled bytecode has a static stack depth at every pc (checked here; a program without
+// one is not compiled), so every push and pop is a fixed offset from the frame's base. A basic
+// block counts its steps once at its entry, after a check that every one of them is within the
+// budget (else it hands over before it); a trap inside it subtracts the steps not taken. Calls
+// write the interpreter's frame records and jump; a return jumps through a table of return
+// points. vm.h's cycle check is kept (it only saves time, but a random policy's `while 3: pass`
+// costs a whole budget per test without it).
+#pragma once
+#include "vm.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && (defined(__linux__) || defined(__APPLE__)) && !defined(VG_NO_JIT) && \
+    !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+#define VG_JIT 1
+#endif
+
+#ifdef VG_JIT
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstddef>
+#include <vector>
+
+namespace vg {
+namespace jit {
+
+// Whether run_batch takes the JIT (1, the default where it is built) or interprets (0): for A/B
+// runs and the tests. Set it before runs start (vg_jit).
+inline std::atomic<int32_t>& enabled() {
+  static std::atomic<int32_t> on(1);
+  return on;
+}
+
+// What generated code reads and writes besides the run's stack (its fields' offsets are
+// compiled into the code: offsetof below).
+struct Ctx {
+  int32_t* st;          // ws.stack
+  Frame* frames;        // ws.frames
+  Workspace* ws;
+  const VMConfig* cfg;
+  void* const* ret_at;  // native address of each return point (pc after a CALL)
+  const void* entry;    // where the run starts: the entry function's first instruction
+  int32_t* st_end;      // st + stack_size
+  int32_t steps, fuel, status, result, cyc, depth, max_depth;
+  int32_t pc, sp, base, obase;  // where a hand-over to the interpreter starts
+};
+
+enum Exit : int32_t { EXIT_RETURN = 0, EXIT_TRAP = 1, EXIT_HANDOVER = 2 };
+
+// The list instructions run in C++ (vm.h's rules, in the same order of checks): s points at the
+// instruction's first operand slot, the result (if any) goes to s[0]. Returns TRAP_OK or a trap.
+namespace helpers {
+inline bool ref_ok(const Workspace& ws, int32_t r) { return (uint32_t)r < (uint32_t)ws.nlists; }
+inline int32_t build_list(Workspace* ws, const VMConfig* cfg, int32_t* s, int32_t n) {
+  int32_t r = new_list(*ws, *cfg, n);
+  if (r < 0) return TRAP_OUT_OF_MEMORY;
+  int32_t* d = ws->heap + ws->lists[r].off;
+  for (int32_t k = 0; k < n; k++) d[k] = s[k];
+  s[0] = r;
+  return TRAP_OK;
+}
+inline int32_t list_repeat(Workspace* ws, const VMConfig* cfg, int32_t* s, int32_t) {
+  int32_t src = s[0], times = s[1];
+  if (!ref_ok(*ws, src)) return TRAP_BAD_BYTECODE;
+  int64_t n = times <= 0 ? 0 : (int64_t)ws->lists[src].len * times;
+  int32_t r = new_list(*ws, *cfg, n);
+  if (r < 0) return TRAP_OUT_OF_MEMORY;
+  const ListHdr& a = ws->lists[src];
+  int32_t* d = ws->heap + ws->lists[r].off;
+  for (int32_t k = 0, j = 0; k < (int32_t)n; k++) {
+    d[k] = ws->heap[a.off + j];
+    if (++j == a.len) j = 0;
+  }
+  s[0] = r;
+  return TRAP_OK;
+}
+inline int32_t list_concat(Workspace* ws, const VMConfig* cfg, int32_t* s, int32_t) {
+  int32_t ra = s[0], rb = s[1];
+  if (!ref_ok(*ws, ra) || !ref_ok(*ws, rb)) return TRAP_BAD_BYTECODE;
+  int32_t la = ws->lists[ra].len, lb = ws->lists[rb].len;
+  int32_t r = new_list(*ws, *cfg, (int64_t)la + lb);
+  if (r < 0) return TRAP_OUT_OF_MEMORY;
+  int32_t* d = ws->heap + ws->lists[r].off;
+  for (int32_t k = 0; k < la; k++) d[k] = ws->heap[ws->lists[ra].off + k];
+  for (int32_t k = 0; k < lb; k++) d[la + k] = ws->heap[ws->lists[rb].off + k];
+  s[0] = r;
+  return TRAP_OK;
+}
+inline int32_t list_extend(Workspace* ws, const VMConfig* cfg, int32_t* s, int32_t) {
+  int32_t ra = s[0], rb = s[1];
+  if (!ref_ok(*ws, ra) || !ref_ok(*ws, rb)) return TRAP_BAD_BYTECODE;
+  int32_t la = ws->lists[ra].len, lb = ws->lists[rb].len;  // lb before growing: xs += xs
+  if (!reserve(*ws, *cfg, ra, (int64_t)la + lb)) return TRAP_OUT_OF_MEMORY;
+  int32_t* d = ws->heap + ws->lists[ra].off;
+  const int32_t* src = ws->heap + ws->lists[rb].off;
+  for (int32_t k = 0; k < lb; k++) d[la + k] = src[k];
+  ws->lists[ra].len = la + lb;
+  return TRAP_OK;
+}
+inline int32_t store_index(Workspace* ws, const VMConfig*, int32_t* s, int32_t) {
+  int32_t v = s[0], r = s[1], i = s[2];
+  if (!ref_ok(*ws, r)) return TRAP_BAD_BYTECODE;
+  const ListHdr& l = ws->lists[r];
+  if (i < 0) i += l.len;
+  if (i < 0 || i >= l.len) return TRAP_INDEX_ERROR;
+  ws->heap[l.off + i] = v;
+  return TRAP_OK;
+}
+inline int32_t append(Workspace* ws, const VMConfig* cfg, int32_t* s, int32_t) {
+  int32_t r = s[0], v = s[1];
+  if (!ref_ok(*ws, r)) return TRAP_BAD_BYTECODE;
+  if (!reserve(*ws, *cfg, r, (int64_t)ws->lists[r].len + 1)) return TRAP_OUT_OF_MEMORY;
+  ListHdr& l = ws->lists[r];
+  ws->heap[l.off + l.len++] = v;
+  return TRAP_OK;
+}
+inline int32_t list_pop(Workspace* ws, const VMConfig*, int32_t* s, int32_t) {
+  int32_t r = s[0];
+  if (!ref_ok(*ws, r)) return TRAP_BAD_BYTECODE;
+  ListHdr& l = ws->lists[r];
+  if (l.len == 0) return TRAP_INDEX_ERROR;
+  s[0] = ws->heap[l.off + --l.len];
+  return TRAP_OK;
+}
+}  // namespace helpers
+
+// x86-64 registers and condition codes.
+enum Reg : int { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, R15 };
+enum Cond : int { CO = 0, CNO = 1, CB = 2, CAE = 3, CE = 4, CNE = 5, CBE = 6, CA = 7, CS = 8, CNS = 9,
+                  CL = 0xC, CGE = 0xD, CLE = 0xE, CG = 0xF };
+inline Cond invert(Cond c) { return (Cond)(c ^ 1); }
+
+// A byte buffer with the instruction forms the compiler uses. Memory operands are always
+// [base + disp32] or [base + index * 2^scale + disp32].
+#define JIT_INLINE __attribute__((always_inline)) inline
+
+// One instruction's bytes, made in a local array (stores through it alias nothing, so the
+// compiler keeps its count in a register) and copied to the buffer whole.
+struct Ins {
+  uint8_t t[24];
+  int k = 0;
+  JIT_INLINE void b(int x) { t[k++] = (uint8_t)x; }
+  JIT_INLINE void d32(int32_t x) {
+    __builtin_memcpy(t + k, &x, 4);
+    k += 4;
+  }
+  JIT_INLINE void rex(bool w, int reg, int index, int base) {
+    const int r = 0x40 | (w ? 8 : 0) | ((reg & 8) ? 4 : 0) | ((index & 8) ? 2 : 0) | ((base & 8) ? 1 : 0);
+    if (r != 0x40) b(r);
+  }
+  JIT_INLINE void mem(int reg, int base, int32_t disp) {  // [base + disp32]
+    b(0x80 | ((reg & 7) << 3) | (base & 7));
+    if ((base & 7) == 4) b(0x24);
+    d32(disp);
+  }
+  JIT_INLINE void mem_sib(int reg, int base, int index, int scale, int32_t disp) {  // [base + index * 2^scale + disp32]
+    b(0x84 | ((reg & 7) << 3));
+    b((scale << 6) | ((index & 7) << 3) | (base & 7));
+    d32(disp);
+  }
+};
+
+// The instruction forms the compiler uses, into a byte buffer. Memory operands are always
+// [base + disp32] or [base + index * 2^scale + disp32]. Writes are not checked one by one: the
+// compiler calls room() before each instruction it translates (none emits ROOM bytes) and
+// stops when it says no.
+struct Asm {
+  static constexpr int64_t ROOM = 1 << 15;
+  uint8_t* buf = nullptr;
+  int64_t cap = 0, n = 0;
+  bool full = false;
+
+  JIT_INLINE bool room() {
+    if (n + ROOM > cap) full = true;
+    return !full;
+  }
+  JIT_INLINE void put(const Ins& i) {
+    __builtin_memcpy(buf + n, i.t, sizeof i.t);  // (room() leaves space for the whole array)
+    n += i.k;
+  }
+  JIT_INLINE void d32(int32_t x) {
+    __builtin_memcpy(buf + n, &x, 4);
+    n += 4;
+  }
+  // opc reg, [base + disp] (32-bit; w: 64-bit)
+  JIT_INLINE void rm(int opc, int reg, int base, int32_t disp, bool w = false) {
+    Ins i;
+    i.rex(w, reg, 0, base);
+    i.b(opc);
+    i.mem(reg, base, disp);
+    put(i);
+  }
+  JIT_INLINE void rm_sib(int opc, int reg, int base, int index, int scale, int32_t disp, bool w = false) {
+    Ins i;
+    i.rex(w, reg, index, base);
+    i.b(opc);
+    i.mem_sib(reg, base, index, scale, disp);
+    put(i);
+  }
+  // opc reg, rmreg (register form)
+  JIT_INLINE void rr(int opc, int reg, int rmreg, bool w = false) {
+    Ins i;
+    i.rex(w, reg, 0, rmreg);
+    i.b(opc);
+    i.b(0xC0 | ((reg & 7) << 3) | (rmreg & 7));
+    put(i);
+  }
+  JIT_INLINE void rr0f(int opc, int reg, int rmreg) {  // 0F opc reg, rmreg
+    Ins i;
+    i.rex(false, reg, 0, rmreg);
+    i.b(0x0F);
+    i.b(opc);
+    i.b(0xC0 | ((reg & 7) << 3) | (rmreg & 7));
+    put(i);
+  }
+  JIT_INLINE void rm0f(int opc, int reg, int base, int32_t disp) {  // 0F opc reg, [base + disp]
+    Ins i;
+    i.rex(false, reg, 0, base);
+    i.b(0x0F);
+    i.b(opc);
+    i.mem(reg, base, disp);
+    put(i);
+  }
+
+  JIT_INLINE void load(int r, int base, int32_t disp) { rm(0x8B, r, base, disp); }          // mov r32, [m]
+  JIT_INLINE void store(int base, int32_t disp, int r) { rm(0x89, r, base, disp); }         // mov [m], r32
+  JIT_INLINE void load64(int r, int base, int32_t disp) { rm(0x8B, r, base, disp, true); }  // mov r64, [m]
+  JIT_INLINE void store_imm(int base, int32_t disp, int32_t v) {  // mov dword [m], imm32
+    Ins i;
+    i.rex(false, 0, 0, base);
+    i.b(0xC7);
+    i.mem(0, base, disp);
+    i.d32(v);
+    put(i);
+  }
+  JIT_INLINE void mov_imm(int r, int32_t v) {  // mov r32, imm32
+    Ins i;
+    i.rex(false, 0, 0, r);
+    i.b(0xB8 + (r & 7));
+    i.d32(v);
+    put(i);
+  }
+  JIT_INLINE void mov_imm64(int r, int64_t v) {
+    Ins i;
+    i.rex(true, 0, 0, r);
+    i.b(0xB8 + (r & 7));
+    i.d32((int32_t)v);
+    i.d32((int32_t)(v >> 32));
+    put(i);
+  }
+  JIT_INLINE void mov(int dst, int src) { rr(0x89, src, dst); }
+  JIT_INLINE void mov64(int dst, int src) { rr(0x89, src, dst, true); }
+  // 03 add, 2B sub, 3B cmp, 33 xor: r op= [m] / dst op= src (w: 64-bit)
+  JIT_INLINE void alu_rm(int opc, int r, int base, int32_t disp, bool w = false) { rm(opc, r, base, disp, w); }
+  JIT_INLINE void alu_rr(int opc, int dst, int src, bool w = false) { rr(opc, dst, src, w); }
+  JIT_INLINE void alu_imm(int ext, int r, int32_t v, bool w = false) {  // 81 /ext: 0 add, 1 or, 4 and, 5 sub, 7 cmp
+    Ins i;
+    i.rex(w, 0, 0, r);
+    i.b(0x81);
+    i.b(0xC0 | (ext << 3) | (r & 7));
+    i.d32(v);
+    put(i);
+  }
+  JIT_INLINE void alu_mem_imm(int ext, int base, int32_t disp, int32_t v) {  // 81 /ext on a dword in memory
+    Ins i;
+    i.rex(false, 0, 0, base);
+    i.b(0x81);
+    i.mem(ext, base, disp);
+    i.d32(v);
+    put(i);
+  }
+  JIT_INLINE void unary(int ext, int r, bool w = false) { rr(0xF7, ext, r, w); }  // F7 /ext: 3 neg, 4 mul, 7 idiv
+  JIT_INLINE void imul_imm(int dst, int src, int32_t v, bool w = false) {  // 69 /r id: dst = src * imm32
+    Ins i;
+    i.rex(w, dst, 0, src);
+    i.b(0x69);
+    i.b(0xC0 | ((dst & 7) << 3) | (src & 7));
+    i.d32(v);
+    put(i);
+  }
+  JIT_INLINE void test(int a, int c) { rr(0x85, c, a); }
+  JIT_INLINE void test_imm(int r, int32_t v) {  // F7 /0 id
+    Ins i;
+    i.rex(false, 0, 0, r);
+    i.b(0xF7);
+    i.b(0xC0 | (r & 7));
+    i.d32(v);
+    put(i);
+  }
+  JIT_INLINE void cdq() {
+    Ins i;
+    i.b(0x99);
+    put(i);
+  }
+  JIT_INLINE void setcc(Cond c, int r8) { rr0f(0x90 + c, 0, r8); }  // (r8 in AL..BL: no REX needed)
+  JIT_INLINE void movzx8(int dst, int src8) { rr0f(0xB6, dst, src8); }
+  JIT_INLINE void cmov(Cond c, int dst, int src) { rr0f(0x40 + c, dst, src); }
+  JIT_INLINE void imul_rm(int r, int base, int32_t disp) { rm0f(0xAF, r, base, disp); }
+  JIT_INLINE void shift(int ext, int r, int k, bool w = false) {  // C1 /ext ib: 4 shl, 5 shr, 7 sar
+    Ins i;
+    i.rex(w, 0, 0, r);
+    i.b(0xC1);
+    i.b(0xC0 | (ext << 3) | (r & 7));
+    i.b(k);
+    put(i);
+  }
+  JIT_INLINE void lea(int r, int base, int32_t disp, bool w = true) { rm(0x8D, r, base, disp, w); }
+  JIT_INLINE void lea_sib(int r, int base, int index, int scale, int32_t disp, bool w = true) {
+    rm_sib(0x8D, r, base, index, scale, disp, w);
+  }
+  JIT_INLINE void movsxd(int dst, int src) { rr(0x63, dst, src, true); }
+  JIT_INLINE void push(int r) {
+    Ins i;
+    i.rex(false, 0, 0, r);
+    i.b(0x50 + (r & 7));
+    put(i);
+  }
+  JIT_INLINE void pop(int r) {
+    Ins i;
+    i.rex(false, 0, 0, r);
+    i.b(0x58 + (r & 7));
+    put(i);
+  }
+  JIT_INLINE void ret() {
+    Ins i;
+    i.b(0xC3);
+    put(i);
+  }
+  JIT_INLINE void call_reg(int r) { rr(0xFF, 2, r); }
+  JIT_INLINE void jmp_mem_sib(int base, int index, int scale, int32_t disp) { rm_sib(0xFF, 4, base, index, scale, disp); }
+  JIT_INLINE void jmp_mem(int base, int32_t disp) { rm(0xFF, 4, base, disp); }
+  // Jumps with a 32-bit displacement: return where it is, for patch().
+  JIT_INLINE int64_t jcc(Cond c) {
+    Ins i;
+    i.b(0x0F);
+    i.b(0x80 + c);
+    i.d32(0);
+    put(i);
+    return n - 4;
+  }
+  JIT_INLINE int64_t jmp() {
+    Ins i;
+    i.b(0xE9);
+    i.d32(0);
+    put(i);
+    return n - 4;
+  }
+  JIT_INLINE void patch(int64_t at, int64_t to) {
+    const int32_t rel = (int32_t)(to - (at + 4));
+    __builtin_memcpy(buf + at, &rel, 4);
+  }
+};
+
+// The executable memory of one thread: one mapping, reused for every program it compiles.
+struct CodeBuffer {
+  uint8_t* mem = nullptr;
+  size_t size = 0;
+  bool failed = false;
+  ~CodeBuffer() {
+    if (mem) munmap(mem, size);
+  }
+  // At least `want` bytes (contents lost), or false when the system refuses executable memory.
+  bool reserve(size_t want) {
+    if (failed) return false;
+    if (mem && size >= want) return true;
+    if (mem) munmap(mem, size);
+    size_t s = size ? size : (size_t)1 << 16;
+    while (s < want) s *= 2;
+    void* p = mmap(nullptr, s, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      mem = nullptr, size = 0, failed = true;
+      return false;
+    }
+    mem = (uint8_t*)p, size = s;
+    return true;
+  }
+};
+
+// The longest program the JIT takes (words), and the deepest operand stack of a function.
+constexpr int32_t MAX_LEN = 1 << 14;
+constexpr int32_t MAX_DEPTH = 1024;
+
+namespace detail {
+struct Fix {  // a jump to the block of pc
+  int64_t at;
+  int32_t pc;
+};
+struct Stub {  // cold code after the blocks (see compile)
+  int64_t at;
+  int32_t kind, status, back, pc, sp, obase;
+};
+struct Val {  // a value of the abstract operand stack (see compile)
+  uint8_t k;
+  int32_t v;
+};
+}  // namespace detail
+
+// A compiled program: code in the thread's buffer, the native address of each pc that starts a
+// block (return points among them), and each function's deepest operand stack. Its vectors are
+// kept from one program to the next (a compile makes no allocation once they are large enough).
+struct Compiled {
+  int32_t prog = -1;          // the program it is (the caller's index), -1: none
+  bool ok = false;
+  int32_t len = 0;
+  std::vector<void*> at;      // [len] native address of pc (null where no block starts)
+  std::vector<int32_t> depth;  // [len] static stack depth before pc (-1: unreachable)
+  std::vector<int32_t> fmax;   // [len] at a FUNC pc: its function's deepest operand stack
+  int32_t (*run)(Ctx*) = nullptr;
+  int64_t size = 0;  // bytes of code
+  // the compiler's scratch
+  std::vector<int32_t> work, fstart;
+  std::vector<uint8_t> start;
+  std::vector<int64_t> end_stub;
+  std::vector<detail::Fix> fixes;
+  std::vector<detail::Stub> stubs;
+  std::vector<detail::Val> stk;
+};
+
+namespace detail {
+
+// Offsets in Ctx and Workspace that generated code uses.
+constexpr int32_t C_ST = offsetof(Ctx, st), C_FRAMES = offsetof(Ctx, frames), C_WS = offsetof(Ctx, ws),
+                  C_CFG = offsetof(Ctx, cfg), C_RET = offsetof(Ctx, ret_at), C_ENTRY = offsetof(Ctx, entry),
+                  C_STEND = offsetof(Ctx, st_end), C_STEPS = offsetof(Ctx, steps), C_FUEL = offsetof(Ctx, fuel),
+                  C_STATUS = offsetof(Ctx, status), C_RESULT = offsetof(Ctx, result), C_CYC = offsetof(Ctx, cyc),
+                  C_DEPTH = offsetof(Ctx, depth), C_MAXD = offsetof(Ctx, max_depth), C_PC = offsetof(Ctx, pc),
+                  C_SP = offsetof(Ctx, sp), C_BASE = offsetof(Ctx, base), C_OBASE = offsetof(Ctx, obase);
+constexpr int32_t W_LISTS = offsetof(Workspace, lists), W_HEAP = offsetof(Workspace, heap),
+                  W_NLISTS = offsetof(Workspace, nlists);
+static_assert(sizeof(ListHdr) == 12 && offsetof(ListHdr, off) == 0 && offsetof(ListHdr, len) == 4, "ListHdr");
+static_assert(sizeof(Frame) == 12 && offsetof(Frame, ret_pc) == 0 && offsetof(Frame, base) == 4 &&
+                  offsetof(Frame, obase) == 8,
+              "Frame");
+
+// Registers with fixed roles in generated code (callee-saved, so helper calls keep them).
+constexpr int FP = RBX;     // address of the frame's slot 0 (st + base)
+constexpr int STEPS = R12;  // steps so far, counted at each block's entry
+constexpr int CTX = R13;    // the Ctx
+constexpr int DEPTH = R14;  // call depth
+constexpr int BASE = R15;   // the frame's base (a slot index)
+constexpr int FUEL = RBP;   // the step budget
+constexpr int CYC = R10;    // vm.h's cycle check (Ctx::cyc while a helper runs)
+
+// Static stack depth before every pc of the function whose FUNC word is at fs (words up to fe):
+// false when some pc is reached with two depths or the stack grows past MAX_DEPTH. Operands
+// missing at an instruction are no reason: it traps there (bad_bytecode), as in the interpreter.
+inline bool stack_depths(const uint32_t* code, int32_t fs, int32_t fe, int32_t* depth, int32_t* fmax,
+                         std::vector<int32_t>& work) {
+  work.clear();
+  depth[fs + 1] = 0;
+  work.push_back(fs + 1);
+  int32_t most = 0;
+  auto reach = [&](int32_t pc, int32_t d) {
+    if (pc >= fe) return true;  // the next FUNC or the end: traps there (no depth needed)
+    if (depth[pc] == -1) {
+      depth[pc] = d;
+      work.push_back(pc);
+      return true;
+    }
+    return depth[pc] == d;
+  };
+  while (!work.empty()) {
+    const int32_t pc = work.back();
+    work.pop_back();
+    const uint32_t w = code[pc];
+    const int32_t op = w & 0xFF, arg = (int32_t)(w >> 8), d = depth[pc];
+    if (d > most) most = d;
+    if (d + 2 > MAX_DEPTH) return false;
+    int32_t need = 0, after = d;
+    switch (op) {
+      case OP_LOAD_CONST: case OP_LOAD_VAR: after = d + 1; break;
+      case OP_CONST_EXT: case OP_UNARY_NEG: case OP_UNARY_NOT: case OP_ABS: case OP_LEN: case OP_LIST_POP:
+        need = 1;
+        break;
+      case OP_STORE_VAR: case OP_POP: need = 1, after = d - 1; break;
+      case OP_DUP: need = 1, after = d + 1; break;
+      case OP_DUP2: need = 2, after = d + 2; break;
+      case OP_SWAP: need = 2; break;
+      case OP_ROT3: need = 3; break;
+      case OP_REVERSE: need = arg; break;
+      case OP_BINARY_ADD: case OP_BINARY_SUB: case OP_BINARY_MUL: case OP_BINARY_DIV: case OP_BINARY_MOD:
+      case OP_MIN: case OP_MAX: case OP_COMPARE_LT: case OP_COMPARE_LE: case OP_COMPARE_GT: case OP_COMPARE_GE:
+      case OP_COMPARE_EQ: case OP_COMPARE_NE: case OP_LIST_REPEAT: case OP_LIST_CONCAT: case OP_LIST_EXTEND:
+      case OP_INDEX:
+        need = 2, after = d - 1;
+        break;
+      case OP_STORE_INDEX: need = 3, after = d - 3; break;
+      case OP_APPEND: need = 2, after = d - 2; break;
+      case OP_BUILD_LIST: need = arg, after = d - arg + 1; break;
+      case OP_CALL: need = func_nparams(code[arg]), after = d - need + 1; break;
+      case OP_JUMP:
+        if (!reach(arg, d)) return false;
+        continue;
+      case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE:
+        if (d < 1) continue;
+        if (!reach(arg, d - 1) || !reach(pc + 1, d - 1)) return false;
+        continue;
+      case OP_JUMP_IF_FALSE_OR_POP: case OP_JUMP_IF_TRUE_OR_POP:
+        if (d < 1) continue;
+        if (!reach(arg, d) || !reach(pc + 1, d - 1)) return false;
+        continue;
+      case OP_FOR_RANGE: case OP_FOR_LIST:  // goes on at pc + 2 with the value pushed, or leaves at pc + 1
+        if (!reach(pc + 2, d + 1) || !reach(pc + 1, d)) return false;
+        continue;
+      case OP_RETURN: case OP_FUNC: continue;
+      default: continue;  // (validated code has no other opcode)
+    }
+    if (d < need) continue;  // traps bad_bytecode there: no successor
+    if (!reach(pc + 1, after)) return false;
+  }
+  *fmax = most + 2;
+  return true;
+}
+
+// eax = Python's eax // c or eax % c for a constant c > 0, without idiv (clobbers rcx, rdx): a
+// shift and a mask for a power of two; else, on u = x + bias (bias a multiple of c with u >= 0
+// for every int32 x), floor(u / c) = (u * M) >> (64 + s) with M = ceil(2^(64+s) / c) and
+// 2^s < c < 2^(s+1), exact for u < 2^63 (the error u * (M * c - 2^(64+s)) / (c * 2^(64+s))
+// stays below 1 / c).
+inline void div_const(Asm& a, bool div, int32_t c) {
+  if ((c & (c - 1)) == 0) {
+    const int k = __builtin_ctz((uint32_t)c);
+    if (div) a.shift(7, RAX, k);
+    else a.alu_imm(4, RAX, c - 1);
+    return;
+  }
+  const int sft = 31 - __builtin_clz((uint32_t)c);  // 2^sft < c < 2^(sft+1)
+  const unsigned __int128 one = 1;
+  const uint64_t m = (uint64_t)(((one << (64 + sft)) + c - 1) / (uint64_t)c);
+  const int64_t q0 = ((int64_t)1 << 31) / c + 1;  // bias / c
+  if (!div) a.mov(R11, RAX);
+  a.movsxd(RAX, RAX);
+  a.mov_imm64(RCX, q0 * c);
+  a.alu_rr(0x03, RAX, RCX, true);  // u = x + bias (>= 0)
+  a.mov_imm64(RCX, (int64_t)m);
+  a.unary(4, RCX, true);  // mul rcx: rdx:rax = u * M
+  a.shift(5, RDX, sft, true);
+  a.alu_imm(5, RDX, (int32_t)q0, true);  // floor(x / c)
+  if (div) {
+    a.mov(RAX, RDX);
+  } else {
+    a.imul_imm(RDX, RDX, c);
+    a.mov(RAX, R11);
+    a.alu_rr(0x2B, RAX, RDX);  // x - c * floor(x / c)
+  }
+}
+
+// Flags for "eax % c == 0" (c > 0; clobbers rcx): the condition that holds when it is. For a
+// power of two the low bits; else, for c = 2^k * o (o odd) and u = |x| as an unsigned number,
+// c divides u iff (u * o^-1 mod 2^32) rotated right by k is at most (2^32 - 1) / c
+// (multiplication by o's inverse maps the multiples of o to [0, (2^32 - 1) / o] one to one).
+inline Cond divisible(Asm& a, int32_t c) {
+  if ((c & (c - 1)) == 0) {
+    a.test_imm(RAX, c - 1);
+    return CE;
+  }
+  const int k = __builtin_ctz((uint32_t)c);
+  const uint32_t o = (uint32_t)c >> k;
+  uint32_t inv = o;  // Newton: each step doubles the correct low bits (3 from o * o = 1 mod 8)
+  for (int i = 0; i < 5; i++) inv *= 2 - o * inv;
+  a.mov(RCX, RAX);
+  a.unary(3, RAX);  // neg eax
+  a.cmov(CS, RAX, RCX);  // |x| (INT_MIN stays 2^31)
+  a.imul_imm(RAX, RAX, (int32_t)inv);
+  if (k) a.shift(1, RAX, k);  // ror eax, k
+  a.alu_imm(7, RAX, (int32_t)(0xFFFFFFFFu / (uint32_t)c));
+  return CBE;
+}
+
+// The taken target of JUMP_IF_*_OR_POP at pc when the word at its target L is a conditional jump
+// that pops: taken, the value it keeps is the one that jump tests, so both go in one step more
+// (JUMP_IF_TRUE_OR_POP into JUMP_IF_FALSE: on after L; into JUMP_IF_TRUE: to its target; and
+// the other way round). -1: no such pair.
+inline int32_t threaded(const uint32_t* code, int32_t len, int32_t pc) {
+  const int32_t op = code[pc] & 0xFF, L = (int32_t)(code[pc] >> 8);
+  if ((op != OP_JUMP_IF_FALSE_OR_POP && op != OP_JUMP_IF_TRUE_OR_POP) || L >= len) return -1;
+  const int32_t lop = code[L] & 0xFF;
+  if (lop != OP_JUMP_IF_FALSE && lop != OP_JUMP_IF_TRUE) return -1;
+  return (op == OP_JUMP_IF_TRUE_OR_POP) == (lop == OP_JUMP_IF_TRUE) ? (int32_t)(code[L] >> 8) : L + 1;
+}
+
+}  // namespace detail
+
+// Compile a program validated by vg::validate into buf. False: not compiled (no static stack
+// depths, too long, or the buffer is too small: the caller interprets it).
+inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer& cb) {
+  using namespace detail;
+  out.ok = false;
+  out.len = len;
+  if (len <= 0 || len > MAX_LEN || (code[0] & 0xFF) != OP_FUNC) return false;
+  out.at.assign(len + 1, nullptr);
+  out.depth.assign(len + 1, -1);
+  out.fmax.assign(len + 1, 0);
+  // functions and their depths
+  std::vector<int32_t>& work = out.work;
+  std::vector<int32_t>& fstart = out.fstart;
+  fstart.assign(len + 1, 0);
+  for (int32_t fs = 0; fs < len;) {
+    int32_t fe = fs + 1;
+    while (fe < len && (code[fe] & 0xFF) != OP_FUNC) fe++;
+    for (int32_t pc = fs; pc < fe; pc++) fstart[pc] = fs;
+    if (fs + 1 < fe && !stack_depths(code, fs, fe, out.depth.data(), &out.fmax[fs], work)) return false;
+    fs = fe;
+  }
+  // block starts: function entries, jump targets, and every pc after a transfer of control
+  std::vector<uint8_t>& start = out.start;
+  start.assign(len + 1, 0);
+  for (int32_t pc = 0; pc < len; pc++) {
+    const uint32_t w = code[pc];
+    const int32_t op = w & 0xFF, arg = (int32_t)(w >> 8);
+    switch (op) {
+      case OP_FUNC: start[pc + 1] = 1; break;
+      case OP_JUMP: case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE: case OP_JUMP_IF_FALSE_OR_POP:
+      case OP_JUMP_IF_TRUE_OR_POP: {
+        const int32_t t = threaded(code, len, pc);
+        start[t >= 0 ? t : arg] = 1, start[pc + 1] = 1;
+        break;
+      }
+      case OP_FOR_RANGE: case OP_FOR_LIST:
+        start[pc + 1] = 1;
+        if (pc + 2 <= len) start[pc + 2] = 1;
+        break;
+      case OP_CALL: case OP_RETURN: start[pc + 1] = 1; break;
+      default: break;
+    }
+  }
+  if (!cb.reserve((size_t)len * 256 + 4 * Asm::ROOM)) return false;
+  Asm a;
+  a.buf = cb.mem;
+  a.cap = (int64_t)cb.size;
+
+  std::vector<Fix>& fixes = out.fixes;  // jumps to a pc's block
+  fixes.clear();
+  // Cold stubs, emitted after the code: a trap at a known step (back: steps not taken of the
+  // block), a trap whose status is in eax, a hand-over to the interpreter.
+  enum StubKind { S_TRAP, S_TRAP_EAX, S_HANDOVER, S_CYCLE };
+  std::vector<Stub>& stubs = out.stubs;
+  stubs.clear();
+  auto stub = [&](int64_t at, int32_t kind, int32_t status, int32_t back, int32_t pc = 0, int32_t sp = 0,
+                  int32_t obase = 0) { stubs.push_back(Stub{at, kind, status, back, pc, sp, obase}); };
+
+  // Prologue: save the callee-saved registers, load the fixed ones, jump to the entry.
+  for (int r : {RBX, RBP, R12, R13, R14, R15}) a.push(r);
+  a.alu_imm(5, RSP, 8, true);  // sub rsp, 8: 16-byte aligned at helper calls
+  a.mov64(CTX, RDI);
+  a.load64(FP, CTX, C_ST);
+  a.load(STEPS, CTX, C_STEPS);
+  a.load(DEPTH, CTX, C_DEPTH);
+  a.load(BASE, CTX, C_BASE);
+  a.load(FUEL, CTX, C_FUEL);
+  a.load(CYC, CTX, C_CYC);
+  a.jmp_mem(CTX, C_ENTRY);
+  const int64_t epilogue = a.n;
+  a.alu_imm(0, RSP, 8, true);
+  for (int r : {R15, R14, R13, R12, RBP, RBX}) a.pop(r);
+  a.ret();
+
+  // The abstract operand stack of the block being compiled: each value a constant, a slot (a
+  // local, or a stack slot at its own position) or a register. It is written to the stack's
+  // slots (materialized) wherever control leaves the block or memory must hold it: before a
+  // jump, a call, a list helper (which clobbers the registers) or a hand-over.
+  enum VK : uint8_t { K_SLOT, K_REG, K_CONST };
+  using V = Val;
+  static const int POOL[4] = {RSI, RDI, R8, R9};  // (RAX, RCX, RDX, R11: scratch)
+  std::vector<V>& stk = out.stk;
+  if (stk.size() < MAX_DEPTH + 4) stk.resize(MAX_DEPTH + 4);
+  int32_t sd = 0, nl = 0;
+  int32_t refs[16] = {};
+  auto slot = [](int32_t s) { return (int32_t)(4 * s); };
+  auto release = [&](V x) {
+    if (x.k == K_REG) refs[x.v]--;
+  };
+  auto load_to = [&](int r, V x) {
+    if (x.k == K_CONST) a.mov_imm(r, x.v);
+    else if (x.k == K_SLOT) a.load(r, FP, slot(x.v));
+    else if (x.v != r) a.mov(r, x.v);
+  };
+  // spill: the deepest value held in a register goes to its own slot (copies of it at other
+  // positions keep the register). False when no position holds one.
+  auto spill = [&]() {
+    for (int32_t p = 0; p < sd; p++)
+      if (stk[p].k == K_REG) {
+        a.store(FP, slot(nl + p), stk[p].v);
+        refs[stk[p].v]--;
+        stk[p] = V{K_SLOT, nl + p};
+        return true;
+      }
+    return false;
+  };
+  bool stuck = false;  // more registers held outside the stack than the pool has: not compiled
+  auto alloc = [&]() {
+    for (;;) {
+      for (int r : POOL)
+        if (refs[r] == 0) {
+          refs[r] = 1;
+          return r;
+        }
+      if (!spill()) {
+        stuck = true;
+        refs[POOL[0]]++;
+        return POOL[0];
+      }
+    }
+  };
+  // a register holding x that the caller may overwrite (x released)
+  auto take = [&](V x) {
+    if (x.k == K_REG && refs[x.v] == 1) return (int)x.v;
+    const int r = alloc();
+    load_to(r, x);
+    release(x);
+    return r;
+  };
+  auto to_reg = [&](int32_t p) {
+    if (stk[p].k == K_REG) return;
+    const int r = alloc();
+    load_to(r, stk[p]);
+    stk[p] = V{K_REG, r};
+  };
+  // stack slots' values only at their own positions (so materializing never overwrites one that
+  // another position still reads)
+  auto own = [&](int32_t from) {
+    for (int32_t p = from; p < sd; p++)
+      if (stk[p].k == K_SLOT && stk[p].v >= nl) to_reg(p);
+  };
+  auto materialize = [&]() {
+    for (int32_t p = 0; p < sd; p++) {
+      const V x = stk[p];
+      const int32_t h = nl + p;
+      if (x.k == K_SLOT && x.v == h) continue;
+      if (x.k == K_CONST) {
+        a.store_imm(FP, slot(h), x.v);
+      } else if (x.k == K_REG) {
+        a.store(FP, slot(h), x.v);
+        refs[x.v]--;
+      } else {
+        a.load(RAX, FP, slot(x.v));
+        a.store(FP, slot(h), RAX);
+      }
+      stk[p] = V{K_SLOT, h};
+    }
+  };
+  // op r, y for r a register: 03 add, 2B sub, 3B cmp (ext: 0, 5, 7 with an immediate)
+  auto alu = [&](int opc, int ext, int r, V y) {
+    if (y.k == K_CONST) a.alu_imm(ext, r, y.v);
+    else if (y.k == K_REG) a.alu_rr(opc, r, y.v);
+    else a.alu_rm(opc, r, FP, slot(y.v));
+  };
+  // flags of x - y
+  auto compare = [&](V x, V y) {
+    int rx = RAX;
+    if (x.k == K_REG) rx = x.v;
+    else if (x.k == K_SLOT && y.k == K_CONST) return a.alu_mem_imm(7, FP, slot(x.v), y.v);
+    else load_to(RAX, x);
+    alu(0x3B, 7, rx, y);
+  };
+  static const Cond CMP_CC[6] = {CL, CLE, CG, CGE, CE, CNE};
+
+  for (int32_t pc = 0; pc < len && a.room();) {
+    const int32_t fs = fstart[pc];
+    if ((code[pc] & 0xFF) == OP_FUNC || out.depth[pc] < 0) {  // headers and unreachable words: no code
+      pc++;
+      continue;
+    }
+    // one basic block [pc, end): straight on until a transfer of control or the next block start
+    nl = func_nlocals(code[fs]);
+    int32_t end = pc + 1;
+    for (int32_t q = pc;;) {
+      const int32_t op = code[q] & 0xFF;
+      const bool transfer = op == OP_JUMP || op == OP_JUMP_IF_FALSE || op == OP_JUMP_IF_TRUE ||
+                            op == OP_JUMP_IF_FALSE_OR_POP || op == OP_JUMP_IF_TRUE_OR_POP || op == OP_FOR_RANGE ||
+                            op == OP_FOR_LIST || op == OP_CALL || op == OP_RETURN || op == OP_FUNC;
+      q++;
+      if (transfer || q >= len || start[q] || out.depth[q] < 0 || (code[q] & 0xFF) == OP_FUNC) {
+        end = q;
+        break;
+      }
+    }
+    const int32_t n = end - pc;  // steps of the block
+    out.at[pc] = a.buf + a.n;
+    const int32_t d0 = out.depth[pc];
+    // the block's entry: every step within the budget, else the interpreter from here (64-bit:
+    // steps + n may pass INT32_MAX)
+    a.alu_imm(0, STEPS, n, true);
+    a.alu_rr(0x3B, STEPS, FUEL, true);
+    stub(a.jcc(CG), S_HANDOVER, 0, n, pc, nl + d0, nl);
+    sd = d0;
+    for (int32_t p = 0; p < sd; p++) stk[p] = V{K_SLOT, nl + p};
+    for (int r = 0; r < 16; r++) refs[r] = 0;
+    bool open = true;  // control may fall out of the block's end (else a jump or trap left it)
+    for (int32_t k = pc; k < end && open && a.room(); k++) {
+      const uint32_t w = code[k];
+      const int32_t op = w & 0xFF, arg = (int32_t)(w >> 8);
+      const int32_t back = end - k - 1;  // steps of the block after this one (a trap here did not take them)
+      auto need = [&](int32_t c) {
+        if (sd >= c) return true;
+        stub(a.jmp(), S_TRAP, TRAP_BAD_BYTECODE, back);  // VG_NEED: the run ends here
+        open = false;
+        return false;
+      };
+      auto writes = [&]() { a.mov_imm(CYC, -1); };
+      // a jump to t, unless t's block is the one emitted next
+      auto go = [&](int32_t t) {
+        if (!(t == end && end < len && (code[end] & 0xFF) != OP_FUNC && out.depth[end] >= 0))
+          fixes.push_back(Fix{a.jmp(), t});
+      };
+      auto pop = [&]() { return stk[--sd]; };
+      auto push = [&](V x) { stk[sd++] = x; };
+      switch (op) {
+        case OP_LOAD_CONST: {
+          int32_t c = ((int32_t)w) >> 8;
+          while (k + 1 < end && (code[k + 1] & 0xFF) == OP_CONST_EXT) {  // (no step of these can trap)
+            c = (int32_t)(((uint32_t)c << 8) | (code[k + 1] >> 8));
+            k++;
+          }
+          push(V{K_CONST, c});
+          break;
+        }
+        case OP_CONST_EXT: {
+          if (!need(1)) break;
+          const int r = take(pop());
+          a.shift(4, r, 8);
+          a.alu_imm(1, r, arg);  // or r, b
+          push(V{K_REG, r});
+          break;
+        }
+        case OP_LOAD_VAR: push(V{K_SLOT, arg}); break;
+        case OP_STORE_VAR: {
+          if (!need(1)) break;
+          const V v = pop();
+          for (int32_t p = 0; p < sd; p++)  // values that read this local keep the old one
+            if (stk[p].k == K_SLOT && stk[p].v == arg) to_reg(p);
+          if (v.k == K_CONST) {
+            a.alu_mem_imm(7, FP, slot(arg), v.v);  // the value it holds: no write (cycle check)
+            const int64_t same = a.jcc(CE);
+            writes();
+            a.patch(same, a.n);
+            a.store_imm(FP, slot(arg), v.v);
+          } else {
+            const int r = v.k == K_REG ? (int)v.v : RAX;
+            load_to(r, v);
+            a.alu_rm(0x3B, r, FP, slot(arg));
+            const int64_t same = a.jcc(CE);
+            writes();
+            a.patch(same, a.n);
+            a.store(FP, slot(arg), r);
+          }
+          release(v);
+          break;
+        }
+        case OP_POP:
+          if (need(1)) release(pop());
+          break;
+        case OP_DUP:
+          if (!need(1)) break;
+          own(sd - 1);
+          if (stk[sd - 1].k == K_REG) refs[stk[sd - 1].v]++;
+          push(stk[sd - 1]);
+          break;
+        case OP_DUP2:
+          if (!need(2)) break;
+          own(sd - 2);
+          for (int32_t i = 0; i < 2; i++) {
+            if (stk[sd - 2].k == K_REG) refs[stk[sd - 2].v]++;
+            push(stk[sd - 2]);
+          }
+          break;
+        case OP_SWAP:
+          if (!need(2)) break;
+          own(sd - 2);
+          std::swap(stk[sd - 1], stk[sd - 2]);
+          break;
+        case OP_ROT3: {  // (a b c -- c a b)
+          if (!need(3)) break;
+          own(sd - 3);
+          const V z = stk[sd - 1];
+          stk[sd - 1] = stk[sd - 2];
+          stk[sd - 2] = stk[sd - 3];
+          stk[sd - 3] = z;
+          break;
+        }
+        case OP_REVERSE:
+          if (!need(arg)) break;
+          own(sd - arg);
+          for (int32_t i = sd - arg, j = sd - 1; i < j; i++, j--) std::swap(stk[i], stk[j]);
+          break;
+        case OP_BINARY_ADD: case OP_BINARY_SUB: case OP_BINARY_MUL: {
+          if (!need(2)) break;
+          const V y = pop(), x = pop();
+          int32_t r0;
+          if (x.k == K_CONST && y.k == K_CONST && eval_binop(op, x.v, y.v, &r0) == TRAP_OK) {
+            push(V{K_CONST, r0});
+            break;
+          }
+          const int r = take(x);
+          if (op == OP_BINARY_MUL) {
+            if (y.k == K_CONST) a.imul_imm(r, r, y.v);
+            else if (y.k == K_REG) a.rr0f(0xAF, r, y.v);
+            else a.imul_rm(r, FP, slot(y.v));
+          } else {
+            alu(op == OP_BINARY_ADD ? 0x03 : 0x2B, op == OP_BINARY_ADD ? 0 : 5, r, y);
+          }
+          stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, back);
+          release(y);
+          push(V{K_REG, r});
+          break;
+        }
+        case OP_BINARY_DIV: case OP_BINARY_MOD: {
+          if (!need(2)) break;
+          const V y = pop(), x = pop();
+          const bool div = op == OP_BINARY_DIV;
+          // x % c == 0 (or != 0) for a constant c > 0: a divisibility test, and the conditional
+          // jump after it (if any) in one
+          const int32_t eq = k + 2 < end ? (int32_t)(code[k + 2] & 0xFF) : -1;
+          if (!div && y.k == K_CONST && y.v > 0 && (code[k + 1] & 0xFF) == OP_LOAD_CONST && (code[k + 1] >> 8) == 0 &&
+              (eq == OP_COMPARE_EQ || eq == OP_COMPARE_NE)) {
+            const int32_t jop = k + 3 < end ? (int32_t)(code[k + 3] & 0xFF) : -1;
+            const bool branch = jop == OP_JUMP_IF_FALSE || jop == OP_JUMP_IF_TRUE;
+            if (branch) {
+              own(0);
+              materialize();
+            }
+            load_to(RAX, x);
+            release(x);
+            Cond cc = divisible(a, y.v);
+            if (eq == OP_COMPARE_NE) cc = invert(cc);
+            if (branch) {
+              fixes.push_back(Fix{a.jcc(jop == OP_JUMP_IF_TRUE ? cc : invert(cc)), (int32_t)(code[k + 3] >> 8)});
+              go(k + 4);
+              k += 3;
+              open = false;
+            } else {
+              const int r = alloc();
+              a.setcc(cc, RAX);
+              a.movzx8(r, RAX);
+              push(V{K_REG, r});
+              k += 2;
+            }
+            break;
+          }
+          if (y.k == K_CONST && y.v > 0) {  // by a positive constant: no trap, no idiv
+            load_to(RAX, x);
+            release(x);
+            div_const(a, div, y.v);  // RAX -> RAX
+          } else {
+            load_to(RCX, y);
+            load_to(RAX, x);
+            release(x);
+            release(y);
+            a.test(RCX, RCX);
+            stub(a.jcc(CE), S_TRAP, TRAP_ZERO_DIVISION, back);
+            a.alu_imm(7, RCX, -1);  // cmp ecx, -1: x // -1 and x % -1 without idiv (INT_MIN // -1 traps)
+            const int64_t not_m1 = a.jcc(CNE);
+            if (div) {
+              a.unary(3, RAX);  // neg eax: overflows only for INT_MIN
+              stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, back);
+            } else {
+              a.mov_imm(RAX, 0);
+            }
+            const int64_t done_m1 = a.jmp();
+            a.patch(not_m1, a.n);
+            a.cdq();
+            a.unary(7, RCX);  // idiv ecx: eax = quotient, edx = remainder (truncated)
+            // floor: when the remainder is not 0 and its sign differs from the divisor's
+            a.test(RDX, RDX);
+            const int64_t exact = a.jcc(CE);
+            a.mov(R11, RDX);
+            a.alu_rr(0x33, R11, RCX);  // xor r11d, ecx
+            const int64_t same_sign = a.jcc(CNS);
+            if (div) a.alu_imm(5, RAX, 1);  // sub eax, 1
+            else a.alu_rr(0x03, RDX, RCX);  // add edx, ecx
+            a.patch(exact, a.n);
+            a.patch(same_sign, a.n);
+            if (!div) a.mov(RAX, RDX);
+            a.patch(done_m1, a.n);
+          }
+          const int r = alloc();
+          a.mov(r, RAX);
+          push(V{K_REG, r});
+          break;
+        }
+        case OP_UNARY_NEG: case OP_ABS: {
+          if (!need(1)) break;
+          const V x = pop();
+          if (x.k == K_CONST && x.v != VG_INT32_MIN) {
+            push(V{K_CONST, op == OP_UNARY_NEG || x.v < 0 ? -x.v : x.v});
+            break;
+          }
+          const int r = take(x);
+          int64_t pos = -1;
+          if (op == OP_ABS) {
+            a.test(r, r);
+            pos = a.jcc(CNS);
+          }
+          a.unary(3, r);
+          stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, back);
+          if (pos >= 0) a.patch(pos, a.n);
+          push(V{K_REG, r});
+          break;
+        }
+        case OP_UNARY_NOT: {
+          if (!need(1)) break;
+          const V x = pop();
+          if (x.k == K_CONST) {
+            push(V{K_CONST, x.v == 0});
+            break;
+          }
+          const int r = alloc();
+          compare(x, V{K_CONST, 0});
+          release(x);
+          a.setcc(CE, RAX);
+          a.movzx8(r, RAX);
+          push(V{K_REG, r});
+          break;
+        }
+        case OP_MIN: case OP_MAX: {
+          if (!need(2)) break;
+          const V y = pop(), x = pop();
+          const int r = take(x);
+          load_to(RCX, y);
+          release(y);
+          a.alu_rr(0x3B, RCX, r);  // cmp ecx, r: y against x
+          a.cmov(op == OP_MIN ? CL : CG, r, RCX);
+          push(V{K_REG, r});
+          break;
+        }
+        case OP_COMPARE_LT: case OP_COMPARE_LE: case OP_COMPARE_GT: case OP_COMPARE_GE: case OP_COMPARE_EQ:
+        case OP_COMPARE_NE: {
+          if (!need(2)) break;
+          const V y = pop(), x = pop();
+          const Cond cc = CMP_CC[op - OP_COMPARE_LT];
+          const int32_t nop = k + 1 < end ? (int32_t)(code[k + 1] & 0xFF) : -1;
+          if ((nop == OP_JUMP_IF_FALSE || nop == OP_JUMP_IF_TRUE) && !(x.k == K_CONST && y.k == K_CONST)) {
+            // the conditional jump after it: one compare and a conditional jump
+            const int32_t t = (int32_t)(code[k + 1] >> 8);
+            own(0);
+            materialize();
+            compare(x, y);
+            release(x);
+            release(y);
+            fixes.push_back(Fix{a.jcc(nop == OP_JUMP_IF_TRUE ? cc : invert(cc)), t});
+            go(k + 2);
+            k++;
+            open = false;
+            break;
+          }
+          const int r = alloc();
+          compare(x, y);
+          release(x);
+          release(y);
+          a.setcc(cc, RAX);
+          a.movzx8(r, RAX);
+          push(V{K_REG, r});
+          break;
+        }
+        case OP_JUMP:
+          materialize();
+          if (CYCLE_CHECK && arg < k + 1 && sd == 0) {  // vm.h's cycle check at a backward jump
+            a.alu_imm(7, CYC, k + 1);
+            stub(a.jcc(CE), S_CYCLE, 0, 0);
+            a.mov_imm(CYC, k + 1);
+          }
+          fixes.push_back(Fix{a.jmp(), arg});
+          open = false;
+          break;
+        case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE: {
+          if (!need(1)) break;
+          const V c = pop();
+          const bool on_true = op == OP_JUMP_IF_TRUE;
+          materialize();  // (a stack slot c reads is above the stack now: materializing keeps it)
+          if (c.k == K_CONST) {
+            go((c.v != 0) == on_true ? arg : k + 1);
+          } else {
+            compare(c, V{K_CONST, 0});
+            release(c);
+            fixes.push_back(Fix{a.jcc(on_true ? CNE : CE), arg});
+            go(k + 1);
+          }
+          open = false;
+          break;
+        }
+        case OP_JUMP_IF_FALSE_OR_POP: case OP_JUMP_IF_TRUE_OR_POP: {
+          if (!need(1)) break;
+          own(0);
+          materialize();  // (the value stays on the stack where the jump is taken)
+          a.alu_mem_imm(7, FP, slot(nl + sd - 1), 0);
+          const int32_t t = threaded(code, len, k);
+          if (t >= 0) {
+            // taken: the jump at the target takes one more step (its budget checked here, else
+            // the interpreter from there, the value on the stack) and pops the value
+            const int64_t stays = a.jcc(op == OP_JUMP_IF_TRUE_OR_POP ? CE : CNE);
+            a.alu_imm(0, STEPS, 1, true);
+            a.alu_rr(0x3B, STEPS, FUEL, true);
+            stub(a.jcc(CG), S_HANDOVER, 0, 1, arg, nl + sd, nl);
+            fixes.push_back(Fix{a.jmp(), t});
+            a.patch(stays, a.n);
+            sd--;
+            go(k + 1);
+            open = false;
+            break;
+          }
+          fixes.push_back(Fix{a.jcc(op == OP_JUMP_IF_TRUE_OR_POP ? CNE : CE), arg});
+          go(k + 1);
+          open = false;
+          break;
+        }
+        case OP_FOR_RANGE: {
+          materialize();
+          writes();
+          const int32_t c = slot(arg), stop = slot(arg + 1), step = slot(arg + 2);
+          a.load(RCX, FP, step);
+          a.test(RCX, RCX);
+          stub(a.jcc(CE), S_TRAP, TRAP_VALUE_ERROR, back);
+          a.load(RAX, FP, c);
+          const int64_t down = a.jcc(CS);
+          a.alu_rm(0x3B, RAX, FP, stop);
+          fixes.push_back(Fix{a.jcc(CGE), k + 1});  // counter >= stop: leave
+          const int64_t go = a.jmp();
+          a.patch(down, a.n);
+          a.alu_rm(0x3B, RAX, FP, stop);
+          fixes.push_back(Fix{a.jcc(CLE), k + 1});  // counter <= stop: leave
+          a.patch(go, a.n);
+          a.store(FP, slot(nl + sd), RAX);  // push the counter
+          a.alu_rr(0x03, RAX, RCX);          // advance it: past int32 is past stop
+          const int64_t fits = a.jcc(CNO);
+          a.load(RAX, FP, stop);
+          a.patch(fits, a.n);
+          a.store(FP, c, RAX);
+          fixes.push_back(Fix{a.jmp(), k + 2});
+          open = false;
+          break;
+        }
+        case OP_FOR_LIST: {
+          materialize();
+          writes();
+          const int32_t ref = slot(arg), idx = slot(arg + 1);
+          a.load64(RDX, CTX, C_WS);
+          a.load(RAX, FP, ref);
+          a.alu_rm(0x3B, RAX, RDX, W_NLISTS);
+          stub(a.jcc(CAE), S_TRAP, TRAP_BAD_BYTECODE, back);  // (unsigned: a negative reference too)
+          a.load(RCX, FP, idx);
+          a.test(RCX, RCX);
+          stub(a.jcc(CS), S_TRAP, TRAP_BAD_BYTECODE, back);
+          a.load64(RSI, RDX, W_LISTS);
+          a.movsxd(RAX, RAX);
+          a.lea_sib(RAX, RAX, RAX, 1, 0);       // rax = ref * 3
+          a.rm_sib(0x3B, RCX, RSI, RAX, 2, 4);  // cmp ecx, [rsi + ref*12 + 4]: the length
+          fixes.push_back(Fix{a.jcc(CGE), k + 1});
+          a.rm_sib(0x8B, RDI, RSI, RAX, 2, 0);  // mov edi, [rsi + ref*12]: the offset
+          a.alu_rr(0x03, RDI, RCX);             // + index
+          a.movsxd(RDI, RDI);
+          a.load64(R8, RDX, W_HEAP);
+          a.rm_sib(0x8B, RAX, R8, RDI, 2, 0);  // the element
+          a.store(FP, slot(nl + sd), RAX);
+          a.alu_imm(0, RCX, 1);
+          a.store(FP, idx, RCX);
+          fixes.push_back(Fix{a.jmp(), k + 2});
+          open = false;
+          break;
+        }
+        case OP_LEN: case OP_INDEX: {
+          const bool ix = op == OP_INDEX;
+          if (!need(ix ? 2 : 1)) break;
+          const V i = ix ? pop() : V{K_CONST, 0};
+          const V x = pop();
+          load_to(RAX, x);
+          if (ix) load_to(RCX, i);
+          release(x);
+          release(i);
+          a.load64(RDX, CTX, C_WS);
+          a.alu_rm(0x3B, RAX, RDX, W_NLISTS);
+          stub(a.jcc(CAE), S_TRAP, TRAP_BAD_BYTECODE, back);  // (unsigned: a negative reference too)
+          a.load64(RDX, RDX, W_LISTS);
+          a.movsxd(RAX, RAX);
+          a.lea_sib(RAX, RAX, RAX, 1, 0);
+          a.lea_sib(RDX, RDX, RAX, 2, 0);  // rdx = &lists[ref]
+          a.load(RAX, RDX, 4);             // its length
+          if (ix) {
+            a.test(RCX, RCX);
+            const int64_t nonneg = a.jcc(CNS);
+            a.alu_rr(0x03, RCX, RAX);  // i += len
+            a.patch(nonneg, a.n);
+            a.alu_rr(0x3B, RCX, RAX);  // unsigned i >= len: out of range (a negative one too)
+            stub(a.jcc(CAE), S_TRAP, TRAP_INDEX_ERROR, back);
+            a.alu_rm(0x03, RCX, RDX, 0);  // + the list's offset
+            a.load64(RDX, CTX, C_WS);
+            a.load64(RDX, RDX, W_HEAP);
+            a.movsxd(RCX, RCX);
+            a.rm_sib(0x8B, RAX, RDX, RCX, 2, 0);
+          }
+          const int r = alloc();
+          a.mov(r, RAX);
+          push(V{K_REG, r});
+          break;
+        }
+        case OP_BUILD_LIST: case OP_LIST_REPEAT: case OP_LIST_CONCAT: case OP_LIST_EXTEND: case OP_STORE_INDEX:
+        case OP_APPEND: case OP_LIST_POP: {
+          const int32_t k_ops = op == OP_BUILD_LIST ? arg : op == OP_STORE_INDEX ? 3 : op == OP_LIST_POP ? 1 : 2;
+          if (!need(k_ops)) break;
+          own(0);
+          materialize();  // (the helper reads its operands from the slots and clobbers the registers)
+          writes();
+          int32_t (*h)(Workspace*, const VMConfig*, int32_t*, int32_t) =
+              op == OP_BUILD_LIST ? helpers::build_list : op == OP_LIST_REPEAT ? helpers::list_repeat
+              : op == OP_LIST_CONCAT ? helpers::list_concat : op == OP_LIST_EXTEND ? helpers::list_extend
+              : op == OP_STORE_INDEX ? helpers::store_index : op == OP_APPEND ? helpers::append : helpers::list_pop;
+          a.load64(RDI, CTX, C_WS);
+          a.load64(RSI, CTX, C_CFG);
+          a.lea(RDX, FP, slot(nl + sd - k_ops));
+          a.mov_imm(RCX, arg);
+          a.mov_imm64(RAX, (int64_t)(intptr_t)h);
+          a.store(CTX, C_CYC, CYC);  // (the call clobbers it)
+          a.call_reg(RAX);
+          a.load(CYC, CTX, C_CYC);
+          a.test(RAX, RAX);
+          stub(a.jcc(CNE), S_TRAP_EAX, 0, back);
+          const int32_t results = op == OP_STORE_INDEX || op == OP_APPEND ? 0 : 1;
+          sd -= k_ops;
+          for (int32_t i = 0; i < results; i++) push(V{K_SLOT, nl + sd});
+          break;
+        }
+        case OP_CALL: {
+          const uint32_t hdr = code[arg];
+          const int32_t np = func_nparams(hdr), nlf = func_nlocals(hdr);
+          if (!need(np)) break;
+          own(0);
+          materialize();
+          const int32_t d = sd;
+          writes();
+          // (fuel: counted at this block's entry; the callee's blocks count their own)
+          a.alu_rm(0x3B, DEPTH, CTX, C_MAXD);
+          stub(a.jcc(CGE), S_TRAP, TRAP_RECURSION, back);
+          const int32_t nb = nl + d - np;  // the callee's base, relative to this frame's
+          // the callee's locals and deepest operand stack must fit: else the interpreter takes
+          // over at this CALL (the steps before it in this block are taken)
+          a.lea(RAX, FP, slot(nb + nlf + out.fmax[arg]));
+          a.alu_rm(0x3B, RAX, CTX, C_STEND, true);  // (addresses: 64-bit)
+          stub(a.jcc(CA), S_HANDOVER, 0, back + 1, k, nl + d, nl);
+          a.load64(RAX, CTX, C_FRAMES);
+          a.movsxd(RCX, DEPTH);
+          a.lea_sib(RCX, RCX, RCX, 1, 0);  // depth * 3
+          a.rm_sib(0xC7, 0, RAX, RCX, 2, 0);
+          a.d32(k + 1);                          // frames[depth].ret_pc
+          a.rm_sib(0x89, BASE, RAX, RCX, 2, 4);  // .base
+          a.lea(RDX, BASE, nl, false);           // (lea edx, [r15 + nl])
+          a.rm_sib(0x89, RDX, RAX, RCX, 2, 8);   // .obase
+          a.alu_imm(0, DEPTH, 1);
+          a.alu_imm(0, BASE, nb);
+          a.lea(FP, FP, slot(nb));
+          for (int32_t i = np; i < nlf; i++) a.store_imm(FP, slot(i), 0);
+          fixes.push_back(Fix{a.jmp(), arg + 1});
+          open = false;
+          break;
+        }
+        case OP_RETURN: {
+          if (!need(1)) break;
+          const V v = pop();
+          writes();
+          load_to(RAX, v);
+          release(v);
+          a.test(DEPTH, DEPTH);
+          const int64_t nested = a.jcc(CNE);
+          a.store(CTX, C_RESULT, RAX);
+          a.store(CTX, C_STEPS, STEPS);
+          a.mov_imm(RAX, EXIT_RETURN);
+          a.patch(a.jmp(), epilogue);
+          a.patch(nested, a.n);
+          a.alu_imm(5, DEPTH, 1);
+          a.store(FP, 0, RAX);  // the value where the callee's frame began
+          a.load64(RDX, CTX, C_FRAMES);
+          a.movsxd(RCX, DEPTH);
+          a.lea_sib(RCX, RCX, RCX, 1, 0);
+          a.rm_sib(0x8B, RSI, RDX, RCX, 2, 0);   // ret_pc
+          a.rm_sib(0x8B, BASE, RDX, RCX, 2, 4);  // base
+          a.load64(RAX, CTX, C_ST);
+          a.movsxd(RDI, BASE);
+          a.lea_sib(FP, RAX, RDI, 2, 0);
+          a.load64(RAX, CTX, C_RET);
+          a.movsxd(RSI, RSI);
+          a.jmp_mem_sib(RAX, RSI, 3, 0);
+          open = false;
+          break;
+        }
+        default:  // FUNC (fell off a function) or an unknown opcode
+          stub(a.jmp(), S_TRAP, TRAP_BAD_BYTECODE, back);
+          open = false;
+          break;
+      }
+    }
+    if (open) {  // falling into the next block
+      own(0);
+      materialize();
+      if (!(end < len && (code[end] & 0xFF) != OP_FUNC && out.depth[end] >= 0)) fixes.push_back(Fix{a.jmp(), end});
+    }
+    pc = end;
+  }
+  // The end of a function's code (a jump to the next FUNC word or past the last one): fetching
+  // there traps bad_bytecode, after the fuel check; a FUNC word counts as a step, the end not.
+  std::vector<int64_t>& end_stub = out.end_stub;
+  end_stub.assign(len + 1, -1);
+  // Cold code: stubs, then the ends that jumps reach.
+  // The traps' common tail: eax = status | steps not taken << 8.
+  if (!a.room()) return false;
+  const int64_t trap_tail = a.n;
+  a.mov(RCX, RAX);
+  a.alu_imm(4, RAX, 0xFF);
+  a.store(CTX, C_STATUS, RAX);
+  a.shift(5, RCX, 8);
+  a.mov(RAX, STEPS);
+  a.alu_rr(0x2B, RAX, RCX);
+  a.store(CTX, C_STEPS, RAX);
+  a.mov_imm(RAX, EXIT_TRAP);
+  a.patch(a.jmp(), epilogue);
+  for (const Stub& s : stubs) {
+    if (!a.room()) return false;
+    a.patch(s.at, a.n);
+    switch (s.kind) {
+      case S_TRAP:
+        a.mov_imm(RAX, s.status | s.back << 8);
+        a.patch(a.jmp(), trap_tail);
+        continue;
+      case S_TRAP_EAX:
+        a.alu_imm(1, RAX, s.back << 8);  // or eax, back << 8 (the helper's status is below 256)
+        a.patch(a.jmp(), trap_tail);
+        continue;
+      case S_CYCLE:  // as the interpreter: every step of the budget spent
+        a.store_imm(CTX, C_STATUS, TRAP_OUT_OF_FUEL);
+        a.store(CTX, C_STEPS, FUEL);
+        break;
+      default: {  // hand over at pc with the steps before it
+        a.lea(RAX, STEPS, -s.back, false);
+        a.store(CTX, C_STEPS, RAX);
+        a.store_imm(CTX, C_PC, s.pc);
+        a.store(CTX, C_DEPTH, DEPTH);
+        a.store(CTX, C_BASE, BASE);
+        a.lea(RAX, BASE, s.sp, false);
+        a.store(CTX, C_SP, RAX);
+        a.lea(RAX, BASE, s.obase, false);
+        a.store(CTX, C_OBASE, RAX);
+        a.mov_imm(RAX, EXIT_HANDOVER);
+        a.patch(a.jmp(), epilogue);
+        continue;
+      }
+    }
+    a.mov_imm(RAX, EXIT_TRAP);
+    a.patch(a.jmp(), epilogue);
+  }
+  // A pc with no code (the end of a function, a FUNC word): the interpreter takes over there (it
+  // traps at the fetch or at the FUNC word; it reads no operand, so sp is any).
+  auto end_at = [&](int32_t t) {
+    if (end_stub[t] < 0) {
+      end_stub[t] = a.n;
+      a.store(CTX, C_STEPS, STEPS);
+      a.store_imm(CTX, C_PC, t);
+      a.store(CTX, C_DEPTH, DEPTH);
+      a.store(CTX, C_BASE, BASE);
+      a.store(CTX, C_SP, BASE);
+      a.store(CTX, C_OBASE, BASE);
+      a.mov_imm(RAX, EXIT_HANDOVER);
+      a.patch(a.jmp(), epilogue);
+    }
+    return end_stub[t];
+  };
+  for (const Fix& f : fixes) {
+    if (!a.room()) return false;
+    const int32_t t = f.pc;
+    if (t < len && out.at[t]) a.patch(f.at, (uint8_t*)out.at[t] - a.buf);
+    else if (t == len || (code[t] & 0xFF) == OP_FUNC) a.patch(f.at, end_at(t));
+    else return false;  // a jump to a pc without a block: not compiled (should not happen)
+  }
+  // Every return point has an address for RETURN's jump (a CALL ending its function returns to
+  // the next FUNC word or the end: the interpreter traps there).
+  for (int32_t pc = 0; pc < len; pc++) {
+    if ((code[pc] & 0xFF) != OP_CALL || out.depth[pc] < 0 || out.at[pc + 1]) continue;
+    if (!a.room()) return false;
+    if (pc + 1 < len && (code[pc + 1] & 0xFF) != OP_FUNC) return false;  // (should not happen)
+    out.at[pc + 1] = a.buf + end_at(pc + 1);
+  }
+  if (a.full || stuck) return false;
+  out.run = (int32_t(*)(Ctx*))(void*)a.buf;
+  out.size = a.n;
+  out.ok = true;
+  return true;
+}
+
+// Run function `entry_pc` of a compiled program on one encoded input, as vm::run does.
+inline RunResult run(const Compiled& cp, const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* in,
+                     int32_t in_len, const VMConfig& cfg, Workspace& ws) {
+  RunResult res;
+  res.status = TRAP_OK;
+  res.value = 0;
+  res.steps = 0;
+  ws.nlists = 0;
+  ws.hp = 0;
+  if (entry_pc < 0 || entry_pc >= len || (code[entry_pc] & 0xFF) != OP_FUNC) {
+    res.status = TRAP_BAD_INPUT;
+    return res;
+  }
+  const int32_t nl = func_nlocals(code[entry_pc]);
+  const int32_t t = load_args(code[entry_pc], in, in_len, cfg, ws, ws.stack, 1);
+  if (t != TRAP_OK) {
+    res.status = t;
+    return res;
+  }
+  const void* entry = entry_pc + 1 < len ? cp.at[entry_pc + 1] : nullptr;
+  if (!entry || (int64_t)nl + cp.fmax[entry_pc] > cfg.stack_size || cfg.fuel <= 0)
+    return run_from(code, len, cfg, ws, entry_pc + 1, nl, 0, nl, 0, 0);
+  Ctx c;
+  c.st = ws.stack;
+  c.frames = ws.frames;
+  c.ws = &ws;
+  c.cfg = &cfg;
+  c.ret_at = cp.at.data();
+  c.entry = entry;
+  c.st_end = ws.stack + cfg.stack_size;
+  c.steps = 0, c.fuel = cfg.fuel, c.status = TRAP_OK, c.result = 0, c.cyc = -1, c.depth = 0;
+  c.max_depth = cfg.max_depth, c.base = 0, c.pc = c.sp = c.obase = 0;
+  switch (cp.run(&c)) {
+    case EXIT_RETURN:
+      res.value = c.result;
+      res.steps = c.steps;
+      return res;
+    case EXIT_TRAP:
+      res.status = c.status;
+      res.steps = c.steps;
+      return res;
+    default:
+      return run_from(code, len, cfg, ws, c.pc, c.sp, c.base, c.obase, c.depth, c.steps);
+  }
+}
+
+}  // namespace jit
+}  // namespace vg
+#endif  // VG_JIT
