@@ -48,6 +48,7 @@ struct Ctx {
   void* const* ret_at;  // native address of each return point (pc after a CALL)
   const void* entry;    // where the run starts: the entry function's first instruction
   int32_t* st_end;      // st + stack_size
+  int64_t fuel64;       // fuel (compared with 64-bit step counts)
   int32_t steps, fuel, status, result, cyc, depth, max_depth;
   int32_t pc, sp, base, obase;  // where a hand-over to the interpreter starts
 };
@@ -394,7 +395,7 @@ struct Fix {  // a jump to the block of pc
 };
 struct Stub {  // cold code after the blocks (see compile)
   int64_t at;
-  int32_t kind, status, back, pc, sp, obase;
+  int32_t kind, status, back, pc, sp, obase, fs;  // fs: the function's FUNC pc (its register locals)
 };
 struct Val {  // a value of the abstract operand stack (see compile)
   uint8_t k;
@@ -410,6 +411,8 @@ struct Compiled {
   bool ok = false;
   int32_t len = 0;
   std::vector<void*> at;      // [len] native address of pc (null where no block starts)
+  std::vector<void*> fentry;  // [len] at a FUNC pc: its function's entry (its register locals loaded)
+  std::vector<void*> ret;     // [len] at a return point: where RETURN jumps (the caller's locals loaded)
   std::vector<int32_t> depth;  // [len] static stack depth before pc (-1: unreachable)
   std::vector<int32_t> fmax;   // [len] at a FUNC pc: its function's deepest operand stack
   int32_t (*run)(Ctx*) = nullptr;
@@ -421,6 +424,8 @@ struct Compiled {
   std::vector<detail::Fix> fixes;
   std::vector<detail::Stub> stubs;
   std::vector<detail::Val> stk;
+  std::vector<int32_t> lslot;  // [3 * len] at 3 * (a FUNC pc) + i: the local that LREGS[i] holds there, or -1
+  std::vector<int32_t> weight;
 };
 
 namespace detail {
@@ -429,6 +434,7 @@ namespace detail {
 constexpr int32_t C_ST = offsetof(Ctx, st), C_FRAMES = offsetof(Ctx, frames), C_WS = offsetof(Ctx, ws),
                   C_CFG = offsetof(Ctx, cfg), C_RET = offsetof(Ctx, ret_at), C_ENTRY = offsetof(Ctx, entry),
                   C_STEND = offsetof(Ctx, st_end), C_STEPS = offsetof(Ctx, steps), C_FUEL = offsetof(Ctx, fuel),
+                  C_FUEL64 = offsetof(Ctx, fuel64),
                   C_STATUS = offsetof(Ctx, status), C_RESULT = offsetof(Ctx, result), C_CYC = offsetof(Ctx, cyc),
                   C_DEPTH = offsetof(Ctx, depth), C_MAXD = offsetof(Ctx, max_depth), C_PC = offsetof(Ctx, pc),
                   C_SP = offsetof(Ctx, sp), C_BASE = offsetof(Ctx, base), C_OBASE = offsetof(Ctx, obase);
@@ -439,14 +445,16 @@ static_assert(sizeof(Frame) == 12 && offsetof(Frame, ret_pc) == 0 && offsetof(Fr
                   offsetof(Frame, obase) == 8,
               "Frame");
 
-// Registers with fixed roles in generated code (callee-saved, so helper calls keep them).
+// Registers with fixed roles in generated code (callee-saved, so helper calls keep them). The
+// call depth and the frame's base (a slot index) live in Ctx: only calls, returns and
+// hand-overs use them.
 constexpr int FP = RBX;     // address of the frame's slot 0 (st + base)
 constexpr int STEPS = R12;  // steps so far, counted at each block's entry
 constexpr int CTX = R13;    // the Ctx
-constexpr int DEPTH = R14;  // call depth
-constexpr int BASE = R15;   // the frame's base (a slot index)
-constexpr int FUEL = RBP;   // the step budget
 constexpr int CYC = R10;    // vm.h's cycle check (Ctx::cyc while a helper runs)
+// The registers that hold a function's most used locals (callee-saved: helper calls keep them).
+constexpr int LREGS[3] = {RBP, R14, R15};
+constexpr int NLREGS = 3;
 
 // Static stack depth before every pc of the function whose FUNC word is at fs (words up to fe):
 // false when some pc is reached with two depths or the stack grows past MAX_DEPTH. Operands
@@ -596,6 +604,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   out.len = len;
   if (len <= 0 || len > MAX_LEN || (code[0] & 0xFF) != OP_FUNC) return false;
   out.at.assign(len + 1, nullptr);
+  out.fentry.assign(len + 1, nullptr);
+  out.ret.assign(len + 1, nullptr);
   out.depth.assign(len + 1, -1);
   out.fmax.assign(len + 1, 0);
   // functions and their depths
@@ -643,8 +653,62 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   enum StubKind { S_TRAP, S_TRAP_EAX, S_HANDOVER, S_CYCLE };
   std::vector<Stub>& stubs = out.stubs;
   stubs.clear();
+  int32_t cur_fs = 0;  // the function being compiled
   auto stub = [&](int64_t at, int32_t kind, int32_t status, int32_t back, int32_t pc = 0, int32_t sp = 0,
-                  int32_t obase = 0) { stubs.push_back(Stub{at, kind, status, back, pc, sp, obase}); };
+                  int32_t obase = 0) { stubs.push_back(Stub{at, kind, status, back, pc, sp, obase, cur_fs}); };
+
+  // Each function's most used locals live in LREGS while its code runs (their slots are stale):
+  // loaded at the function's entry and at its return points, written back before a call and a
+  // hand-over. Uses count 1, 16 times more in each loop around them; the slots a for-loop head
+  // reads in place stay in memory.
+  std::vector<int32_t>& lslot = out.lslot;
+  lslot.assign(3 * (size_t)(len + 1), -1);
+  {
+    std::vector<int32_t>& wt = out.weight;
+    for (int32_t fs = 0; fs < len;) {
+      int32_t fe = fs + 1;
+      while (fe < len && (code[fe] & 0xFF) != OP_FUNC) fe++;
+      const int32_t nlf = func_nlocals(code[fs]);
+      wt.assign(nlf, 0);
+      for (int32_t pc = fs + 1; pc < fe; pc++) {
+        if (out.depth[pc] < 0) continue;
+        const int32_t op = code[pc] & 0xFF, arg = (int32_t)(code[pc] >> 8);
+        if (op == OP_FOR_RANGE || op == OP_FOR_LIST) {
+          for (int32_t i = 0; i < (op == OP_FOR_RANGE ? 3 : 2); i++) wt[arg + i] = INT32_MIN / 2;
+          continue;
+        }
+        if (op != OP_LOAD_VAR && op != OP_STORE_VAR) continue;
+        int32_t loops = 0;  // backward jumps around pc
+        for (int32_t q = pc; q < fe; q++)
+          if ((code[q] & 0xFF) == OP_JUMP && (int32_t)(code[q] >> 8) <= pc) loops++;
+        wt[arg] += loops > 2 ? 4096 : 1 << (4 * loops);
+      }
+      for (int32_t i = 0; i < NLREGS; i++) {
+        int32_t best = -1;
+        for (int32_t a2 = 0; a2 < nlf; a2++)
+          if (wt[a2] > 1 && (best < 0 || wt[a2] > wt[best])) best = a2;
+        if (best < 0) break;
+        lslot[3 * (size_t)fs + i] = best;
+        wt[best] = INT32_MIN / 2;
+      }
+      fs = fe;
+    }
+  }
+  int8_t lreg[256];  // the current function's local -> its register (-1: in its slot)
+  auto enter_function = [&](int32_t fs) {
+    cur_fs = fs;
+    for (int32_t i = 0; i < 256; i++) lreg[i] = -1;
+    for (int32_t i = 0; i < NLREGS; i++)
+      if (lslot[3 * (size_t)fs + i] >= 0) lreg[lslot[3 * (size_t)fs + i]] = (int8_t)LREGS[i];
+  };
+  auto store_locals = [&](int32_t fs) {
+    for (int32_t i = 0; i < NLREGS; i++)
+      if (lslot[3 * (size_t)fs + i] >= 0) a.store(FP, 4 * lslot[3 * (size_t)fs + i], LREGS[i]);
+  };
+  auto load_locals = [&](int32_t fs) {
+    for (int32_t i = 0; i < NLREGS; i++)
+      if (lslot[3 * (size_t)fs + i] >= 0) a.load(LREGS[i], FP, 4 * lslot[3 * (size_t)fs + i]);
+  };
 
   // Prologue: save the callee-saved registers, load the fixed ones, jump to the entry.
   for (int r : {RBX, RBP, R12, R13, R14, R15}) a.push(r);
@@ -652,9 +716,6 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   a.mov64(CTX, RDI);
   a.load64(FP, CTX, C_ST);
   a.load(STEPS, CTX, C_STEPS);
-  a.load(DEPTH, CTX, C_DEPTH);
-  a.load(BASE, CTX, C_BASE);
-  a.load(FUEL, CTX, C_FUEL);
   a.load(CYC, CTX, C_CYC);
   a.jmp_mem(CTX, C_ENTRY);
   const int64_t epilogue = a.n;
@@ -677,8 +738,11 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   auto release = [&](V x) {
     if (x.k == K_REG) refs[x.v]--;
   };
+  // a slot's register (a local held in one) or -1
+  auto sreg = [&](int32_t sl) { return sl < 256 ? (int)lreg[sl] : -1; };
   auto load_to = [&](int r, V x) {
     if (x.k == K_CONST) a.mov_imm(r, x.v);
+    else if (x.k == K_SLOT && sreg(x.v) >= 0) a.mov(r, sreg(x.v));
     else if (x.k == K_SLOT) a.load(r, FP, slot(x.v));
     else if (x.v != r) a.mov(r, x.v);
   };
@@ -739,6 +803,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       } else if (x.k == K_REG) {
         a.store(FP, slot(h), x.v);
         refs[x.v]--;
+      } else if (sreg(x.v) >= 0) {
+        a.store(FP, slot(h), sreg(x.v));
       } else {
         a.load(RAX, FP, slot(x.v));
         a.store(FP, slot(h), RAX);
@@ -750,12 +816,14 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   auto alu = [&](int opc, int ext, int r, V y) {
     if (y.k == K_CONST) a.alu_imm(ext, r, y.v);
     else if (y.k == K_REG) a.alu_rr(opc, r, y.v);
+    else if (sreg(y.v) >= 0) a.alu_rr(opc, r, sreg(y.v));
     else a.alu_rm(opc, r, FP, slot(y.v));
   };
   // flags of x - y
   auto compare = [&](V x, V y) {
     int rx = RAX;
     if (x.k == K_REG) rx = x.v;
+    else if (x.k == K_SLOT && sreg(x.v) >= 0) rx = sreg(x.v);
     else if (x.k == K_SLOT && y.k == K_CONST) return a.alu_mem_imm(7, FP, slot(x.v), y.v);
     else load_to(RAX, x);
     alu(0x3B, 7, rx, y);
@@ -770,6 +838,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     }
     // one basic block [pc, end): straight on until a transfer of control or the next block start
     nl = func_nlocals(code[fs]);
+    if (fs != cur_fs || pc == fs + 1) enter_function(fs);
     int32_t end = pc + 1;
     for (int32_t q = pc;;) {
       const int32_t op = code[q] & 0xFF;
@@ -788,7 +857,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     // the block's entry: every step within the budget, else the interpreter from here (64-bit:
     // steps + n may pass INT32_MAX)
     a.alu_imm(0, STEPS, n, true);
-    a.alu_rr(0x3B, STEPS, FUEL, true);
+    a.alu_rm(0x3B, STEPS, CTX, C_FUEL64, true);
     stub(a.jcc(CG), S_HANDOVER, 0, n, pc, nl + d0, nl);
     sd = d0;
     for (int32_t p = 0; p < sd; p++) stk[p] = V{K_SLOT, nl + p};
@@ -836,19 +905,28 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           const V v = pop();
           for (int32_t p = 0; p < sd; p++)  // values that read this local keep the old one
             if (stk[p].k == K_SLOT && stk[p].v == arg) to_reg(p);
-          if (v.k == K_CONST) {
-            a.alu_mem_imm(7, FP, slot(arg), v.v);  // the value it holds: no write (cycle check)
-            const int64_t same = a.jcc(CE);
-            writes();
-            a.patch(same, a.n);
+          // The cycle check's "a store of the value it holds writes nothing", without a branch
+          // (whether a store changes its local is often data: c += n % 2): cyc |= -(changed).
+          auto changed = [&]() {
+            a.setcc(CNE, RCX);
+            a.movzx8(RCX, RCX);
+            a.unary(3, RCX);  // neg
+            a.alu_rr(0x0B, CYC, RCX);  // or
+          };
+          const int lr = sreg(arg);
+          if (lr >= 0) {  // a local in a register
+            compare(V{K_SLOT, arg}, v);
+            changed();
+            load_to(lr, v);
+          } else if (v.k == K_CONST) {
+            a.alu_mem_imm(7, FP, slot(arg), v.v);
+            changed();
             a.store_imm(FP, slot(arg), v.v);
           } else {
-            const int r = v.k == K_REG ? (int)v.v : RAX;
+            const int r = v.k == K_REG ? (int)v.v : v.k == K_SLOT && sreg(v.v) >= 0 ? sreg(v.v) : RAX;
             load_to(r, v);
             a.alu_rm(0x3B, r, FP, slot(arg));
-            const int64_t same = a.jcc(CE);
-            writes();
-            a.patch(same, a.n);
+            changed();
             a.store(FP, slot(arg), r);
           }
           release(v);
@@ -902,6 +980,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           if (op == OP_BINARY_MUL) {
             if (y.k == K_CONST) a.imul_imm(r, r, y.v);
             else if (y.k == K_REG) a.rr0f(0xAF, r, y.v);
+            else if (sreg(y.v) >= 0) a.rr0f(0xAF, r, sreg(y.v));
             else a.imul_rm(r, FP, slot(y.v));
           } else {
             alu(op == OP_BINARY_ADD ? 0x03 : 0x2B, op == OP_BINARY_ADD ? 0 : 5, r, y);
@@ -1096,7 +1175,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             // the interpreter from there, the value on the stack) and pops the value
             const int64_t stays = a.jcc(op == OP_JUMP_IF_TRUE_OR_POP ? CE : CNE);
             a.alu_imm(0, STEPS, 1, true);
-            a.alu_rr(0x3B, STEPS, FUEL, true);
+            a.alu_rm(0x3B, STEPS, CTX, C_FUEL64, true);
             stub(a.jcc(CG), S_HANDOVER, 0, 1, arg, nl + sd, nl);
             fixes.push_back(Fix{a.jmp(), t});
             a.patch(stays, a.n);
@@ -1234,7 +1313,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           const int32_t d = sd;
           writes();
           // (fuel: counted at this block's entry; the callee's blocks count their own)
-          a.alu_rm(0x3B, DEPTH, CTX, C_MAXD);
+          a.load(RAX, CTX, C_DEPTH);
+          a.alu_rm(0x3B, RAX, CTX, C_MAXD);
           stub(a.jcc(CGE), S_TRAP, TRAP_RECURSION, back);
           const int32_t nb = nl + d - np;  // the callee's base, relative to this frame's
           // the callee's locals and deepest operand stack must fit: else the interpreter takes
@@ -1242,19 +1322,22 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           a.lea(RAX, FP, slot(nb + nlf + out.fmax[arg]));
           a.alu_rm(0x3B, RAX, CTX, C_STEND, true);  // (addresses: 64-bit)
           stub(a.jcc(CA), S_HANDOVER, 0, back + 1, k, nl + d, nl);
+          store_locals(fs);  // (the callee's locals take the registers)
           a.load64(RAX, CTX, C_FRAMES);
-          a.movsxd(RCX, DEPTH);
-          a.lea_sib(RCX, RCX, RCX, 1, 0);  // depth * 3
+          a.load(RCX, CTX, C_DEPTH);
+          a.lea_sib(RCX, RCX, RCX, 1, 0, false);  // depth * 3
           a.rm_sib(0xC7, 0, RAX, RCX, 2, 0);
-          a.d32(k + 1);                          // frames[depth].ret_pc
-          a.rm_sib(0x89, BASE, RAX, RCX, 2, 4);  // .base
-          a.lea(RDX, BASE, nl, false);           // (lea edx, [r15 + nl])
-          a.rm_sib(0x89, RDX, RAX, RCX, 2, 8);   // .obase
-          a.alu_imm(0, DEPTH, 1);
-          a.alu_imm(0, BASE, nb);
+          a.d32(k + 1);                         // frames[depth].ret_pc
+          a.load(RDX, CTX, C_BASE);
+          a.rm_sib(0x89, RDX, RAX, RCX, 2, 4);  // .base
+          a.lea(RSI, RDX, nl, false);
+          a.rm_sib(0x89, RSI, RAX, RCX, 2, 8);  // .obase
+          a.alu_mem_imm(0, CTX, C_DEPTH, 1);
+          a.alu_imm(0, RDX, nb);
+          a.store(CTX, C_BASE, RDX);
           a.lea(FP, FP, slot(nb));
           for (int32_t i = np; i < nlf; i++) a.store_imm(FP, slot(i), 0);
-          fixes.push_back(Fix{a.jmp(), arg + 1});
+          fixes.push_back(Fix{a.jmp(), -1 - arg});  // (the callee's entry: its locals into registers)
           open = false;
           break;
         }
@@ -1264,23 +1347,24 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           writes();
           load_to(RAX, v);
           release(v);
-          a.test(DEPTH, DEPTH);
+          a.alu_mem_imm(7, CTX, C_DEPTH, 0);
           const int64_t nested = a.jcc(CNE);
           a.store(CTX, C_RESULT, RAX);
           a.store(CTX, C_STEPS, STEPS);
           a.mov_imm(RAX, EXIT_RETURN);
           a.patch(a.jmp(), epilogue);
           a.patch(nested, a.n);
-          a.alu_imm(5, DEPTH, 1);
+          a.alu_mem_imm(5, CTX, C_DEPTH, 1);
           a.store(FP, 0, RAX);  // the value where the callee's frame began
           a.load64(RDX, CTX, C_FRAMES);
-          a.movsxd(RCX, DEPTH);
-          a.lea_sib(RCX, RCX, RCX, 1, 0);
-          a.rm_sib(0x8B, RSI, RDX, RCX, 2, 0);   // ret_pc
-          a.rm_sib(0x8B, BASE, RDX, RCX, 2, 4);  // base
+          a.load(RCX, CTX, C_DEPTH);
+          a.lea_sib(RCX, RCX, RCX, 1, 0, false);
+          a.rm_sib(0x8B, RSI, RDX, RCX, 2, 0);  // ret_pc
+          a.rm_sib(0x8B, RDI, RDX, RCX, 2, 4);  // base
+          a.store(CTX, C_BASE, RDI);
           a.load64(RAX, CTX, C_ST);
-          a.movsxd(RDI, BASE);
-          a.lea_sib(FP, RAX, RDI, 2, 0);
+          a.movsxd(RDI, RDI);
+          a.lea_sib(FP, RAX, RDI, 2, 0);  // (the return point's entry takes the caller's locals back)
           a.load64(RAX, CTX, C_RET);
           a.movsxd(RSI, RSI);
           a.jmp_mem_sib(RAX, RSI, 3, 0);
@@ -1331,17 +1415,18 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
         continue;
       case S_CYCLE:  // as the interpreter: every step of the budget spent
         a.store_imm(CTX, C_STATUS, TRAP_OUT_OF_FUEL);
-        a.store(CTX, C_STEPS, FUEL);
+        a.load(RAX, CTX, C_FUEL);
+        a.store(CTX, C_STEPS, RAX);
         break;
       default: {  // hand over at pc with the steps before it
         a.lea(RAX, STEPS, -s.back, false);
         a.store(CTX, C_STEPS, RAX);
         a.store_imm(CTX, C_PC, s.pc);
-        a.store(CTX, C_DEPTH, DEPTH);
-        a.store(CTX, C_BASE, BASE);
-        a.lea(RAX, BASE, s.sp, false);
+        store_locals(s.fs);  // (the interpreter reads them from the frame)
+        a.load(RCX, CTX, C_BASE);
+        a.lea(RAX, RCX, s.sp, false);
         a.store(CTX, C_SP, RAX);
-        a.lea(RAX, BASE, s.obase, false);
+        a.lea(RAX, RCX, s.obase, false);
         a.store(CTX, C_OBASE, RAX);
         a.mov_imm(RAX, EXIT_HANDOVER);
         a.patch(a.jmp(), epilogue);
@@ -1358,29 +1443,50 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       end_stub[t] = a.n;
       a.store(CTX, C_STEPS, STEPS);
       a.store_imm(CTX, C_PC, t);
-      a.store(CTX, C_DEPTH, DEPTH);
-      a.store(CTX, C_BASE, BASE);
-      a.store(CTX, C_SP, BASE);
-      a.store(CTX, C_OBASE, BASE);
+      a.load(RCX, CTX, C_BASE);
+      a.store(CTX, C_SP, RCX);
+      a.store(CTX, C_OBASE, RCX);
       a.mov_imm(RAX, EXIT_HANDOVER);
       a.patch(a.jmp(), epilogue);
     }
     return end_stub[t];
   };
+  // Function entries (their register locals loaded) and return points (the caller's loaded again).
+  for (int32_t fs = 0; fs < len; fs++) {
+    if ((code[fs] & 0xFF) != OP_FUNC || fs + 1 >= len || !out.at[fs + 1]) continue;
+    if (!a.room()) return false;
+    out.fentry[fs] = a.buf + a.n;
+    load_locals(fs);
+    a.patch(a.jmp(), (uint8_t*)out.at[fs + 1] - a.buf);
+  }
+  for (int32_t pc = 0; pc < len; pc++) {
+    if ((code[pc] & 0xFF) != OP_CALL || out.depth[pc] < 0) continue;
+    if (!a.room()) return false;
+    const int32_t r = pc + 1;  // (a CALL ending its function returns to the next FUNC word or the end)
+    if (out.at[r]) {
+      out.ret[r] = a.buf + a.n;
+      load_locals(fstart[pc]);
+      a.patch(a.jmp(), (uint8_t*)out.at[r] - a.buf);
+    } else if (r == len || (code[r] & 0xFF) == OP_FUNC) {
+      out.ret[r] = a.buf + end_at(r);
+    } else {
+      return false;  // (should not happen)
+    }
+  }
   for (const Fix& f : fixes) {
     if (!a.room()) return false;
     const int32_t t = f.pc;
-    if (t < len && out.at[t]) a.patch(f.at, (uint8_t*)out.at[t] - a.buf);
-    else if (t == len || (code[t] & 0xFF) == OP_FUNC) a.patch(f.at, end_at(t));
-    else return false;  // a jump to a pc without a block: not compiled (should not happen)
-  }
-  // Every return point has an address for RETURN's jump (a CALL ending its function returns to
-  // the next FUNC word or the end: the interpreter traps there).
-  for (int32_t pc = 0; pc < len; pc++) {
-    if ((code[pc] & 0xFF) != OP_CALL || out.depth[pc] < 0 || out.at[pc + 1]) continue;
-    if (!a.room()) return false;
-    if (pc + 1 < len && (code[pc + 1] & 0xFF) != OP_FUNC) return false;  // (should not happen)
-    out.at[pc + 1] = a.buf + end_at(pc + 1);
+    if (t < 0) {  // a function's entry: its FUNC word at -1 - t
+      const int32_t fs = -1 - t;
+      if (out.fentry[fs]) a.patch(f.at, (uint8_t*)out.fentry[fs] - a.buf);
+      else a.patch(f.at, end_at(fs + 1));  // (an empty function: its end)
+    } else if (t < len && out.at[t]) {
+      a.patch(f.at, (uint8_t*)out.at[t] - a.buf);
+    } else if (t == len || (code[t] & 0xFF) == OP_FUNC) {
+      a.patch(f.at, end_at(t));
+    } else {
+      return false;  // a jump to a pc without a block: not compiled (should not happen)
+    }
   }
   if (a.full || stuck) return false;
   out.run = (int32_t(*)(Ctx*))(void*)a.buf;
@@ -1408,7 +1514,7 @@ inline RunResult run(const Compiled& cp, const uint32_t* code, int32_t len, int3
     res.status = t;
     return res;
   }
-  const void* entry = entry_pc + 1 < len ? cp.at[entry_pc + 1] : nullptr;
+  const void* entry = cp.fentry[entry_pc];
   if (!entry || (int64_t)nl + cp.fmax[entry_pc] > cfg.stack_size || cfg.fuel <= 0)
     return run_from(code, len, cfg, ws, entry_pc + 1, nl, 0, nl, 0, 0);
   Ctx c;
@@ -1416,9 +1522,10 @@ inline RunResult run(const Compiled& cp, const uint32_t* code, int32_t len, int3
   c.frames = ws.frames;
   c.ws = &ws;
   c.cfg = &cfg;
-  c.ret_at = cp.at.data();
+  c.ret_at = cp.ret.data();
   c.entry = entry;
   c.st_end = ws.stack + cfg.stack_size;
+  c.fuel64 = cfg.fuel;
   c.steps = 0, c.fuel = cfg.fuel, c.status = TRAP_OK, c.result = 0, c.cyc = -1, c.depth = 0;
   c.max_depth = cfg.max_depth, c.base = 0, c.pc = c.sp = c.obase = 0;
   switch (cp.run(&c)) {
