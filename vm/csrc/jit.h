@@ -594,6 +594,15 @@ inline int32_t threaded(const uint32_t* code, int32_t len, int32_t pc) {
   return (op == OP_JUMP_IF_TRUE_OR_POP) == (lop == OP_JUMP_IF_TRUE) ? (int32_t)(code[L] >> 8) : L + 1;
 }
 
+// FOR_RANGE a | FOR_LIST a; JUMP e; STORE_VAR x at pc (the compiler's loop head): both ways take
+// two steps (the store going on, the jump leaving), so the head runs as one: the value into x,
+// on at pc + 3, or to e.
+inline bool loop_head(const uint32_t* code, int32_t len, int32_t pc) {
+  const int32_t op = code[pc] & 0xFF;
+  return (op == OP_FOR_RANGE || op == OP_FOR_LIST) && pc + 3 <= len && (code[pc + 1] & 0xFF) == OP_JUMP &&
+         (code[pc + 2] & 0xFF) == OP_STORE_VAR;
+}
+
 }  // namespace detail
 
 // Compile a program validated by vg::validate into buf. False: not compiled (no static stack
@@ -636,6 +645,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       case OP_FOR_RANGE: case OP_FOR_LIST:
         start[pc + 1] = 1;
         if (pc + 2 <= len) start[pc + 2] = 1;
+        if (loop_head(code, len, pc)) start[pc + 3] = 1, start[code[pc + 1] >> 8] = 1;
         break;
       case OP_CALL: case OP_RETURN: start[pc + 1] = 1; break;
       default: break;
@@ -669,19 +679,20 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       int32_t fe = fs + 1;
       while (fe < len && (code[fe] & 0xFF) != OP_FUNC) fe++;
       const int32_t nlf = func_nlocals(code[fs]);
-      wt.assign(nlf, 0);
-      for (int32_t pc = fs + 1; pc < fe; pc++) {
+      wt.assign(nlf + (fe - fs) + 1, 0);
+      int32_t* around = wt.data() + nlf;  // loops around each pc: +1 at a backward jump's target, -1 after it
+      for (int32_t q = fs + 1; q < fe; q++)
+        if ((code[q] & 0xFF) == OP_JUMP && (int32_t)(code[q] >> 8) <= q && (int32_t)(code[q] >> 8) > fs)
+          around[(code[q] >> 8) - fs]++, around[q + 1 - fs]--;
+      for (int32_t pc = fs + 1, loops = 0; pc < fe; pc++) {
+        loops += around[pc - fs];
         if (out.depth[pc] < 0) continue;
         const int32_t op = code[pc] & 0xFF, arg = (int32_t)(code[pc] >> 8);
         if (op == OP_FOR_RANGE || op == OP_FOR_LIST) {
           for (int32_t i = 0; i < (op == OP_FOR_RANGE ? 3 : 2); i++) wt[arg + i] = INT32_MIN / 2;
           continue;
         }
-        if (op != OP_LOAD_VAR && op != OP_STORE_VAR) continue;
-        int32_t loops = 0;  // backward jumps around pc
-        for (int32_t q = pc; q < fe; q++)
-          if ((code[q] & 0xFF) == OP_JUMP && (int32_t)(code[q] >> 8) <= pc) loops++;
-        wt[arg] += loops > 2 ? 4096 : 1 << (4 * loops);
+        if (op == OP_LOAD_VAR || op == OP_STORE_VAR) wt[arg] += loops > 2 ? 4096 : 1 << (4 * loops);
       }
       for (int32_t i = 0; i < NLREGS; i++) {
         int32_t best = -1;
@@ -851,7 +862,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
         break;
       }
     }
-    const int32_t n = end - pc;  // steps of the block
+    // steps of the block (a loop head's block also counts the store or the jump after it)
+    const int32_t head_step = loop_head(code, len, end - 1) ? 1 : 0;
+    const int32_t n = end - pc + head_step;
     out.at[pc] = a.buf + a.n;
     const int32_t d0 = out.depth[pc];
     // the block's entry: every step within the budget, else the interpreter from here (64-bit:
@@ -863,19 +876,25 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     for (int32_t p = 0; p < sd; p++) stk[p] = V{K_SLOT, nl + p};
     for (int r = 0; r < 16; r++) refs[r] = 0;
     bool open = true;  // control may fall out of the block's end (else a jump or trap left it)
+    bool cyc_dead = false;  // vm.h's cycle check reset since the block began
     for (int32_t k = pc; k < end && open && a.room(); k++) {
       const uint32_t w = code[k];
       const int32_t op = w & 0xFF, arg = (int32_t)(w >> 8);
-      const int32_t back = end - k - 1;  // steps of the block after this one (a trap here did not take them)
+      // steps of the block after this one (a trap here did not take them)
+      const int32_t back = end - k - 1 + head_step;
       auto need = [&](int32_t c) {
         if (sd >= c) return true;
         stub(a.jmp(), S_TRAP, TRAP_BAD_BYTECODE, back);  // VG_NEED: the run ends here
         open = false;
         return false;
       };
-      auto writes = [&]() { a.mov_imm(CYC, -1); };
+      // (cyc_dead: the check was reset in this block already, so a store need not test its value)
+      auto writes = [&]() {
+        if (!cyc_dead) a.mov_imm(CYC, -1);
+        cyc_dead = true;
+      };
       // a jump to t, unless t's block is the one emitted next
-      auto go = [&](int32_t t) {
+      auto jump_to = [&](int32_t t) {
         if (!(t == end && end < len && (code[end] & 0xFF) != OP_FUNC && out.depth[end] >= 0))
           fixes.push_back(Fix{a.jmp(), t});
       };
@@ -908,6 +927,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           // The cycle check's "a store of the value it holds writes nothing", without a branch
           // (whether a store changes its local is often data: c += n % 2): cyc |= -(changed).
           auto changed = [&]() {
+            if (cyc_dead) return;
             a.setcc(CNE, RCX);
             a.movzx8(RCX, RCX);
             a.unary(3, RCX);  // neg
@@ -915,17 +935,17 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           };
           const int lr = sreg(arg);
           if (lr >= 0) {  // a local in a register
-            compare(V{K_SLOT, arg}, v);
+            if (!cyc_dead) compare(V{K_SLOT, arg}, v);
             changed();
             load_to(lr, v);
           } else if (v.k == K_CONST) {
-            a.alu_mem_imm(7, FP, slot(arg), v.v);
+            if (!cyc_dead) a.alu_mem_imm(7, FP, slot(arg), v.v);
             changed();
             a.store_imm(FP, slot(arg), v.v);
           } else {
             const int r = v.k == K_REG ? (int)v.v : v.k == K_SLOT && sreg(v.v) >= 0 ? sreg(v.v) : RAX;
             load_to(r, v);
-            a.alu_rm(0x3B, r, FP, slot(arg));
+            if (!cyc_dead) a.alu_rm(0x3B, r, FP, slot(arg));
             changed();
             a.store(FP, slot(arg), r);
           }
@@ -1011,7 +1031,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             if (eq == OP_COMPARE_NE) cc = invert(cc);
             if (branch) {
               fixes.push_back(Fix{a.jcc(jop == OP_JUMP_IF_TRUE ? cc : invert(cc)), (int32_t)(code[k + 3] >> 8)});
-              go(k + 4);
+              jump_to(k + 4);
               k += 3;
               open = false;
             } else {
@@ -1124,7 +1144,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             release(x);
             release(y);
             fixes.push_back(Fix{a.jcc(nop == OP_JUMP_IF_TRUE ? cc : invert(cc)), t});
-            go(k + 2);
+            jump_to(k + 2);
             k++;
             open = false;
             break;
@@ -1154,12 +1174,12 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           const bool on_true = op == OP_JUMP_IF_TRUE;
           materialize();  // (a stack slot c reads is above the stack now: materializing keeps it)
           if (c.k == K_CONST) {
-            go((c.v != 0) == on_true ? arg : k + 1);
+            jump_to((c.v != 0) == on_true ? arg : k + 1);
           } else {
             compare(c, V{K_CONST, 0});
             release(c);
             fixes.push_back(Fix{a.jcc(on_true ? CNE : CE), arg});
-            go(k + 1);
+            jump_to(k + 1);
           }
           open = false;
           break;
@@ -1180,66 +1200,100 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             fixes.push_back(Fix{a.jmp(), t});
             a.patch(stays, a.n);
             sd--;
-            go(k + 1);
+            jump_to(k + 1);
             open = false;
             break;
           }
           fixes.push_back(Fix{a.jcc(op == OP_JUMP_IF_TRUE_OR_POP ? CNE : CE), arg});
-          go(k + 1);
+          jump_to(k + 1);
           open = false;
           break;
         }
         case OP_FOR_RANGE: {
           materialize();
           writes();
+          // a loop head: leaving takes the JUMP after it (its cycle check included: after the
+          // head's write it only sets cyc), going on the STORE_VAR (the value into x, after the
+          // counter moved: x may be a range slot)
+          const bool head = loop_head(code, len, k);
+          const int32_t fb = back;  // (a trap here takes neither the store nor the jump: back counts it)
+          const int32_t e = (int32_t)(code[k + 1] >> 8), x = head ? (int32_t)(code[k + 2] >> 8) : 0;
           const int32_t c = slot(arg), stop = slot(arg + 1), step = slot(arg + 2);
           a.load(RCX, FP, step);
           a.test(RCX, RCX);
-          stub(a.jcc(CE), S_TRAP, TRAP_VALUE_ERROR, back);
+          stub(a.jcc(CE), S_TRAP, TRAP_VALUE_ERROR, fb);
           a.load(RAX, FP, c);
           const int64_t down = a.jcc(CS);
           a.alu_rm(0x3B, RAX, FP, stop);
-          fixes.push_back(Fix{a.jcc(CGE), k + 1});  // counter >= stop: leave
+          const int64_t leave1 = a.jcc(CGE);  // counter >= stop: leave
           const int64_t go = a.jmp();
           a.patch(down, a.n);
           a.alu_rm(0x3B, RAX, FP, stop);
-          fixes.push_back(Fix{a.jcc(CLE), k + 1});  // counter <= stop: leave
+          const int64_t leave2 = a.jcc(CLE);  // counter <= stop: leave
           a.patch(go, a.n);
-          a.store(FP, slot(nl + sd), RAX);  // push the counter
-          a.alu_rr(0x03, RAX, RCX);          // advance it: past int32 is past stop
+          if (head) a.mov(RDX, RAX);
+          else a.store(FP, slot(nl + sd), RAX);  // push the counter
+          a.alu_rr(0x03, RAX, RCX);  // advance it: past int32 is past stop
           const int64_t fits = a.jcc(CNO);
           a.load(RAX, FP, stop);
           a.patch(fits, a.n);
           a.store(FP, c, RAX);
-          fixes.push_back(Fix{a.jmp(), k + 2});
+          if (head) {
+            if (sreg(x) >= 0) a.mov(sreg(x), RDX);
+            else a.store(FP, slot(x), RDX);
+            fixes.push_back(Fix{a.jmp(), k + 3});
+            a.patch(leave1, a.n);
+            a.patch(leave2, a.n);
+            if (CYCLE_CHECK && e < k + 2 && sd == 0) a.mov_imm(CYC, k + 2);
+            fixes.push_back(Fix{a.jmp(), e});
+          } else {
+            fixes.push_back(Fix{a.jmp(), k + 2});
+            a.patch(leave1, a.n);
+            a.patch(leave2, a.n);
+            jump_to(k + 1);
+          }
           open = false;
           break;
         }
         case OP_FOR_LIST: {
           materialize();
           writes();
+          const bool head = loop_head(code, len, k);  // (as FOR_RANGE's)
+          const int32_t fb = back;
+          const int32_t e = (int32_t)(code[k + 1] >> 8), x = head ? (int32_t)(code[k + 2] >> 8) : 0;
           const int32_t ref = slot(arg), idx = slot(arg + 1);
           a.load64(RDX, CTX, C_WS);
           a.load(RAX, FP, ref);
           a.alu_rm(0x3B, RAX, RDX, W_NLISTS);
-          stub(a.jcc(CAE), S_TRAP, TRAP_BAD_BYTECODE, back);  // (unsigned: a negative reference too)
+          stub(a.jcc(CAE), S_TRAP, TRAP_BAD_BYTECODE, fb);  // (unsigned: a negative reference too)
           a.load(RCX, FP, idx);
           a.test(RCX, RCX);
-          stub(a.jcc(CS), S_TRAP, TRAP_BAD_BYTECODE, back);
+          stub(a.jcc(CS), S_TRAP, TRAP_BAD_BYTECODE, fb);
           a.load64(RSI, RDX, W_LISTS);
           a.movsxd(RAX, RAX);
           a.lea_sib(RAX, RAX, RAX, 1, 0);       // rax = ref * 3
           a.rm_sib(0x3B, RCX, RSI, RAX, 2, 4);  // cmp ecx, [rsi + ref*12 + 4]: the length
-          fixes.push_back(Fix{a.jcc(CGE), k + 1});
+          const int64_t leave = a.jcc(CGE);
           a.rm_sib(0x8B, RDI, RSI, RAX, 2, 0);  // mov edi, [rsi + ref*12]: the offset
           a.alu_rr(0x03, RDI, RCX);             // + index
           a.movsxd(RDI, RDI);
           a.load64(R8, RDX, W_HEAP);
           a.rm_sib(0x8B, RAX, R8, RDI, 2, 0);  // the element
-          a.store(FP, slot(nl + sd), RAX);
           a.alu_imm(0, RCX, 1);
           a.store(FP, idx, RCX);
-          fixes.push_back(Fix{a.jmp(), k + 2});
+          if (head) {  // (as FOR_RANGE's: the element into x after the index moved)
+            if (sreg(x) >= 0) a.mov(sreg(x), RAX);
+            else a.store(FP, slot(x), RAX);
+            fixes.push_back(Fix{a.jmp(), k + 3});
+            a.patch(leave, a.n);
+            if (CYCLE_CHECK && e < k + 2 && sd == 0) a.mov_imm(CYC, k + 2);
+            fixes.push_back(Fix{a.jmp(), e});
+          } else {
+            a.store(FP, slot(nl + sd), RAX);
+            fixes.push_back(Fix{a.jmp(), k + 2});
+            a.patch(leave, a.n);
+            jump_to(k + 1);
+          }
           open = false;
           break;
         }
