@@ -268,6 +268,43 @@ def test_call_as_a_functions_last_word(monkeypatch):
         assert oc.TRAP_NAMES[int(res.status[1])] == "bad_bytecode", res.status
 
 
+def test_long_programs(monkeypatch):
+    """Mode 0 compiles programs over 96 words only for the runs that prove long: they run first
+    with the step budget capped at 4 words a step, and each run that reaches the cap runs again
+    as native code with the whole budget (where the program does not compile: in the plain
+    interpreter). Runs on both sides of the cap, budgets around it, and a long program the JIT
+    does not compile, against the plain interpreter."""
+    pad = "".join(f"    t{i} = n + {i}\n" for i in range(40))
+    src = ("def f(n: int, xs: list[int]) -> int:\n" + pad +
+           "    s = 0\n    for i in range(n):\n        if i % 3 == 0 or i % 5 == 0:\n            s += i\n"
+           "    for x in xs:\n        s = s * 3 + x\n    return s + t7\n")
+    p = compile_source(src)
+    n_words = len(p.code)
+    assert n_words > 96 and compiles(p)
+    batch = ProgramBatch.from_programs([p], "f")
+    args = [(n, list(range(k))) for n, k in [(0, 0), (1, 3), (5, 0), (30, 2), (200, 5), (2000, 1), (7, 40), (90, 0)]]
+    inputs = encode_tuples(args, ("int", "list"))
+    cap = 4 * n_words
+    for fuel in sorted({cap - 1, cap, cap + 1, 2 * cap, 10 * cap, oc.DEFAULT_FUEL, 50, 1}):
+        for mode in (MODES["lockstep or jit"], MODES["scalar"]):
+            ref = run_mode(batch, inputs, VMConfig(fuel=fuel), MODES["plain scalar"], monkeypatch)
+            got = run_mode(batch, inputs, VMConfig(fuel=fuel), mode, monkeypatch)
+            for field in ("status", "value", "steps"):
+                assert np.array_equal(getattr(got, field), getattr(ref, field)), (mode, fuel, field)
+    # a long loop the JIT does not compile (its depth grows): the capped runs go on interpreted
+    w = oc.encode
+    words = [w("FUNC", 1 | 2 << 8)] + [w("LOAD_CONST", 1), w("POP")] * 60 + [w("LOAD_VAR", 0), w("JUMP", 121)]
+    grow = Program.from_code(words)
+    assert len(grow.code) > 96 and not compiles(grow)
+    for fuel in (400, 485, 486, 487, 600, 5000):
+        for mode in (MODES["lockstep or jit"], MODES["scalar"]):
+            b, i = ProgramBatch.from_programs([grow], "f0"), encode_tuples([(k,) for k in range(3)], ("int",))
+            ref = run_mode(b, i, VMConfig(fuel=fuel, stack_size=200), MODES["plain scalar"], monkeypatch)
+            got = run_mode(b, i, VMConfig(fuel=fuel, stack_size=200), mode, monkeypatch)
+            for field in ("status", "value", "steps"):
+                assert np.array_equal(getattr(got, field), getattr(ref, field)), (mode, fuel, field)
+
+
 def test_toggle_and_threads():
     """vg_jit(0) and vg_jit(1) give the same results (the lockstep interpreter against the JIT),
     also with several Python threads calling at once on two core threads each (every thread its

@@ -246,6 +246,10 @@ struct ScratchPool {
 // The largest lockstep scratch (ScratchPool::bytes) run_batch allocates per thread.
 constexpr size_t LANE_SCRATCH_MAX = 256u << 20;
 
+// Programs of at most this many words run as native code at once in mode 0 (compiling one costs
+// at most a few microseconds); longer ones only for their runs that prove long (run_batch).
+constexpr int32_t JIT_EAGER_WORDS = 96;
+
 ScratchPool& scratch_pool() {
   static ScratchPool* p = [] {
     ScratchPool* q = new ScratchPool();  // never destroyed: threads may outlive static destructors
@@ -436,8 +440,9 @@ VG_EXPORT int32_t vg_validate_batch(const uint32_t* code, const int64_t* code_of
 // at once), mode 1: every run through the scalar interpreter; both with superinstructions
 // (fuse.h) where they pay. Modes 2 and 3: the same without superinstructions (the tests'
 // references); modes 4 and 5: scalar and lockstep, always with them (for tests); mode 6: native
-// code (jit.h) for every program it compiles, the others as mode 0 without it. Mode 0 takes the
-// native code too where vg_jit allows (the default). All give identical results. Returns 0, or -1 when memory for the runs' scratch ran out (results are
+// code (jit.h) for every program it compiles, the others as mode 0 without it. Mode 0 also runs
+// as native code each run that is long for its program's size, where vg_jit allows (the
+// default). All give identical results. Returns 0, or -1 when memory for the runs' scratch ran out (results are
 // then incomplete).
 VG_EXPORT int32_t vg_run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
                   const int32_t* ret_kind, const int8_t* params, const int32_t* in_words, const int64_t* in_off,
@@ -597,37 +602,63 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
       int32_t j = run_in[r];
       return check && (uint32_t)j < (uint32_t)n_in && !kinds_match(want, in_words + in_off[j], in_off[j + 1] - in_off[j]);
     };
+    // Native code (jit.h), compiled once per program and thread, one run at a time. Mode 6 runs
+    // every program it compiles that way, and mode 0 the programs of at most JIT_EAGER_WORDS
+    // words. Mode 0 runs longer programs in the interpreters below with the step budget capped at
+    // max(32, 4 * len) (a compile costs some 40-60 ns a word, and native code saves a fraction of
+    // a ns a step: shorter runs do not pay for it), then runs again, as native code from the
+    // start with the whole budget, each run that reached the cap.
+    VMConfig rcfg = cfg;  // the interpreters' limits
 #ifdef VG_JIT
-    // Native code (jit.h), compiled once per program and thread, one run at a time; programs it
-    // does not compile go on below.
-    if ((mode == 0 || mode == 6) && jit_on && (uint32_t)p < (uint32_t)n_prog && entry_pc[p] >= 0) {
+    const bool jit_here = (mode == 0 || mode == 6) && jit_on && (uint32_t)p < (uint32_t)n_prog && entry_pc[p] >= 0;
+    const uint32_t* jcode = jit_here ? code + code_off[p] : nullptr;
+    const int32_t jlen = jit_here ? (int32_t)(code_off[p + 1] - code_off[p]) : 0;
+    auto native = [&]() -> const jit::Compiled* {  // the program compiled, or null
       if (!jits[tid]) jits[tid] = jit_pool().take();
       JitScratch& J = *jits[tid];
-      const uint32_t* jcode = code + code_off[p];
-      const int32_t jlen = (int32_t)(code_off[p + 1] - code_off[p]);
       if (J.prog.prog != p) {
         J.prog.prog = p;
         jit::compile(jcode, jlen, J.prog, J.buf);
       }
-      if (J.prog.ok) {
-        if (!scratch[tid]) scratch[tid] = scratch_pool().take<RunScratch>(scratch_pool().runs, cfg);
-        Workspace& ws = scratch[tid]->ws;
-        for (int64_t r = r0; r < r1; r++) {
-          const int32_t j = run_in[r];
-          RunResult x;
-          x.value = x.steps = 0;
-          ws.nlists = 0;
-          if ((uint32_t)j >= (uint32_t)n_in || wrong_kinds(r)) x.status = TRAP_BAD_INPUT;
-          else
-            x = jit::run(J.prog, jcode, jlen, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]),
-                         cfg, ws);
-          finish_run(x, ws, p, n_prog, ret_kind, j, n_in, exp_words, exp_off, r, status, value, steps, passed,
-                     out_list, out_cap);
-        }
-        return;
+      return J.prog.ok ? &J.prog : nullptr;
+    };
+    // mode 6, and small programs in mode 0 (compiled at once): every run as native code
+    if (jit_here && (mode == 6 || jlen <= JIT_EAGER_WORDS) && native()) {
+      if (!scratch[tid]) scratch[tid] = scratch_pool().take<RunScratch>(scratch_pool().runs, cfg);
+      Workspace& ws = scratch[tid]->ws;
+      for (int64_t r = r0; r < r1; r++) {
+        const int32_t j = run_in[r];
+        RunResult x;
+        x.value = x.steps = 0;
+        ws.nlists = 0;
+        if ((uint32_t)j >= (uint32_t)n_in || wrong_kinds(r)) x.status = TRAP_BAD_INPUT;
+        else
+          x = jit::run(*native(), jcode, jlen, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]),
+                       cfg, ws);
+        finish_run(x, ws, p, n_prog, ret_kind, j, n_in, exp_words, exp_off, r, status, value, steps, passed, out_list,
+                   out_cap);
       }
+      return;
     }
+    if (jit_here && mode == 0 && std::max(32, 4 * jlen) < cfg.fuel) rcfg.fuel = std::max(32, 4 * jlen);
 #endif
+    // Whether a run of the interpreters reached the cap (it ends out of fuel at the capped budget).
+    auto capped = [&](const RunResult& x) {
+      return rcfg.fuel < cfg.fuel && x.status == TRAP_OUT_OF_FUEL && x.steps == rcfg.fuel;
+    };
+    // Such a run again with the whole budget, into ws: native code where the program compiles,
+    // else the plain scalar interpreter (the lockstep interpreter's superinstruction tables are
+    // filled lazily: they may still hold another program's).
+    auto again = [&](int64_t r, Workspace& ws) {
+      const int32_t j = run_in[r];
+      const uint32_t* pc0 = code + code_off[p];
+      const int32_t n = (int32_t)(code_off[p + 1] - code_off[p]);
+#ifdef VG_JIT
+      if (const jit::Compiled* c = jit_here ? native() : nullptr)
+        return jit::run(*c, pc0, n, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws);
+#endif
+      return run(pc0, n, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws);
+    };
     bool lockstep = r1 - r0 > 1 && (uint32_t)p < (uint32_t)n_prog && entry_pc[p] != -2;
     const int32_t* ins[LANES];
     int32_t lens[LANES];
@@ -674,11 +705,19 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
       LaneState& S = LS.state;
       LaneFast fast = {fx, xop, LS.solo_stack.data(), LS.solo_frames.data(), target, mode == 5 ? 1 : len + 33};
       RunResult res[LANES];
-      run_lanes(pcode, len, entry_pc[p], ins, lens, (int32_t)(r1 - r0), cfg, S, res, fused ? &fast : nullptr);
+      run_lanes(pcode, len, entry_pc[p], ins, lens, (int32_t)(r1 - r0), rcfg, S, res, fused ? &fast : nullptr);
       for (uint32_t m = wrong; m; m &= m - 1) res[__builtin_ctz(m)] = RunResult{TRAP_BAD_INPUT, 0, 0};
-      for (int64_t r = r0; r < r1; r++)
+      for (int64_t r = r0; r < r1; r++) {
+        if (capped(res[r - r0])) {
+          if (!scratch[tid]) scratch[tid] = scratch_pool().take<RunScratch>(scratch_pool().runs, cfg);
+          Workspace& ws = scratch[tid]->ws;
+          finish_run(again(r, ws), ws, p, n_prog, ret_kind, run_in[r], n_in, exp_words, exp_off, r, status,
+                     value, steps, passed, out_list, out_cap);
+          continue;
+        }
         finish_run(res[r - r0], S.lane[r - r0], p, n_prog, ret_kind, run_in[r], n_in, exp_words, exp_off, r, status,
                    value, steps, passed, out_list, out_cap);
+      }
       return;
     }
     if (!scratch[tid]) scratch[tid] = scratch_pool().take<RunScratch>(scratch_pool().runs, cfg);
@@ -691,8 +730,9 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
       if ((uint32_t)p >= (uint32_t)n_prog || (uint32_t)j >= (uint32_t)n_in || wrong_kinds(r)) x.status = TRAP_BAD_INPUT;
       else if (entry_pc[p] == -2) x.status = TRAP_BAD_BYTECODE;
       else
-        x = run(pcode, len, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws, fx, xop);
+        x = run(pcode, len, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]), rcfg, ws, fx, xop);
       if (fused && trans[tid]) trans[tid]->steps += x.steps;
+      if (capped(x)) x = again(r, ws);
       finish_run(x, ws, p, n_prog, ret_kind, j, n_in, exp_words, exp_off, r, status, value, steps, passed, out_list,
                  out_cap);
     }
