@@ -51,6 +51,7 @@ struct Ctx {
   int64_t fuel64;       // fuel (compared with 64-bit step counts)
   int32_t steps, fuel, status, result, cyc, depth, max_depth;
   int32_t pc, sp, base, obase;  // where a hand-over to the interpreter starts
+  int32_t minus1;               // -1 (a memory operand for cmov)
 };
 
 enum Exit : int32_t { EXIT_RETURN = 0, EXIT_TRAP = 1, EXIT_HANDOVER = 2 };
@@ -426,6 +427,8 @@ struct Compiled {
   std::vector<detail::Val> stk;
   std::vector<int32_t> lslot;  // [3 * len] at 3 * (a FUNC pc) + i: the local that LREGS[i] holds there, or -1
   std::vector<int32_t> weight;
+  std::vector<int32_t> bend;   // [2 * (len + 1)] at a block's start pc: its end; at len + 1 + pc: wmax (compile)
+  std::vector<uint8_t> chk;    // [3 * (len + 1)] at pc: a fuel checkpoint; then kin, reached (compile)
 };
 
 namespace detail {
@@ -437,7 +440,8 @@ constexpr int32_t C_ST = offsetof(Ctx, st), C_FRAMES = offsetof(Ctx, frames), C_
                   C_FUEL64 = offsetof(Ctx, fuel64),
                   C_STATUS = offsetof(Ctx, status), C_RESULT = offsetof(Ctx, result), C_CYC = offsetof(Ctx, cyc),
                   C_DEPTH = offsetof(Ctx, depth), C_MAXD = offsetof(Ctx, max_depth), C_PC = offsetof(Ctx, pc),
-                  C_SP = offsetof(Ctx, sp), C_BASE = offsetof(Ctx, base), C_OBASE = offsetof(Ctx, obase);
+                  C_SP = offsetof(Ctx, sp), C_BASE = offsetof(Ctx, base), C_OBASE = offsetof(Ctx, obase),
+                  C_M1 = offsetof(Ctx, minus1);
 constexpr int32_t W_LISTS = offsetof(Workspace, lists), W_HEAP = offsetof(Workspace, heap),
                   W_NLISTS = offsetof(Workspace, nlists);
 static_assert(sizeof(ListHdr) == 12 && offsetof(ListHdr, off) == 0 && offsetof(ListHdr, len) == 4, "ListHdr");
@@ -651,6 +655,104 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       default: break;
     }
   }
+  // Blocks, as the emission below forms them: [pc, bend[pc]) straight on until a transfer of
+  // control, the next block start, or a word without code.
+  auto has_block = [&](int32_t t) { return t < len && (code[t] & 0xFF) != OP_FUNC && out.depth[t] >= 0; };
+  std::vector<int32_t>& bend = out.bend;
+  bend.assign(2 * (size_t)(len + 1), 0);
+  int32_t* wmax = bend.data() + len + 1;
+  for (int32_t pc = 0; pc < len;) {
+    if (!has_block(pc)) {
+      pc++;
+      continue;
+    }
+    int32_t q = pc;
+    for (;;) {
+      const int32_t op = code[q] & 0xFF;
+      const bool transfer = op == OP_JUMP || op == OP_JUMP_IF_FALSE || op == OP_JUMP_IF_TRUE ||
+                            op == OP_JUMP_IF_FALSE_OR_POP || op == OP_JUMP_IF_TRUE_OR_POP || op == OP_FOR_RANGE ||
+                            op == OP_FOR_LIST || op == OP_CALL || op == OP_RETURN;
+      q++;
+      if (transfer || !has_block(q) || start[q]) break;
+    }
+    bend[pc] = q;
+    pc = q;
+  }
+  // The edges out of the block [pc, e) as the emission makes them: f(target, steps taken on the
+  // edge beyond the block's, whether the cycle check's state goes along (else the edge is a
+  // backward JUMP with an empty stack: it sets cyc)). A call's edges go to checkpoints (the
+  // callee's entry, the return point) and start the check over, as returns do: not listed.
+  auto edges = [&](int32_t e, auto&& f) {
+    const int32_t k = e - 1, op = code[k] & 0xFF, arg = (int32_t)(code[k] >> 8);
+    switch (op) {
+      case OP_JUMP: f(arg, 0, !(CYCLE_CHECK && arg < e && out.depth[k] == 0)); break;
+      case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE: f(arg, 0, true), f(e, 0, true); break;
+      case OP_JUMP_IF_FALSE_OR_POP: case OP_JUMP_IF_TRUE_OR_POP: {
+        const int32_t t = threaded(code, len, k);
+        if (t >= 0) f(t, 1, true);  // (the jump at the target: one step more)
+        else f(arg, 0, true);
+        f(e, 0, true);
+        break;
+      }
+      case OP_FOR_RANGE: case OP_FOR_LIST:
+        if (loop_head(code, len, k)) {
+          const int32_t x = (int32_t)(code[k + 1] >> 8);
+          f(k + 3, 0, true), f(x, 0, !(CYCLE_CHECK && x < k + 2 && out.depth[k] == 0));
+        } else {
+          f(k + 2, 0, true), f(e, 0, true);
+        }
+        break;
+      case OP_CALL: case OP_RETURN: break;
+      default: f(e, 0, true); break;  // (into the next block, or a word without code: the interpreter's)
+    }
+  };
+  // Fuel: only a checkpoint's entry tests the budget, for the most steps that any path takes from
+  // there to the next checkpoint's entry (wmax); the blocks between only count theirs. Every
+  // cycle of the flow graph takes a backward edge, so with the targets of those, function entries
+  // and return points as checkpoints, wmax is a longest path in an acyclic graph: one pass from
+  // the end. A budget that does not cover wmax hands over to the interpreter at the checkpoint
+  // (where an exhausted budget ends the run at the same step).
+  // (reached: an entry, a return point or an edge's target; the blocks of the loop head's JUMP
+  // and STORE_VAR are not, unless other code jumps there: they get no code)
+  std::vector<uint8_t>& chk = out.chk;
+  chk.assign(3 * (size_t)(len + 1), 0);
+  uint8_t* kin = chk.data() + len + 1;
+  uint8_t* reached = kin + len + 1;
+  for (int32_t pc = 0; pc < len; pc++) {
+    if (!bend[pc]) continue;
+    if (pc == fstart[pc] + 1 || (code[pc - 1] & 0xFF) == OP_CALL) chk[pc] = reached[pc] = 1;
+    edges(bend[pc], [&](int32_t t, int32_t, bool) {
+      if ((uint32_t)t >= (uint32_t)len) return;
+      reached[t] = 1;
+      if (t < bend[pc]) chk[t] = 1;
+    });
+    kin[pc] = 1;
+  }
+  for (int32_t pc = len - 1; pc >= 0; pc--) {
+    if (!bend[pc]) continue;
+    const int32_t e = bend[pc];
+    int32_t most = 0;
+    edges(e, [&](int32_t t, int32_t extra, bool) {
+      if ((uint32_t)t < (uint32_t)len && bend[t]) most = std::max(most, extra + (chk[t] ? 0 : wmax[t]));
+    });
+    wmax[pc] = e - pc + (loop_head(code, len, e - 1) ? 1 : 0) + most;
+  }
+  // vm.h's cycle check: kin[pc] when cyc is -1 at the block's entry on every path (a write since
+  // the last backward JUMP, or none taken yet): its stores need not test their values, and its
+  // backward JUMP need not compare. Starts at 1 everywhere (entries, return points: after a
+  // write), lowered along the edges until nothing changes.
+  for (bool more = true; more;) {
+    more = false;
+    for (int32_t pc = 0; pc < len; pc++) {
+      if (!bend[pc]) continue;
+      uint8_t s = kin[pc];
+      for (int32_t k = pc; k < bend[pc] && !s; k++)
+        if (op_in(OPS_WRITES & ~op_bit(OP_STORE_VAR), (int32_t)(code[k] & 0xFF))) s = 1;
+      edges(bend[pc], [&](int32_t t, int32_t, bool keep) {
+        if ((uint32_t)t < (uint32_t)len && bend[t] && kin[t] && !(keep && s)) kin[t] = 0, more = true;
+      });
+    }
+  }
   if (!cb.reserve((size_t)len * 256 + 4 * Asm::ROOM)) return false;
   Asm a;
   a.buf = cb.mem;
@@ -659,8 +761,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   std::vector<Fix>& fixes = out.fixes;  // jumps to a pc's block
   fixes.clear();
   // Cold stubs, emitted after the code: a trap at a known step (back: steps not taken of the
-  // block), a trap whose status is in eax, a hand-over to the interpreter.
-  enum StubKind { S_TRAP, S_TRAP_EAX, S_HANDOVER, S_CYCLE };
+  // block), a trap whose status is in eax, a hand-over to the interpreter, the cycle check's
+  // trap, a range counting down.
+  enum StubKind { S_TRAP, S_TRAP_EAX, S_HANDOVER, S_CYCLE, S_DOWN };
   std::vector<Stub>& stubs = out.stubs;
   stubs.clear();
   int32_t cur_fs = 0;  // the function being compiled
@@ -669,8 +772,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
 
   // Each function's most used locals live in LREGS while its code runs (their slots are stale):
   // loaded at the function's entry and at its return points, written back before a call and a
-  // hand-over. Uses count 1, 16 times more in each loop around them; the slots a for-loop head
-  // reads in place stay in memory.
+  // hand-over. Uses count 1, 16 times more in each loop around them; of a for-loop head's slots
+  // only the counter (range) or index (list) may take a register: the others stay in memory.
   std::vector<int32_t>& lslot = out.lslot;
   lslot.assign(3 * (size_t)(len + 1), -1);
   {
@@ -688,8 +791,11 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
         loops += around[pc - fs];
         if (out.depth[pc] < 0) continue;
         const int32_t op = code[pc] & 0xFF, arg = (int32_t)(code[pc] >> 8);
-        if (op == OP_FOR_RANGE || op == OP_FOR_LIST) {
-          for (int32_t i = 0; i < (op == OP_FOR_RANGE ? 3 : 2); i++) wt[arg + i] = INT32_MIN / 2;
+        if (op == OP_FOR_RANGE || op == OP_FOR_LIST) {  // the counter (index) may take a register
+          const int32_t ctr = op == OP_FOR_RANGE ? arg : arg + 1;
+          for (int32_t i = 0; i < (op == OP_FOR_RANGE ? 3 : 2); i++)
+            if (arg + i != ctr) wt[arg + i] = INT32_MIN / 2;  // (stays below 0 whatever is added)
+          wt[ctr] += loops > 2 ? 4096 : 1 << (4 * loops);
           continue;
         }
         if (op == OP_LOAD_VAR || op == OP_STORE_VAR) wt[arg] += loops > 2 ? 4096 : 1 << (4 * loops);
@@ -847,36 +953,39 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       pc++;
       continue;
     }
+    if (!reached[pc]) {
+      pc = bend[pc];
+      continue;
+    }
     // one basic block [pc, end): straight on until a transfer of control or the next block start
     nl = func_nlocals(code[fs]);
     if (fs != cur_fs || pc == fs + 1) enter_function(fs);
-    int32_t end = pc + 1;
-    for (int32_t q = pc;;) {
-      const int32_t op = code[q] & 0xFF;
-      const bool transfer = op == OP_JUMP || op == OP_JUMP_IF_FALSE || op == OP_JUMP_IF_TRUE ||
-                            op == OP_JUMP_IF_FALSE_OR_POP || op == OP_JUMP_IF_TRUE_OR_POP || op == OP_FOR_RANGE ||
-                            op == OP_FOR_LIST || op == OP_CALL || op == OP_RETURN || op == OP_FUNC;
-      q++;
-      if (transfer || q >= len || start[q] || out.depth[q] < 0 || (code[q] & 0xFF) == OP_FUNC) {
-        end = q;
-        break;
-      }
-    }
+    const int32_t end = bend[pc];
+    int32_t next_block = end;  // the block whose code follows this one's (-1: none)
+    while (next_block < len && bend[next_block] && !reached[next_block]) next_block = bend[next_block];
+    if (!(next_block < len && bend[next_block])) next_block = -1;
     // steps of the block (a loop head's block also counts the store or the jump after it)
     const int32_t head_step = loop_head(code, len, end - 1) ? 1 : 0;
     const int32_t n = end - pc + head_step;
     out.at[pc] = a.buf + a.n;
     const int32_t d0 = out.depth[pc];
-    // the block's entry: every step within the budget, else the interpreter from here (64-bit:
-    // steps + n may pass INT32_MAX)
+    // the block's steps; at a checkpoint, those up to the next one within the budget, else the
+    // interpreter from here (64-bit: steps + wmax may pass INT32_MAX)
     a.alu_imm(0, STEPS, n, true);
-    a.alu_rm(0x3B, STEPS, CTX, C_FUEL64, true);
-    stub(a.jcc(CG), S_HANDOVER, 0, n, pc, nl + d0, nl);
+    if (chk[pc]) {
+      if (wmax[pc] > n) {
+        a.lea(RAX, STEPS, wmax[pc] - n);
+        a.alu_rm(0x3B, RAX, CTX, C_FUEL64, true);
+      } else {
+        a.alu_rm(0x3B, STEPS, CTX, C_FUEL64, true);
+      }
+      stub(a.jcc(CG), S_HANDOVER, 0, n, pc, nl + d0, nl);
+    }
     sd = d0;
     for (int32_t p = 0; p < sd; p++) stk[p] = V{K_SLOT, nl + p};
     for (int r = 0; r < 16; r++) refs[r] = 0;
     bool open = true;  // control may fall out of the block's end (else a jump or trap left it)
-    bool cyc_dead = false;  // vm.h's cycle check reset since the block began
+    bool cyc_dead = kin[pc];  // cyc is -1 here (vm.h's cycle check: see kin)
     for (int32_t k = pc; k < end && open && a.room(); k++) {
       const uint32_t w = code[k];
       const int32_t op = w & 0xFF, arg = (int32_t)(w >> 8);
@@ -895,8 +1004,14 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       };
       // a jump to t, unless t's block is the one emitted next
       auto jump_to = [&](int32_t t) {
-        if (!(t == end && end < len && (code[end] & 0xFF) != OP_FUNC && out.depth[end] >= 0))
-          fixes.push_back(Fix{a.jmp(), t});
+        if (t != next_block) fixes.push_back(Fix{a.jmp(), t});
+      };
+      // where cc holds, one more step and on to t (a jump threaded past another: see threaded)
+      auto taken_step = [&](Cond cc, int32_t t) {
+        const int64_t stays = a.jcc(invert(cc));
+        a.alu_imm(0, STEPS, 1, true);
+        fixes.push_back(Fix{a.jmp(), t});
+        a.patch(stays, a.n);
       };
       auto pop = [&]() { return stk[--sd]; };
       auto push = [&](V x) { stk[sd++] = x; };
@@ -927,11 +1042,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           // The cycle check's "a store of the value it holds writes nothing", without a branch
           // (whether a store changes its local is often data: c += n % 2): cyc |= -(changed).
           auto changed = [&]() {
-            if (cyc_dead) return;
-            a.setcc(CNE, RCX);
-            a.movzx8(RCX, RCX);
-            a.unary(3, RCX);  // neg
-            a.alu_rr(0x0B, CYC, RCX);  // or
+            if (!cyc_dead) a.rm0f(0x40 + CNE, CYC, CTX, C_M1);  // cmovne cyc, -1
           };
           const int lr = sreg(arg);
           if (lr >= 0) {  // a local in a register
@@ -1020,7 +1131,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           if (!div && y.k == K_CONST && y.v > 0 && (code[k + 1] & 0xFF) == OP_LOAD_CONST && (code[k + 1] >> 8) == 0 &&
               (eq == OP_COMPARE_EQ || eq == OP_COMPARE_NE)) {
             const int32_t jop = k + 3 < end ? (int32_t)(code[k + 3] & 0xFF) : -1;
-            const bool branch = jop == OP_JUMP_IF_FALSE || jop == OP_JUMP_IF_TRUE;
+            const bool branch = jop == OP_JUMP_IF_FALSE || jop == OP_JUMP_IF_TRUE || (jop >= 0 && threaded(code, len, k + 3) >= 0);
             if (branch) {
               own(0);
               materialize();
@@ -1030,7 +1141,10 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             Cond cc = divisible(a, y.v);
             if (eq == OP_COMPARE_NE) cc = invert(cc);
             if (branch) {
-              fixes.push_back(Fix{a.jcc(jop == OP_JUMP_IF_TRUE ? cc : invert(cc)), (int32_t)(code[k + 3] >> 8)});
+              if (jop == OP_JUMP_IF_FALSE || jop == OP_JUMP_IF_TRUE)
+                fixes.push_back(Fix{a.jcc(jop == OP_JUMP_IF_TRUE ? cc : invert(cc)), (int32_t)(code[k + 3] >> 8)});
+              else  // (as OP_JUMP_IF_*_OR_POP's below)
+                taken_step(jop == OP_JUMP_IF_TRUE_OR_POP ? cc : invert(cc), threaded(code, len, k + 3));
               jump_to(k + 4);
               k += 3;
               open = false;
@@ -1135,7 +1249,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           const V y = pop(), x = pop();
           const Cond cc = CMP_CC[op - OP_COMPARE_LT];
           const int32_t nop = k + 1 < end ? (int32_t)(code[k + 1] & 0xFF) : -1;
-          if ((nop == OP_JUMP_IF_FALSE || nop == OP_JUMP_IF_TRUE) && !(x.k == K_CONST && y.k == K_CONST)) {
+          const int32_t thr = k + 1 < end ? threaded(code, len, k + 1) : -1;
+          if ((nop == OP_JUMP_IF_FALSE || nop == OP_JUMP_IF_TRUE || thr >= 0) && !(x.k == K_CONST && y.k == K_CONST)) {
             // the conditional jump after it: one compare and a conditional jump
             const int32_t t = (int32_t)(code[k + 1] >> 8);
             own(0);
@@ -1143,7 +1258,10 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             compare(x, y);
             release(x);
             release(y);
-            fixes.push_back(Fix{a.jcc(nop == OP_JUMP_IF_TRUE ? cc : invert(cc)), t});
+            if (thr >= 0)  // (as OP_JUMP_IF_*_OR_POP's below)
+              taken_step(nop == OP_JUMP_IF_TRUE_OR_POP ? cc : invert(cc), thr);
+            else
+              fixes.push_back(Fix{a.jcc(nop == OP_JUMP_IF_TRUE ? cc : invert(cc)), t});
             jump_to(k + 2);
             k++;
             open = false;
@@ -1161,8 +1279,10 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
         case OP_JUMP:
           materialize();
           if (CYCLE_CHECK && arg < k + 1 && sd == 0) {  // vm.h's cycle check at a backward jump
-            a.alu_imm(7, CYC, k + 1);
-            stub(a.jcc(CE), S_CYCLE, 0, 0);
+            if (!cyc_dead) {
+              a.alu_imm(7, CYC, k + 1);
+              stub(a.jcc(CE), S_CYCLE, 0, 0);
+            }
             a.mov_imm(CYC, k + 1);
           }
           fixes.push_back(Fix{a.jmp(), arg});
@@ -1191,14 +1311,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           a.alu_mem_imm(7, FP, slot(nl + sd - 1), 0);
           const int32_t t = threaded(code, len, k);
           if (t >= 0) {
-            // taken: the jump at the target takes one more step (its budget checked here, else
-            // the interpreter from there, the value on the stack) and pops the value
-            const int64_t stays = a.jcc(op == OP_JUMP_IF_TRUE_OR_POP ? CE : CNE);
-            a.alu_imm(0, STEPS, 1, true);
-            a.alu_rm(0x3B, STEPS, CTX, C_FUEL64, true);
-            stub(a.jcc(CG), S_HANDOVER, 0, 1, arg, nl + sd, nl);
-            fixes.push_back(Fix{a.jmp(), t});
-            a.patch(stays, a.n);
+            // taken: the jump at the target takes one more step (in the checkpoint's wmax) and
+            // pops the value
+            taken_step(op == OP_JUMP_IF_TRUE_OR_POP ? CNE : CE, t);
             sd--;
             jump_to(k + 1);
             open = false;
@@ -1218,34 +1333,51 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           const bool head = loop_head(code, len, k);
           const int32_t fb = back;  // (a trap here takes neither the store nor the jump: back counts it)
           const int32_t e = (int32_t)(code[k + 1] >> 8), x = head ? (int32_t)(code[k + 2] >> 8) : 0;
-          const int32_t c = slot(arg), stop = slot(arg + 1), step = slot(arg + 2);
+          const int32_t c = slot(arg), stop = slot(arg + 1), step = slot(arg + 2), cr = sreg(arg);
           a.load(RCX, FP, step);
           a.test(RCX, RCX);
           stub(a.jcc(CE), S_TRAP, TRAP_VALUE_ERROR, fb);
-          a.load(RAX, FP, c);
-          const int64_t down = a.jcc(CS);
-          a.alu_rm(0x3B, RAX, FP, stop);
-          const int64_t leave1 = a.jcc(CGE);  // counter >= stop: leave
-          const int64_t go = a.jmp();
-          a.patch(down, a.n);
-          a.alu_rm(0x3B, RAX, FP, stop);
-          const int64_t leave2 = a.jcc(CLE);  // counter <= stop: leave
-          a.patch(go, a.n);
+          if (cr >= 0) a.mov(RAX, cr);
+          else a.load(RAX, FP, c);
+          // a loop head that leaves forward: counting up in line, leaving straight to e, counting
+          // down in a stub (S_DOWN); else both here
+          const bool direct = head && !(CYCLE_CHECK && e < k + 2 && sd == 0);
+          int64_t leave1 = -1, leave2 = -1;
+          if (direct) {
+            const int64_t down = a.jcc(CS);
+            a.alu_rm(0x3B, RAX, FP, stop);
+            fixes.push_back(Fix{a.jcc(CGE), e});  // counter >= stop: leave
+            stubs.push_back(Stub{down, S_DOWN, stop, (int32_t)a.n, e, 0, 0, cur_fs});
+          } else {
+            const int64_t down = a.jcc(CS);
+            a.alu_rm(0x3B, RAX, FP, stop);
+            leave1 = a.jcc(CGE);  // counter >= stop: leave
+            const int64_t go = a.jmp();
+            a.patch(down, a.n);
+            a.alu_rm(0x3B, RAX, FP, stop);
+            leave2 = a.jcc(CLE);  // counter <= stop: leave
+            a.patch(go, a.n);
+          }
           if (head) a.mov(RDX, RAX);
           else a.store(FP, slot(nl + sd), RAX);  // push the counter
           a.alu_rr(0x03, RAX, RCX);  // advance it: past int32 is past stop
           const int64_t fits = a.jcc(CNO);
           a.load(RAX, FP, stop);
           a.patch(fits, a.n);
-          a.store(FP, c, RAX);
+          if (cr >= 0) a.mov(cr, RAX);
+          else a.store(FP, c, RAX);
           if (head) {
             if (sreg(x) >= 0) a.mov(sreg(x), RDX);
             else a.store(FP, slot(x), RDX);
-            fixes.push_back(Fix{a.jmp(), k + 3});
-            a.patch(leave1, a.n);
-            a.patch(leave2, a.n);
-            if (CYCLE_CHECK && e < k + 2 && sd == 0) a.mov_imm(CYC, k + 2);
-            fixes.push_back(Fix{a.jmp(), e});
+            if (direct) {
+              jump_to(k + 3);
+            } else {
+              fixes.push_back(Fix{a.jmp(), k + 3});
+              a.patch(leave1, a.n);
+              a.patch(leave2, a.n);
+              a.mov_imm(CYC, k + 2);
+              fixes.push_back(Fix{a.jmp(), e});
+            }
           } else {
             fixes.push_back(Fix{a.jmp(), k + 2});
             a.patch(leave1, a.n);
@@ -1261,33 +1393,42 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           const bool head = loop_head(code, len, k);  // (as FOR_RANGE's)
           const int32_t fb = back;
           const int32_t e = (int32_t)(code[k + 1] >> 8), x = head ? (int32_t)(code[k + 2] >> 8) : 0;
-          const int32_t ref = slot(arg), idx = slot(arg + 1);
+          const int32_t ref = slot(arg), idx = slot(arg + 1), ir = sreg(arg + 1);
           a.load64(RDX, CTX, C_WS);
           a.load(RAX, FP, ref);
           a.alu_rm(0x3B, RAX, RDX, W_NLISTS);
           stub(a.jcc(CAE), S_TRAP, TRAP_BAD_BYTECODE, fb);  // (unsigned: a negative reference too)
-          a.load(RCX, FP, idx);
+          if (ir >= 0) a.mov(RCX, ir);
+          else a.load(RCX, FP, idx);
           a.test(RCX, RCX);
           stub(a.jcc(CS), S_TRAP, TRAP_BAD_BYTECODE, fb);
           a.load64(RSI, RDX, W_LISTS);
           a.movsxd(RAX, RAX);
           a.lea_sib(RAX, RAX, RAX, 1, 0);       // rax = ref * 3
           a.rm_sib(0x3B, RCX, RSI, RAX, 2, 4);  // cmp ecx, [rsi + ref*12 + 4]: the length
-          const int64_t leave = a.jcc(CGE);
+          const bool direct = head && !(CYCLE_CHECK && e < k + 2 && sd == 0);  // (as FOR_RANGE's)
+          int64_t leave = -1;
+          if (direct) fixes.push_back(Fix{a.jcc(CGE), e});
+          else leave = a.jcc(CGE);
           a.rm_sib(0x8B, RDI, RSI, RAX, 2, 0);  // mov edi, [rsi + ref*12]: the offset
           a.alu_rr(0x03, RDI, RCX);             // + index
           a.movsxd(RDI, RDI);
           a.load64(R8, RDX, W_HEAP);
           a.rm_sib(0x8B, RAX, R8, RDI, 2, 0);  // the element
           a.alu_imm(0, RCX, 1);
-          a.store(FP, idx, RCX);
+          if (ir >= 0) a.mov(ir, RCX);
+          else a.store(FP, idx, RCX);
           if (head) {  // (as FOR_RANGE's: the element into x after the index moved)
             if (sreg(x) >= 0) a.mov(sreg(x), RAX);
             else a.store(FP, slot(x), RAX);
-            fixes.push_back(Fix{a.jmp(), k + 3});
-            a.patch(leave, a.n);
-            if (CYCLE_CHECK && e < k + 2 && sd == 0) a.mov_imm(CYC, k + 2);
-            fixes.push_back(Fix{a.jmp(), e});
+            if (direct) {
+              jump_to(k + 3);
+            } else {
+              fixes.push_back(Fix{a.jmp(), k + 3});
+              a.patch(leave, a.n);
+              a.mov_imm(CYC, k + 2);
+              fixes.push_back(Fix{a.jmp(), e});
+            }
           } else {
             a.store(FP, slot(nl + sd), RAX);
             fixes.push_back(Fix{a.jmp(), k + 2});
@@ -1434,7 +1575,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     if (open) {  // falling into the next block
       own(0);
       materialize();
-      if (!(end < len && (code[end] & 0xFF) != OP_FUNC && out.depth[end] >= 0)) fixes.push_back(Fix{a.jmp(), end});
+      if (end != next_block) fixes.push_back(Fix{a.jmp(), end});
     }
     pc = end;
   }
@@ -1466,6 +1607,12 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       case S_TRAP_EAX:
         a.alu_imm(1, RAX, s.back << 8);  // or eax, back << 8 (the helper's status is below 256)
         a.patch(a.jmp(), trap_tail);
+        continue;
+      case S_DOWN:  // a loop head's range counting down (status: the stop's slot, back: where
+                    // the head goes on, pc: where it leaves to)
+        a.alu_rm(0x3B, RAX, FP, s.status);
+        fixes.push_back(Fix{a.jcc(CLE), s.pc});
+        a.patch(a.jmp(), s.back);
         continue;
       case S_CYCLE:  // as the interpreter: every step of the budget spent
         a.store_imm(CTX, C_STATUS, TRAP_OUT_OF_FUEL);
@@ -1581,7 +1728,7 @@ inline RunResult run(const Compiled& cp, const uint32_t* code, int32_t len, int3
   c.st_end = ws.stack + cfg.stack_size;
   c.fuel64 = cfg.fuel;
   c.steps = 0, c.fuel = cfg.fuel, c.status = TRAP_OK, c.result = 0, c.cyc = -1, c.depth = 0;
-  c.max_depth = cfg.max_depth, c.base = 0, c.pc = c.sp = c.obase = 0;
+  c.max_depth = cfg.max_depth, c.base = 0, c.pc = c.sp = c.obase = 0, c.minus1 = -1;
   switch (cp.run(&c)) {
     case EXIT_RETURN:
       res.value = c.result;
