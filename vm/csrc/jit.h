@@ -143,15 +143,15 @@ inline Cond invert(Cond c) { return (Cond)(c ^ 1); }
 // [base + disp32] or [base + index * 2^scale + disp32].
 #define JIT_INLINE __attribute__((always_inline)) inline
 
-// One instruction's bytes, made in a local array (stores through it alias nothing, so the
-// compiler keeps its count in a register) and copied to the buffer whole.
+// One instruction's bytes, written straight into the buffer through a local pointer (the
+// compiler keeps it in a register: a byte store through Asm's buffer would make it reload Asm::n,
+// and bytes made in a local array then copied whole stall on store forwarding).
 struct Ins {
-  uint8_t t[24];
-  int k = 0;
-  JIT_INLINE void b(int x) { t[k++] = (uint8_t)x; }
+  uint8_t* p;
+  JIT_INLINE void b(int x) { *p++ = (uint8_t)x; }
   JIT_INLINE void d32(int32_t x) {
-    __builtin_memcpy(t + k, &x, 4);
-    k += 4;
+    __builtin_memcpy(p, &x, 4);
+    p += 4;
   }
   JIT_INLINE void rex(bool w, int reg, int index, int base) {
     const int r = 0x40 | (w ? 8 : 0) | ((reg & 8) ? 4 : 0) | ((index & 8) ? 2 : 0) | ((base & 8) ? 1 : 0);
@@ -183,24 +183,21 @@ struct Asm {
     if (n + ROOM > cap) full = true;
     return !full;
   }
-  JIT_INLINE void put(const Ins& i) {
-    __builtin_memcpy(buf + n, i.t, sizeof i.t);  // (room() leaves space for the whole array)
-    n += i.k;
-  }
+  JIT_INLINE void put(const Ins& i) { n = i.p - buf; }
   JIT_INLINE void d32(int32_t x) {
     __builtin_memcpy(buf + n, &x, 4);
     n += 4;
   }
   // opc reg, [base + disp] (32-bit; w: 64-bit)
   JIT_INLINE void rm(int opc, int reg, int base, int32_t disp, bool w = false) {
-    Ins i;
+    Ins i{buf + n};
     i.rex(w, reg, 0, base);
     i.b(opc);
     i.mem(reg, base, disp);
     put(i);
   }
   JIT_INLINE void rm_sib(int opc, int reg, int base, int index, int scale, int32_t disp, bool w = false) {
-    Ins i;
+    Ins i{buf + n};
     i.rex(w, reg, index, base);
     i.b(opc);
     i.mem_sib(reg, base, index, scale, disp);
@@ -208,14 +205,14 @@ struct Asm {
   }
   // opc reg, rmreg (register form)
   JIT_INLINE void rr(int opc, int reg, int rmreg, bool w = false) {
-    Ins i;
+    Ins i{buf + n};
     i.rex(w, reg, 0, rmreg);
     i.b(opc);
     i.b(0xC0 | ((reg & 7) << 3) | (rmreg & 7));
     put(i);
   }
   JIT_INLINE void rr0f(int opc, int reg, int rmreg) {  // 0F opc reg, rmreg
-    Ins i;
+    Ins i{buf + n};
     i.rex(false, reg, 0, rmreg);
     i.b(0x0F);
     i.b(opc);
@@ -223,7 +220,7 @@ struct Asm {
     put(i);
   }
   JIT_INLINE void rm0f(int opc, int reg, int base, int32_t disp) {  // 0F opc reg, [base + disp]
-    Ins i;
+    Ins i{buf + n};
     i.rex(false, reg, 0, base);
     i.b(0x0F);
     i.b(opc);
@@ -235,7 +232,7 @@ struct Asm {
   JIT_INLINE void store(int base, int32_t disp, int r) { rm(0x89, r, base, disp); }         // mov [m], r32
   JIT_INLINE void load64(int r, int base, int32_t disp) { rm(0x8B, r, base, disp, true); }  // mov r64, [m]
   JIT_INLINE void store_imm(int base, int32_t disp, int32_t v) {  // mov dword [m], imm32
-    Ins i;
+    Ins i{buf + n};
     i.rex(false, 0, 0, base);
     i.b(0xC7);
     i.mem(0, base, disp);
@@ -243,14 +240,14 @@ struct Asm {
     put(i);
   }
   JIT_INLINE void mov_imm(int r, int32_t v) {  // mov r32, imm32
-    Ins i;
+    Ins i{buf + n};
     i.rex(false, 0, 0, r);
     i.b(0xB8 + (r & 7));
     i.d32(v);
     put(i);
   }
   JIT_INLINE void mov_imm64(int r, int64_t v) {
-    Ins i;
+    Ins i{buf + n};
     i.rex(true, 0, 0, r);
     i.b(0xB8 + (r & 7));
     i.d32((int32_t)v);
@@ -263,7 +260,7 @@ struct Asm {
   JIT_INLINE void alu_rm(int opc, int r, int base, int32_t disp, bool w = false) { rm(opc, r, base, disp, w); }
   JIT_INLINE void alu_rr(int opc, int dst, int src, bool w = false) { rr(opc, dst, src, w); }
   JIT_INLINE void alu_imm(int ext, int r, int32_t v, bool w = false) {  // 81 /ext: 0 add, 1 or, 4 and, 5 sub, 7 cmp
-    Ins i;
+    Ins i{buf + n};
     i.rex(w, 0, 0, r);
     i.b(0x81);
     i.b(0xC0 | (ext << 3) | (r & 7));
@@ -271,7 +268,7 @@ struct Asm {
     put(i);
   }
   JIT_INLINE void alu_mem_imm(int ext, int base, int32_t disp, int32_t v) {  // 81 /ext on a dword in memory
-    Ins i;
+    Ins i{buf + n};
     i.rex(false, 0, 0, base);
     i.b(0x81);
     i.mem(ext, base, disp);
@@ -280,7 +277,7 @@ struct Asm {
   }
   JIT_INLINE void unary(int ext, int r, bool w = false) { rr(0xF7, ext, r, w); }  // F7 /ext: 3 neg, 4 mul, 7 idiv
   JIT_INLINE void imul_imm(int dst, int src, int32_t v, bool w = false) {  // 69 /r id: dst = src * imm32
-    Ins i;
+    Ins i{buf + n};
     i.rex(w, dst, 0, src);
     i.b(0x69);
     i.b(0xC0 | ((dst & 7) << 3) | (src & 7));
@@ -289,7 +286,7 @@ struct Asm {
   }
   JIT_INLINE void test(int a, int c) { rr(0x85, c, a); }
   JIT_INLINE void test_imm(int r, int32_t v) {  // F7 /0 id
-    Ins i;
+    Ins i{buf + n};
     i.rex(false, 0, 0, r);
     i.b(0xF7);
     i.b(0xC0 | (r & 7));
@@ -297,7 +294,7 @@ struct Asm {
     put(i);
   }
   JIT_INLINE void cdq() {
-    Ins i;
+    Ins i{buf + n};
     i.b(0x99);
     put(i);
   }
@@ -306,7 +303,7 @@ struct Asm {
   JIT_INLINE void cmov(Cond c, int dst, int src) { rr0f(0x40 + c, dst, src); }
   JIT_INLINE void imul_rm(int r, int base, int32_t disp) { rm0f(0xAF, r, base, disp); }
   JIT_INLINE void shift(int ext, int r, int k, bool w = false) {  // C1 /ext ib: 4 shl, 5 shr, 7 sar
-    Ins i;
+    Ins i{buf + n};
     i.rex(w, 0, 0, r);
     i.b(0xC1);
     i.b(0xC0 | (ext << 3) | (r & 7));
@@ -319,19 +316,19 @@ struct Asm {
   }
   JIT_INLINE void movsxd(int dst, int src) { rr(0x63, dst, src, true); }
   JIT_INLINE void push(int r) {
-    Ins i;
+    Ins i{buf + n};
     i.rex(false, 0, 0, r);
     i.b(0x50 + (r & 7));
     put(i);
   }
   JIT_INLINE void pop(int r) {
-    Ins i;
+    Ins i{buf + n};
     i.rex(false, 0, 0, r);
     i.b(0x58 + (r & 7));
     put(i);
   }
   JIT_INLINE void ret() {
-    Ins i;
+    Ins i{buf + n};
     i.b(0xC3);
     put(i);
   }
@@ -340,7 +337,7 @@ struct Asm {
   JIT_INLINE void jmp_mem(int base, int32_t disp) { rm(0xFF, 4, base, disp); }
   // Jumps with a 32-bit displacement: return where it is, for patch().
   JIT_INLINE int64_t jcc(Cond c) {
-    Ins i;
+    Ins i{buf + n};
     i.b(0x0F);
     i.b(0x80 + c);
     i.d32(0);
@@ -348,7 +345,7 @@ struct Asm {
     return n - 4;
   }
   JIT_INLINE int64_t jmp() {
-    Ins i;
+    Ins i{buf + n};
     i.b(0xE9);
     i.d32(0);
     put(i);
@@ -748,8 +745,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       uint8_t s = kin[pc];
       for (int32_t k = pc; k < bend[pc] && !s; k++)
         if (op_in(OPS_WRITES & ~op_bit(OP_STORE_VAR), (int32_t)(code[k] & 0xFF))) s = 1;
-      edges(bend[pc], [&](int32_t t, int32_t, bool keep) {
-        if ((uint32_t)t < (uint32_t)len && bend[t] && kin[t] && !(keep && s)) kin[t] = 0, more = true;
+      edges(bend[pc], [&](int32_t t, int32_t, bool keep) {  // (a later block: lowered in this pass)
+        if ((uint32_t)t < (uint32_t)len && bend[t] && kin[t] && !(keep && s)) kin[t] = 0, more |= t <= pc;
       });
     }
   }
