@@ -95,8 +95,9 @@ def test_recursive_programs(monkeypatch):
 
 @pytest.mark.parametrize("k", range(len(PROGRAMS)))
 def test_every_fuel_cut(k, monkeypatch):
-    """Each block checks the budget at its entry and hands the run over when it does not cover the
-    block: every cut lands in some block, and the interpreter finishes exactly."""
+    """Each checkpoint (loop head, entry, return point) checks the budget for the longest path to
+    the next one and hands the run over when it does not cover it: every cut lands somewhere
+    between two checkpoints, and the interpreter finishes exactly."""
     src, params, gen = PROGRAMS[k]
     rng = np.random.default_rng(SEED + k)
     batch = ProgramBatch.from_programs([compile_source(src)], "f")
@@ -178,6 +179,38 @@ def _balanced_bytecode(rng):
                 arg = int(rng.choice(starts))  # a statement's start, or the function's end
             words.append(oc.encode(op, arg))
     return words
+
+
+# `if cond: c += k` (or `+= v`) compiles without a branch (jit.h's ifcv): the 4 steps are counted
+# only where they run, adding 0 must not trap, c + k may overflow, and the cond may come from a
+# compare (its flags), a divisibility test, a local or a call.
+IF_CONVERTED = [
+    ("def f(xs: list[int], t: int) -> int:\n    c = 0\n    for x in xs:\n        if x > t:\n            c += 1\n"
+     "    return c\n", ("list", "int"),
+     lambda r: (r.integers(-5, 5, r.integers(0, 12)).tolist(), int(r.integers(-5, 5)))),
+    ("def f(n: int, k: int) -> int:\n    s = 0\n    for i in range(n):\n        if i % 3 == 0:\n            s += k\n"
+     "        if not i % 4 == 1:\n            s += i\n    return s\n", ("int", "int"),
+     lambda r: (int(r.integers(0, 40)), int(r.choice([1, -7, 2**31 - 1, -2**31, 100_000_000])))),
+    ("def g(x: int) -> bool:\n    return x % 2 == 1\n\ndef f(xs: list[int], b: bool) -> int:\n    c = 5\n"
+     "    for x in xs:\n        if g(x):\n            c += -3\n        if b:\n            c += c\n    return c\n",
+     ("list", "bool"), lambda r: (r.integers(-9, 9, r.integers(0, 30)).tolist(), bool(r.integers(0, 2)))),
+    ("def f(n: int) -> int:\n    c = 0\n    while n != 7:\n        if n == 3:\n            c += 0\n    return c\n",
+     ("int",), lambda r: (int(r.integers(6, 8)),)),  # (n 6: loops with c unchanged: the cycle check)
+]
+
+
+@pytest.mark.parametrize("k", range(len(IF_CONVERTED)))
+def test_if_conversion(k, monkeypatch):
+    src, params, gen = IF_CONVERTED[k]
+    program = compile_source(src)
+    assert compiles(program)
+    rng = np.random.default_rng(SEED + 100 + k)
+    batch = ProgramBatch.from_programs([program], "f")
+    inputs = encode_tuples([gen(rng) for _ in range(24)], params)
+    full = assert_jit_equals_interpreter(batch, inputs, VMConfig(), src, monkeypatch)
+    assert (full.status == 0).any() or k == 3
+    for fuel in sorted(set(range(1, 120)) | set(rng.integers(120, max(121, int(full.steps.max()) + 2), 40).tolist())):
+        assert_jit_equals_interpreter(batch, inputs, VMConfig(fuel=int(fuel)), src, monkeypatch)
 
 
 def test_hand_made_bytecode(monkeypatch):

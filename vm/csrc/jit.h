@@ -52,6 +52,8 @@ struct Ctx {
   int32_t steps, fuel, status, result, cyc, depth, max_depth;
   int32_t pc, sp, base, obase;  // where a hand-over to the interpreter starts
   int32_t minus1;               // -1 (a memory operand for cmov)
+  ListHdr* lists;               // ws.lists, ws.heap (one load from Ctx instead of two)
+  int32_t* heap;
 };
 
 enum Exit : int32_t { EXIT_RETURN = 0, EXIT_TRAP = 1, EXIT_HANDOVER = 2 };
@@ -184,6 +186,21 @@ struct Asm {
     return !full;
   }
   JIT_INLINE void put(const Ins& i) { n = i.p - buf; }
+  // nops up to the next multiple of 16 (one instruction: 66 66 ... 0F 1F 84 00 00 00 00 00, or a
+  // shorter form)
+  JIT_INLINE void align16() {
+    int k = (int)(-n & 15);
+    while (k > 0) {
+      static const uint8_t NOP[9][9] = {{0x90}, {0x66, 0x90}, {0x0F, 0x1F, 0x00}, {0x0F, 0x1F, 0x40, 0x00},
+                                        {0x0F, 0x1F, 0x44, 0x00, 0x00}, {0x66, 0x0F, 0x1F, 0x44, 0x00, 0x00},
+                                        {0x0F, 0x1F, 0x80, 0x00, 0x00, 0x00, 0x00},
+                                        {0x0F, 0x1F, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+                                        {0x66, 0x0F, 0x1F, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00}};
+      const int m = k > 9 ? 9 : k;
+      __builtin_memcpy(buf + n, NOP[m - 1], m);
+      n += m, k -= m;
+    }
+  }
   JIT_INLINE void d32(int32_t x) {
     __builtin_memcpy(buf + n, &x, 4);
     n += 4;
@@ -425,7 +442,7 @@ struct Compiled {
   std::vector<int32_t> lslot;  // [3 * len] at 3 * (a FUNC pc) + i: the local that LREGS[i] holds there, or -1
   std::vector<int32_t> weight;
   std::vector<int32_t> bend;   // [2 * (len + 1)] at a block's start pc: its end; at len + 1 + pc: wmax (compile)
-  std::vector<uint8_t> chk;    // [3 * (len + 1)] at pc: a fuel checkpoint; then kin, reached (compile)
+  std::vector<uint8_t> chk;    // [4 * (len + 1)] at pc: a fuel checkpoint; then kin, reached, ifcv (compile)
 };
 
 namespace detail {
@@ -438,9 +455,8 @@ constexpr int32_t C_ST = offsetof(Ctx, st), C_FRAMES = offsetof(Ctx, frames), C_
                   C_STATUS = offsetof(Ctx, status), C_RESULT = offsetof(Ctx, result), C_CYC = offsetof(Ctx, cyc),
                   C_DEPTH = offsetof(Ctx, depth), C_MAXD = offsetof(Ctx, max_depth), C_PC = offsetof(Ctx, pc),
                   C_SP = offsetof(Ctx, sp), C_BASE = offsetof(Ctx, base), C_OBASE = offsetof(Ctx, obase),
-                  C_M1 = offsetof(Ctx, minus1);
-constexpr int32_t W_LISTS = offsetof(Workspace, lists), W_HEAP = offsetof(Workspace, heap),
-                  W_NLISTS = offsetof(Workspace, nlists);
+                  C_M1 = offsetof(Ctx, minus1), C_LISTS = offsetof(Ctx, lists), C_HEAP = offsetof(Ctx, heap);
+constexpr int32_t W_NLISTS = offsetof(Workspace, nlists);
 static_assert(sizeof(ListHdr) == 12 && offsetof(ListHdr, off) == 0 && offsetof(ListHdr, len) == 4, "ListHdr");
 static_assert(sizeof(Frame) == 12 && offsetof(Frame, ret_pc) == 0 && offsetof(Frame, base) == 4 &&
                   offsetof(Frame, obase) == 8,
@@ -629,27 +645,48 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     if (fs + 1 < fe && !stack_depths(code, fs, fe, out.depth.data(), &out.fmax[fs], work)) return false;
     fs = fe;
   }
-  // block starts: function entries, jump targets, and every pc after a transfer of control
+  // block starts: function entries, jump targets and where control comes back (2), and every
+  // pc after a jump or a return (1: no edge into it from the word before)
   std::vector<uint8_t>& start = out.start;
   start.assign(len + 1, 0);
   for (int32_t pc = 0; pc < len; pc++) {
     const uint32_t w = code[pc];
     const int32_t op = w & 0xFF, arg = (int32_t)(w >> 8);
     switch (op) {
-      case OP_FUNC: start[pc + 1] = 1; break;
+      case OP_FUNC: start[pc + 1] |= 2; break;
       case OP_JUMP: case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE: case OP_JUMP_IF_FALSE_OR_POP:
       case OP_JUMP_IF_TRUE_OR_POP: {
         const int32_t t = threaded(code, len, pc);
-        start[t >= 0 ? t : arg] = 1, start[pc + 1] = 1;
+        start[t >= 0 ? t : arg] |= 2, start[pc + 1] |= 1;
         break;
       }
       case OP_FOR_RANGE: case OP_FOR_LIST:
-        start[pc + 1] = 1;
-        if (pc + 2 <= len) start[pc + 2] = 1;
-        if (loop_head(code, len, pc)) start[pc + 3] = 1, start[code[pc + 1] >> 8] = 1;
+        start[pc + 1] |= 2;
+        if (pc + 2 <= len) start[pc + 2] |= 2;
+        if (loop_head(code, len, pc)) start[pc + 3] |= 2, start[code[pc + 1] >> 8] |= 2;
         break;
-      case OP_CALL: case OP_RETURN: start[pc + 1] = 1; break;
+      case OP_CALL: start[pc + 1] |= 2; break;
+      case OP_RETURN: start[pc + 1] |= 1; break;
       default: break;
+    }
+  }
+  // If-conversion: JUMP_IF_FALSE | JUMP_IF_TRUE L; LOAD_VAR c; LOAD_CONST k | LOAD_VAR v;
+  // BINARY_ADD; STORE_VAR c; L: with no other way into its words (c += 1 under an if: a branch
+  // on data, often mispredicted) runs without a branch: c + (taken ? 0 : k or v), its 4 steps
+  // counted as 4 * (not taken). Adding 0 never overflows, and storing c's own value writes
+  // nothing (the cycle check), so results and steps are the branch's. ifcv[j]: the jump at j.
+  std::vector<uint8_t>& chk = out.chk;
+  chk.assign(4 * (size_t)(len + 1), 0);
+  uint8_t* ifcv = chk.data() + 3 * (size_t)(len + 1);
+  for (int32_t j = 0; j + 5 <= len; j++) {
+    const uint32_t* c = code + j;
+    const int32_t op = c[0] & 0xFF, vop = c[2] & 0xFF;
+    if ((op == OP_JUMP_IF_FALSE || op == OP_JUMP_IF_TRUE) && (int32_t)(c[0] >> 8) == j + 5 &&
+        (c[1] & 0xFF) == OP_LOAD_VAR && (vop == OP_LOAD_CONST || vop == OP_LOAD_VAR) &&
+        (c[3] & 0xFF) == OP_BINARY_ADD && (c[4] & 0xFF) == OP_STORE_VAR && (c[1] >> 8) == (c[4] >> 8) &&
+        start[j + 1] == 1 && !start[j + 2] && !start[j + 3] && !start[j + 4] && out.depth[j] >= 1) {
+      ifcv[j] = 1;
+      start[j + 1] = 0;
     }
   }
   // Blocks, as the emission below forms them: [pc, bend[pc]) straight on until a transfer of
@@ -666,7 +703,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     int32_t q = pc;
     for (;;) {
       const int32_t op = code[q] & 0xFF;
-      const bool transfer = op == OP_JUMP || op == OP_JUMP_IF_FALSE || op == OP_JUMP_IF_TRUE ||
+      const bool transfer = op == OP_JUMP || ((op == OP_JUMP_IF_FALSE || op == OP_JUMP_IF_TRUE) && !ifcv[q]) ||
                             op == OP_JUMP_IF_FALSE_OR_POP || op == OP_JUMP_IF_TRUE_OR_POP || op == OP_FOR_RANGE ||
                             op == OP_FOR_LIST || op == OP_CALL || op == OP_RETURN;
       q++;
@@ -711,8 +748,6 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   // (where an exhausted budget ends the run at the same step).
   // (reached: an entry, a return point or an edge's target; the blocks of the loop head's JUMP
   // and STORE_VAR are not, unless other code jumps there: they get no code)
-  std::vector<uint8_t>& chk = out.chk;
-  chk.assign(3 * (size_t)(len + 1), 0);
   uint8_t* kin = chk.data() + len + 1;
   uint8_t* reached = kin + len + 1;
   for (int32_t pc = 0; pc < len; pc++) {
@@ -721,7 +756,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     edges(bend[pc], [&](int32_t t, int32_t, bool) {
       if ((uint32_t)t >= (uint32_t)len) return;
       reached[t] = 1;
-      if (t < bend[pc]) chk[t] = 1;
+      if (t < bend[pc]) chk[t] = 2;
     });
     kin[pc] = 1;
   }
@@ -792,7 +827,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           const int32_t ctr = op == OP_FOR_RANGE ? arg : arg + 1;
           for (int32_t i = 0; i < (op == OP_FOR_RANGE ? 3 : 2); i++)
             if (arg + i != ctr) wt[arg + i] = INT32_MIN / 2;  // (stays below 0 whatever is added)
-          wt[ctr] += loops > 2 ? 4096 : 1 << (4 * loops);
+          wt[ctr] += 4 * (loops > 2 ? 4096 : 1 << (4 * loops));  // (carried from one round to the next)
           continue;
         }
         if (op == OP_LOAD_VAR || op == OP_STORE_VAR) wt[arg] += loops > 2 ? 4096 : 1 << (4 * loops);
@@ -963,7 +998,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     if (!(next_block < len && bend[next_block])) next_block = -1;
     // steps of the block (a loop head's block also counts the store or the jump after it)
     const int32_t head_step = loop_head(code, len, end - 1) ? 1 : 0;
-    const int32_t n = end - pc + head_step;
+    const int32_t ifj = end - 5 >= pc && ifcv[end - 5] ? end - 5 : -1;  // an if-converted jump ends it
+    const int32_t n = end - pc + head_step - (ifj >= 0 ? 4 : 0);  // (those 4 counted where they run)
+    if (chk[pc] == 2) a.align16();  // a loop's head (the buffer is page aligned)
     out.at[pc] = a.buf + a.n;
     const int32_t d0 = out.depth[pc];
     // the block's steps; at a checkpoint, those up to the next one within the budget, else the
@@ -983,11 +1020,13 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     for (int r = 0; r < 16; r++) refs[r] = 0;
     bool open = true;  // control may fall out of the block's end (else a jump or trap left it)
     bool cyc_dead = kin[pc];  // cyc is -1 here (vm.h's cycle check: see kin)
+    int flag_reg = -1;        // a compare's result that only the flags hold (for ifj)
+    Cond flag_cc = CE;
     for (int32_t k = pc; k < end && open && a.room(); k++) {
       const uint32_t w = code[k];
       const int32_t op = w & 0xFF, arg = (int32_t)(w >> 8);
       // steps of the block after this one (a trap here did not take them)
-      const int32_t back = end - k - 1 + head_step;
+      const int32_t back = end - k - 1 + head_step - (k <= ifj ? 4 : 0);
       auto need = [&](int32_t c) {
         if (sd >= c) return true;
         stub(a.jmp(), S_TRAP, TRAP_BAD_BYTECODE, back);  // VG_NEED: the run ends here
@@ -1128,7 +1167,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           if (!div && y.k == K_CONST && y.v > 0 && (code[k + 1] & 0xFF) == OP_LOAD_CONST && (code[k + 1] >> 8) == 0 &&
               (eq == OP_COMPARE_EQ || eq == OP_COMPARE_NE)) {
             const int32_t jop = k + 3 < end ? (int32_t)(code[k + 3] & 0xFF) : -1;
-            const bool branch = jop == OP_JUMP_IF_FALSE || jop == OP_JUMP_IF_TRUE || (jop >= 0 && threaded(code, len, k + 3) >= 0);
+            const bool branch = ((jop == OP_JUMP_IF_FALSE || jop == OP_JUMP_IF_TRUE) && !ifcv[k + 3]) ||
+                                (jop >= 0 && threaded(code, len, k + 3) >= 0);
             if (branch) {
               own(0);
               materialize();
@@ -1147,8 +1187,12 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
               open = false;
             } else {
               const int r = alloc();
-              a.setcc(cc, RAX);
-              a.movzx8(r, RAX);
+              if (k + 3 == ifj) {  // the flags go to the if-converted jump next
+                flag_reg = r, flag_cc = cc;
+              } else {
+                a.setcc(cc, RAX);
+                a.movzx8(r, RAX);
+              }
               push(V{K_REG, r});
               k += 2;
             }
@@ -1247,7 +1291,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           const Cond cc = CMP_CC[op - OP_COMPARE_LT];
           const int32_t nop = k + 1 < end ? (int32_t)(code[k + 1] & 0xFF) : -1;
           const int32_t thr = k + 1 < end ? threaded(code, len, k + 1) : -1;
-          if ((nop == OP_JUMP_IF_FALSE || nop == OP_JUMP_IF_TRUE || thr >= 0) && !(x.k == K_CONST && y.k == K_CONST)) {
+          if ((((nop == OP_JUMP_IF_FALSE || nop == OP_JUMP_IF_TRUE) && !ifcv[k + 1]) || thr >= 0) &&
+              !(x.k == K_CONST && y.k == K_CONST)) {
             // the conditional jump after it: one compare and a conditional jump
             const int32_t t = (int32_t)(code[k + 1] >> 8);
             own(0);
@@ -1268,8 +1313,12 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           compare(x, y);
           release(x);
           release(y);
-          a.setcc(cc, RAX);
-          a.movzx8(r, RAX);
+          if (k + 1 == ifj) {  // the flags go to the if-converted jump next
+            flag_reg = r, flag_cc = cc;
+          } else {
+            a.setcc(cc, RAX);
+            a.movzx8(r, RAX);
+          }
           push(V{K_REG, r});
           break;
         }
@@ -1289,6 +1338,33 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           if (!need(1)) break;
           const V c = pop();
           const bool on_true = op == OP_JUMP_IF_TRUE;
+          if (k == ifj) {  // if-converted (see ifcv): the addend, then on at the BINARY_ADD's store
+            if (c.k == K_REG && c.v == flag_reg) {  // a compare's flags, its value never made
+              a.setcc(on_true ? invert(flag_cc) : flag_cc, RAX);  // 1: the 4 words run
+            } else {
+              compare(c, V{K_CONST, 0});
+              a.setcc(on_true ? CE : CNE, RAX);
+            }
+            release(c);
+            a.movzx8(RAX, RAX);
+            a.lea_sib(STEPS, STEPS, RAX, 2, 0);  // 4 steps where they run
+            const uint32_t v = code[k + 2];
+            if ((v & 0xFF) == OP_LOAD_CONST) {
+              if (((int32_t)v >> 8) != 1) a.imul_imm(RAX, RAX, (int32_t)v >> 8);
+            } else {
+              a.unary(3, RAX);  // neg: 0 or -1, a mask
+              const V y{K_SLOT, (int32_t)(v >> 8)};
+              if (sreg(y.v) >= 0) a.alu_rr(0x23, RAX, sreg(y.v));
+              else a.alu_rm(0x23, RAX, FP, slot(y.v));
+            }
+            const int r = alloc();
+            load_to(r, V{K_SLOT, (int32_t)(code[k + 1] >> 8)});
+            a.alu_rr(0x03, r, RAX);
+            stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, 1);  // (taken up to the add: the store not)
+            push(V{K_REG, r});
+            k += 3;  // the STORE_VAR next
+            break;
+          }
           materialize();  // (a stack slot c reads is above the stack now: materializing keeps it)
           if (c.k == K_CONST) {
             jump_to((c.v != 0) == on_true ? arg : k + 1);
@@ -1399,7 +1475,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           else a.load(RCX, FP, idx);
           a.test(RCX, RCX);
           stub(a.jcc(CS), S_TRAP, TRAP_BAD_BYTECODE, fb);
-          a.load64(RSI, RDX, W_LISTS);
+          a.load64(RSI, CTX, C_LISTS);
           a.movsxd(RAX, RAX);
           a.lea_sib(RAX, RAX, RAX, 1, 0);       // rax = ref * 3
           a.rm_sib(0x3B, RCX, RSI, RAX, 2, 4);  // cmp ecx, [rsi + ref*12 + 4]: the length
@@ -1410,7 +1486,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           a.rm_sib(0x8B, RDI, RSI, RAX, 2, 0);  // mov edi, [rsi + ref*12]: the offset
           a.alu_rr(0x03, RDI, RCX);             // + index
           a.movsxd(RDI, RDI);
-          a.load64(R8, RDX, W_HEAP);
+          a.load64(R8, CTX, C_HEAP);
           a.rm_sib(0x8B, RAX, R8, RDI, 2, 0);  // the element
           a.alu_imm(0, RCX, 1);
           if (ir >= 0) a.mov(ir, RCX);
@@ -1447,7 +1523,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           a.load64(RDX, CTX, C_WS);
           a.alu_rm(0x3B, RAX, RDX, W_NLISTS);
           stub(a.jcc(CAE), S_TRAP, TRAP_BAD_BYTECODE, back);  // (unsigned: a negative reference too)
-          a.load64(RDX, RDX, W_LISTS);
+          a.load64(RDX, CTX, C_LISTS);
           a.movsxd(RAX, RAX);
           a.lea_sib(RAX, RAX, RAX, 1, 0);
           a.lea_sib(RDX, RDX, RAX, 2, 0);  // rdx = &lists[ref]
@@ -1460,8 +1536,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             a.alu_rr(0x3B, RCX, RAX);  // unsigned i >= len: out of range (a negative one too)
             stub(a.jcc(CAE), S_TRAP, TRAP_INDEX_ERROR, back);
             a.alu_rm(0x03, RCX, RDX, 0);  // + the list's offset
-            a.load64(RDX, CTX, C_WS);
-            a.load64(RDX, RDX, W_HEAP);
+            a.load64(RDX, CTX, C_HEAP);
             a.movsxd(RCX, RCX);
             a.rm_sib(0x8B, RAX, RDX, RCX, 2, 0);
           }
@@ -1726,6 +1801,7 @@ inline RunResult run(const Compiled& cp, const uint32_t* code, int32_t len, int3
   c.fuel64 = cfg.fuel;
   c.steps = 0, c.fuel = cfg.fuel, c.status = TRAP_OK, c.result = 0, c.cyc = -1, c.depth = 0;
   c.max_depth = cfg.max_depth, c.base = 0, c.pc = c.sp = c.obase = 0, c.minus1 = -1;
+  c.lists = ws.lists, c.heap = ws.heap;
   switch (cp.run(&c)) {
     case EXIT_RETURN:
       res.value = c.result;
