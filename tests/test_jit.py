@@ -196,6 +196,12 @@ IF_CONVERTED = [
      ("list", "bool"), lambda r: (r.integers(-9, 9, r.integers(0, 30)).tolist(), bool(r.integers(0, 2)))),
     ("def f(n: int) -> int:\n    c = 0\n    while n != 7:\n        if n == 3:\n            c += 0\n    return c\n",
      ("int",), lambda r: (int(r.integers(6, 8)),)),  # (n 6: loops with c unchanged: the cycle check)
+    # x % y == 0 for a local y: a truncated remainder's test (y 0 traps, y -1 divides INT_MIN)
+    ("def f(xs: list[int], y: int) -> int:\n    c = 0\n    for x in xs:\n        if x % y == 0:\n            c += 1\n"
+     "        if x % y != 0:\n            c += 2\n        b = x % y == 0\n        if b or x % y != 0:\n"
+     "            c += 5\n    return c\n", ("list", "int"),
+     lambda r: (r.choice([-2**31, -7, -1, 0, 3, 12, 2**31 - 1], r.integers(0, 10)).tolist(),
+                int(r.choice([0, -1, 1, -3, 2, 7, -2**31, 2**31 - 1])))),
 ]
 
 

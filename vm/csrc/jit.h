@@ -1161,11 +1161,12 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           if (!need(2)) break;
           const V y = pop(), x = pop();
           const bool div = op == OP_BINARY_DIV;
-          // x % c == 0 (or != 0) for a constant c > 0: a divisibility test, and the conditional
-          // jump after it (if any) in one
+          // x % y == 0 (or != 0): a divisibility test, and the conditional jump after it (if any)
+          // in one (for a constant y > 0 without idiv; for a local, the truncated remainder's
+          // zero is floor's)
           const int32_t eq = k + 2 < end ? (int32_t)(code[k + 2] & 0xFF) : -1;
-          if (!div && y.k == K_CONST && y.v > 0 && (code[k + 1] & 0xFF) == OP_LOAD_CONST && (code[k + 1] >> 8) == 0 &&
-              (eq == OP_COMPARE_EQ || eq == OP_COMPARE_NE)) {
+          if (!div && (eq == OP_COMPARE_EQ || eq == OP_COMPARE_NE) && (code[k + 1] & 0xFF) == OP_LOAD_CONST &&
+              (code[k + 1] >> 8) == 0 && (y.k != K_CONST || y.v > 0)) {
             const int32_t jop = k + 3 < end ? (int32_t)(code[k + 3] & 0xFF) : -1;
             const bool branch = ((jop == OP_JUMP_IF_FALSE || jop == OP_JUMP_IF_TRUE) && !ifcv[k + 3]) ||
                                 (jop >= 0 && threaded(code, len, k + 3) >= 0);
@@ -1173,9 +1174,25 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
               own(0);
               materialize();
             }
-            load_to(RAX, x);
-            release(x);
-            Cond cc = divisible(a, y.v);
+            Cond cc = CE;
+            if (y.k == K_CONST) {
+              load_to(RAX, x);
+              release(x);
+              cc = divisible(a, y.v);
+            } else {
+              load_to(RCX, y);
+              load_to(RAX, x);
+              release(x);
+              release(y);
+              a.test(RCX, RCX);
+              stub(a.jcc(CE), S_TRAP, TRAP_ZERO_DIVISION, back);
+              a.alu_imm(7, RCX, -1);  // x % -1 == 0 (ZF set), and INT_MIN / -1 must not run
+              const int64_t m1 = a.jcc(CE);
+              a.cdq();
+              a.unary(7, RCX);  // idiv ecx: edx = the truncated remainder
+              a.test(RDX, RDX);
+              a.patch(m1, a.n);
+            }
             if (eq == OP_COMPARE_NE) cc = invert(cc);
             if (branch) {
               if (jop == OP_JUMP_IF_FALSE || jop == OP_JUMP_IF_TRUE)
