@@ -219,6 +219,28 @@ def test_if_conversion(k, monkeypatch):
         assert_jit_equals_interpreter(batch, inputs, VMConfig(fuel=int(fuel)), src, monkeypatch)
 
 
+def test_list_writes(monkeypatch):
+    """a[i] = v runs in line (vm.h's checks in order: the reference, then the index, negative ones
+    from the end) and append in line while the list has room, through the helper when it must grow
+    or move (aliases see it), or the memory runs out."""
+    src = ("def f(xs: list[int], i: int, v: int) -> list[int]:\n    ys = xs\n    for k in range(6):\n"
+           "        ys.append(v + k)\n    xs[i] = v\n    ys[-1 - i] = xs[0]\n    zs = []\n    for x in ys:\n"
+           "        zs.append(x)\n        zs.append(-x)\n        xs[i // 2] = len(zs)\n    zs[i % 3] = len(zs)\n"
+           "    return zs\n")
+    program = compile_source(src)
+    assert compiles(program)
+    rng = np.random.default_rng(SEED + 200)
+    batch = ProgramBatch.from_programs([program], "f")
+    inputs = encode_tuples([(rng.integers(-9, 9, rng.integers(0, 7)).tolist(), int(rng.integers(-14, 14)),
+                             int(rng.integers(-99, 99))) for _ in range(40)], ("list", "int", "int"))
+    seen = set()
+    for cfg in (VMConfig(), VMConfig(heap_size=24, max_lists=3), VMConfig(heap_size=40), VMConfig(max_lists=2)):
+        seen |= set(assert_jit_equals_interpreter(batch, inputs, cfg, src, monkeypatch).status.tolist())
+    for fuel in range(1, 160, 3):
+        assert_jit_equals_interpreter(batch, inputs, VMConfig(fuel=fuel, heap_size=48), src, monkeypatch)
+    assert {oc.TRAP_CODES["index_error"], oc.TRAP_CODES["out_of_memory"], 0} <= seen, seen
+
+
 def test_hand_made_bytecode(monkeypatch):
     """Bytecode made by hand: balanced random statements (compiled: stack underflow traps, jumps
     to the function's end, stores into a range's slots, list instructions on integers), and

@@ -108,15 +108,6 @@ inline int32_t list_extend(Workspace* ws, const VMConfig* cfg, int32_t* s, int32
   ws->lists[ra].len = la + lb;
   return TRAP_OK;
 }
-inline int32_t store_index(Workspace* ws, const VMConfig*, int32_t* s, int32_t) {
-  int32_t v = s[0], r = s[1], i = s[2];
-  if (!ref_ok(*ws, r)) return TRAP_BAD_BYTECODE;
-  const ListHdr& l = ws->lists[r];
-  if (i < 0) i += l.len;
-  if (i < 0 || i >= l.len) return TRAP_INDEX_ERROR;
-  ws->heap[l.off + i] = v;
-  return TRAP_OK;
-}
 inline int32_t append(Workspace* ws, const VMConfig* cfg, int32_t* s, int32_t) {
   int32_t r = s[0], v = s[1];
   if (!ref_ok(*ws, r)) return TRAP_BAD_BYTECODE;
@@ -1562,17 +1553,70 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           push(V{K_REG, r});
           break;
         }
-        case OP_BUILD_LIST: case OP_LIST_REPEAT: case OP_LIST_CONCAT: case OP_LIST_EXTEND: case OP_STORE_INDEX:
-        case OP_APPEND: case OP_LIST_POP: {
-          const int32_t k_ops = op == OP_BUILD_LIST ? arg : op == OP_STORE_INDEX ? 3 : op == OP_LIST_POP ? 1 : 2;
+        case OP_STORE_INDEX: {  // in line, vm.h's checks in its order
+          if (!need(3)) break;
+          writes();
+          const V i = pop(), r = pop(), v = pop();
+          load_to(RAX, r);
+          load_to(RCX, i);
+          a.load64(RDX, CTX, C_WS);
+          a.alu_rm(0x3B, RAX, RDX, W_NLISTS);
+          stub(a.jcc(CAE), S_TRAP, TRAP_BAD_BYTECODE, back);  // (unsigned: a negative reference too)
+          a.load64(RDX, CTX, C_LISTS);
+          a.movsxd(RAX, RAX);
+          a.lea_sib(RAX, RAX, RAX, 1, 0);
+          a.lea_sib(RDX, RDX, RAX, 2, 0);  // rdx = &lists[r]
+          a.load(RAX, RDX, 4);             // its length
+          a.test(RCX, RCX);
+          const int64_t nonneg = a.jcc(CNS);
+          a.alu_rr(0x03, RCX, RAX);  // i += len
+          a.patch(nonneg, a.n);
+          a.alu_rr(0x3B, RCX, RAX);  // unsigned i >= len: out of range (a negative one too)
+          stub(a.jcc(CAE), S_TRAP, TRAP_INDEX_ERROR, back);
+          a.alu_rm(0x03, RCX, RDX, 0);  // + the list's offset
+          a.load64(RDX, CTX, C_HEAP);
+          a.movsxd(RCX, RCX);
+          load_to(RAX, v);
+          a.rm_sib(0x89, RAX, RDX, RCX, 2, 0);  // heap[off + i] = v
+          release(i);
+          release(r);
+          release(v);
+          break;
+        }
+        case OP_BUILD_LIST: case OP_LIST_REPEAT: case OP_LIST_CONCAT: case OP_LIST_EXTEND: case OP_APPEND:
+        case OP_LIST_POP: {
+          const int32_t k_ops = op == OP_BUILD_LIST ? arg : op == OP_LIST_POP ? 1 : 2;
           if (!need(k_ops)) break;
           own(0);
           materialize();  // (the helper reads its operands from the slots and clobbers the registers)
           writes();
+          int64_t fast_done = -1;
+          if (op == OP_APPEND) {  // in line while the list has room (reserve's first case), else the helper
+            a.load(RAX, FP, slot(nl + sd - 2));
+            a.load64(RDX, CTX, C_WS);
+            a.alu_rm(0x3B, RAX, RDX, W_NLISTS);
+            const int64_t bad = a.jcc(CAE);  // (the helper traps)
+            a.load64(RDX, CTX, C_LISTS);
+            a.movsxd(RAX, RAX);
+            a.lea_sib(RAX, RAX, RAX, 1, 0);
+            a.lea_sib(RDX, RDX, RAX, 2, 0);  // rdx = &lists[r]
+            a.load(RCX, RDX, 4);
+            a.alu_rm(0x3B, RCX, RDX, 8);  // len against cap
+            const int64_t full = a.jcc(CGE);
+            a.alu_mem_imm(0, RDX, 4, 1);  // len++
+            a.alu_rm(0x03, RCX, RDX, 0);  // off + the old len
+            a.movsxd(RCX, RCX);
+            a.load64(RDX, CTX, C_HEAP);
+            a.load(RAX, FP, slot(nl + sd - 1));
+            a.rm_sib(0x89, RAX, RDX, RCX, 2, 0);
+            fast_done = a.jmp();
+            a.patch(bad, a.n);
+            a.patch(full, a.n);
+          }
           int32_t (*h)(Workspace*, const VMConfig*, int32_t*, int32_t) =
               op == OP_BUILD_LIST ? helpers::build_list : op == OP_LIST_REPEAT ? helpers::list_repeat
               : op == OP_LIST_CONCAT ? helpers::list_concat : op == OP_LIST_EXTEND ? helpers::list_extend
-              : op == OP_STORE_INDEX ? helpers::store_index : op == OP_APPEND ? helpers::append : helpers::list_pop;
+              : op == OP_APPEND ? helpers::append : helpers::list_pop;
           a.load64(RDI, CTX, C_WS);
           a.load64(RSI, CTX, C_CFG);
           a.lea(RDX, FP, slot(nl + sd - k_ops));
@@ -1583,7 +1627,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           a.load(CYC, CTX, C_CYC);
           a.test(RAX, RAX);
           stub(a.jcc(CNE), S_TRAP_EAX, 0, back);
-          const int32_t results = op == OP_STORE_INDEX || op == OP_APPEND ? 0 : 1;
+          if (fast_done >= 0) a.patch(fast_done, a.n);
+          const int32_t results = op == OP_APPEND ? 0 : 1;
           sd -= k_ops;
           for (int32_t i = 0; i < results; i++) push(V{K_SLOT, nl + sd});
           break;
