@@ -246,9 +246,23 @@ struct ScratchPool {
 // The largest lockstep scratch (ScratchPool::bytes) run_batch allocates per thread.
 constexpr size_t LANE_SCRATCH_MAX = 256u << 20;
 
-// Programs of at most this many words run as native code at once in mode 0 (compiling one costs
-// at most a few microseconds); longer ones only for their runs that prove long (run_batch).
+// Programs of at most this many words that may loop run as native code at once in mode 0
+// (compiling one costs at most a few microseconds); longer ones only for their runs that prove
+// long (run_batch).
 constexpr int32_t JIT_EAGER_WORDS = 96;
+
+// Whether a program may take more steps than it has words: a jump back or a call. (Else every
+// run ends within len steps, below run_batch's cap: compiling it would not pay.)
+bool may_loop(const uint32_t* code, int32_t len) {
+  for (int32_t pc = 0; pc < len; pc++) {
+    const int32_t op = code[pc] & 0xFF;
+    if (op == OP_CALL) return true;
+    const bool jump = op == OP_JUMP || op == OP_JUMP_IF_FALSE || op == OP_JUMP_IF_TRUE || op == OP_JUMP_IF_FALSE_OR_POP ||
+                      op == OP_JUMP_IF_TRUE_OR_POP;  // (FOR_*'s argument is a slot: its loop jumps back)
+    if (jump && (int32_t)(code[pc] >> 8) <= pc) return true;
+  }
+  return false;
+}
 
 ScratchPool& scratch_pool() {
   static ScratchPool* p = [] {
@@ -604,7 +618,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
     };
     // Native code (jit.h), compiled once per program and thread, one run at a time. Mode 6 runs
     // every program it compiles that way, and mode 0 the programs of at most JIT_EAGER_WORDS
-    // words. Mode 0 runs longer programs in the interpreters below with the step budget capped at
+    // words that may loop. Mode 0 runs the others in the interpreters below with the step budget capped at
     // max(32, 4 * len) (a compile costs some 40-60 ns a word, and native code saves a fraction of
     // a ns a step: shorter runs do not pay for it), then runs again, as native code from the
     // start with the whole budget, each run that reached the cap.
@@ -623,7 +637,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
       return J.prog.ok ? &J.prog : nullptr;
     };
     // mode 6, and small programs in mode 0 (compiled at once): every run as native code
-    if (jit_here && (mode == 6 || jlen <= JIT_EAGER_WORDS) && native()) {
+    if (jit_here && (mode == 6 || (jlen <= JIT_EAGER_WORDS && may_loop(jcode, jlen))) && native()) {
       if (!scratch[tid]) scratch[tid] = scratch_pool().take<RunScratch>(scratch_pool().runs, cfg);
       Workspace& ws = scratch[tid]->ws;
       for (int64_t r = r0; r < r1; r++) {
