@@ -181,9 +181,10 @@ def _balanced_bytecode(rng):
     return words
 
 
-# `if cond: c += k` (or `+= v`) compiles without a branch (jit.h's ifcv): the 4 steps are counted
-# only where they run, adding 0 must not trap, c + k may overflow, and the cond may come from a
-# compare (its flags), a divisibility test, a local or a call.
+# `if cond: c += k` (or `+= v`) and `if cond: c = v` compile without a branch (jit.h's ifcv): the
+# skipped words' steps are counted only where they run, adding 0 must not trap, c + k may
+# overflow, and the cond may come from a compare (its flags), a divisibility test, a local or a
+# call.
 IF_CONVERTED = [
     ("def f(xs: list[int], t: int) -> int:\n    c = 0\n    for x in xs:\n        if x > t:\n            c += 1\n"
      "    return c\n", ("list", "int"),
@@ -196,6 +197,14 @@ IF_CONVERTED = [
      ("list", "bool"), lambda r: (r.integers(-9, 9, r.integers(0, 30)).tolist(), bool(r.integers(0, 2)))),
     ("def f(n: int) -> int:\n    c = 0\n    while n != 7:\n        if n == 3:\n            c += 0\n    return c\n",
      ("int",), lambda r: (int(r.integers(6, 8)),)),  # (n 6: loops with c unchanged: the cycle check)
+    # the move form (if x > m: m = x), c in a register and in memory (more locals than registers)
+    ("def f(xs: list[int], t: int) -> int:\n    m = t\n    a = 0\n    b = 1\n    c = 2\n    d = 3\n"
+     "    for x in xs:\n        if x > m:\n            m = x\n        if x < t:\n            a = -7\n"
+     "        if not x % 2 == 0:\n            b = x\n        if x == t:\n            c = d\n        d = d + 1\n"
+     "    return m + a + b + c + d\n", ("list", "int"),
+     lambda r: (r.integers(-50, 50, r.integers(0, 16)).tolist(), int(r.integers(-50, 50)))),
+    ("def f(xs: list[int]) -> int:\n    m = 0\n    for x in xs:\n        if x > m:\n            m = x\n    return m\n",
+     ("list",), lambda r: (r.integers(-50, 50, r.integers(0, 16)).tolist(),)),
     # x % y == 0 for a local y: a truncated remainder's test (y 0 traps, y -1 divides INT_MIN)
     ("def f(xs: list[int], y: int) -> int:\n    c = 0\n    for x in xs:\n        if x % y == 0:\n            c += 1\n"
      "        if x % y != 0:\n            c += 2\n        b = x % y == 0\n        if b or x % y != 0:\n"

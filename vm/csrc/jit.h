@@ -665,7 +665,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   // BINARY_ADD; STORE_VAR c; L: with no other way into its words (c += 1 under an if: a branch
   // on data, often mispredicted) runs without a branch: c + (taken ? 0 : k or v), its 4 steps
   // counted as 4 * (not taken). Adding 0 never overflows, and storing c's own value writes
-  // nothing (the cycle check), so results and steps are the branch's. ifcv[j]: the jump at j.
+  // nothing (the cycle check), so results and steps are the branch's. So does the move
+  // JUMP_IF_* L; LOAD_CONST k | LOAD_VAR v; STORE_VAR c; L: (if x > m: m = x), c = taken ? c : k
+  // or v with a cmov, 2 steps. ifcv[j]: the words the jump at j skips (4 or 2), else 0.
   std::vector<uint8_t>& chk = out.chk;
   chk.assign(4 * (size_t)(len + 1), 0);
   uint8_t* ifcv = chk.data() + 3 * (size_t)(len + 1);
@@ -676,7 +678,17 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
         (c[1] & 0xFF) == OP_LOAD_VAR && (vop == OP_LOAD_CONST || vop == OP_LOAD_VAR) &&
         (c[3] & 0xFF) == OP_BINARY_ADD && (c[4] & 0xFF) == OP_STORE_VAR && (c[1] >> 8) == (c[4] >> 8) &&
         start[j + 1] == 1 && !start[j + 2] && !start[j + 3] && !start[j + 4] && out.depth[j] >= 1) {
-      ifcv[j] = 1;
+      ifcv[j] = 4;
+      start[j + 1] = 0;
+    }
+  }
+  for (int32_t j = 0; j + 3 <= len; j++) {
+    const uint32_t* c = code + j;
+    const int32_t op = c[0] & 0xFF, vop = c[1] & 0xFF;
+    if ((op == OP_JUMP_IF_FALSE || op == OP_JUMP_IF_TRUE) && (int32_t)(c[0] >> 8) == j + 3 &&
+        (vop == OP_LOAD_CONST || vop == OP_LOAD_VAR) && (c[2] & 0xFF) == OP_STORE_VAR && start[j + 1] == 1 &&
+        !start[j + 2] && out.depth[j] >= 1) {
+      ifcv[j] = 2;
       start[j + 1] = 0;
     }
   }
@@ -989,8 +1001,10 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     if (!(next_block < len && bend[next_block])) next_block = -1;
     // steps of the block (a loop head's block also counts the store or the jump after it)
     const int32_t head_step = loop_head(code, len, end - 1) ? 1 : 0;
-    const int32_t ifj = end - 5 >= pc && ifcv[end - 5] ? end - 5 : -1;  // an if-converted jump ends it
-    const int32_t n = end - pc + head_step - (ifj >= 0 ? 4 : 0);  // (those 4 counted where they run)
+    // an if-converted jump and the cw words it skips end it (those counted where they run)
+    const int32_t ifj = end - 5 >= pc && ifcv[end - 5] == 4 ? end - 5 : end - 3 >= pc && ifcv[end - 3] == 2 ? end - 3 : -1;
+    const int32_t cw = ifj >= 0 ? ifcv[ifj] : 0;
+    const int32_t n = end - pc + head_step - cw;
     if (chk[pc] == 2) a.align16();  // a loop's head (the buffer is page aligned)
     out.at[pc] = a.buf + a.n;
     const int32_t d0 = out.depth[pc];
@@ -1017,7 +1031,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       const uint32_t w = code[k];
       const int32_t op = w & 0xFF, arg = (int32_t)(w >> 8);
       // steps of the block after this one (a trap here did not take them)
-      const int32_t back = end - k - 1 + head_step - (k <= ifj ? 4 : 0);
+      const int32_t back = end - k - 1 + head_step - (k <= ifj ? cw : 0);
       auto need = [&](int32_t c) {
         if (sd >= c) return true;
         stub(a.jmp(), S_TRAP, TRAP_BAD_BYTECODE, back);  // VG_NEED: the run ends here
@@ -1346,16 +1360,26 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           if (!need(1)) break;
           const V c = pop();
           const bool on_true = op == OP_JUMP_IF_TRUE;
-          if (k == ifj) {  // if-converted (see ifcv): the addend, then on at the BINARY_ADD's store
-            if (c.k == K_REG && c.v == flag_reg) {  // a compare's flags, its value never made
-              a.setcc(on_true ? invert(flag_cc) : flag_cc, RAX);  // 1: the 4 words run
-            } else {
-              compare(c, V{K_CONST, 0});
-              a.setcc(on_true ? CE : CNE, RAX);
-            }
+          if (k == ifj) {  // if-converted (see ifcv)
+            Cond runs = on_true ? CE : CNE;  // where the skipped words run
+            if (c.k == K_REG && c.v == flag_reg) runs = on_true ? invert(flag_cc) : flag_cc;  // a compare's flags
+            else compare(c, V{K_CONST, 0});
             release(c);
+            a.setcc(runs, RAX);
             a.movzx8(RAX, RAX);
-            a.lea_sib(STEPS, STEPS, RAX, 2, 0);  // 4 steps where they run
+            a.lea_sib(STEPS, STEPS, RAX, cw == 4 ? 2 : 1, 0);  // their steps where they run
+            if (cw == 2) {  // the move: the value, or c's own where the words do not run (flags kept)
+              const uint32_t v = code[k + 1];
+              const int r = alloc();
+              load_to(r, (v & 0xFF) == OP_LOAD_CONST ? V{K_CONST, (int32_t)v >> 8} : V{K_SLOT, (int32_t)(v >> 8)});
+              const int32_t cs = (int32_t)(code[k + 2] >> 8);
+              if (sreg(cs) >= 0) a.cmov(invert(runs), r, sreg(cs));
+              else a.rm0f(0x40 + invert(runs), r, FP, slot(cs));
+              push(V{K_REG, r});
+              k += 1;  // the STORE_VAR next
+              break;
+            }
+            // the addend, then on at the BINARY_ADD's store
             const uint32_t v = code[k + 2];
             if ((v & 0xFF) == OP_LOAD_CONST) {
               if (((int32_t)v >> 8) != 1) a.imul_imm(RAX, RAX, (int32_t)v >> 8);
