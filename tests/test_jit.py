@@ -228,6 +228,45 @@ def test_if_conversion(k, monkeypatch):
         assert_jit_equals_interpreter(batch, inputs, VMConfig(fuel=int(fuel)), src, monkeypatch)
 
 
+def test_constant_steps(monkeypatch):
+    """A range whose step slot only a constant is stored into runs with that step built in (the
+    slot may still hold 0, before its store: a trap); counters past int32 stop; a variable step
+    takes the general path."""
+    # (the compiler reuses a function's range slots loop after loop: one function per step here)
+    src = ("def f(n: int, k: int) -> int:\n    t = 0\n    for i in range(n, -3, -2):\n        t += i\n"
+           "    for i2 in range(k + 4, 1, -2):\n        t -= i2\n    return t + g(n, k) + h() + u() + w(n, k)\n\n"
+           "def g(n: int, k: int) -> int:\n    t = 1\n    for j in range(k, n, 3):\n        t = t * 2 + j\n"
+           "    for j2 in range(n):\n        t += j2\n    return t\n\n"
+           "def h() -> int:\n    t = 0\n    for q in range(2147483640, 2147483647, 5):\n        t += q % 7\n"
+           "    return t\n\n"
+           "def u() -> int:\n    t = 0\n    for z in range(-2147483646, -2147483647 - 1, -7):\n        t -= 1\n"
+           "    return t\n\n"
+           "def w(n: int, k: int) -> int:\n    t = 0\n    for v in range(n, k, k - n):\n        t += 1\n"
+           "    return t\n")
+    program = compile_source(src)
+    assert compiles(program)
+    rng = np.random.default_rng(SEED + 300)
+    batch = ProgramBatch.from_programs([program], "f")
+    inputs = encode_tuples([(int(rng.integers(-20, 20)), int(rng.integers(-20, 20))) for _ in range(30)] + [(3, 3)],
+                           ("int", "int"))
+    full = assert_jit_equals_interpreter(batch, inputs, VMConfig(), src, monkeypatch)
+    assert {0, oc.TRAP_CODES["value_error"]} <= set(full.status.tolist())
+    for fuel in range(1, int(full.steps.max()) + 2, 2):
+        assert_jit_equals_interpreter(batch, inputs, VMConfig(fuel=fuel), src, monkeypatch)
+    # by hand: the loop head reached before the step's store (the slot still 0: value_error) when
+    # the first argument is nonzero
+    e = oc.encode
+    words = [e("FUNC", 2 | 6 << 8), e("LOAD_VAR", 0), e("JUMP_IF_TRUE", 5), e("LOAD_CONST", 1), e("STORE_VAR", 4),
+             e("LOAD_VAR", 1), e("STORE_VAR", 3), e("FOR_RANGE", 2), e("JUMP", 11), e("STORE_VAR", 5),
+             e("JUMP", 7), e("LOAD_VAR", 2), e("RETURN")]
+    p = Program.from_code(words)
+    assert compiles(p)
+    hand = ProgramBatch.from_programs([p], "f0")
+    inputs = encode_tuples([(a, b) for a in (0, 1) for b in (-2, 0, 5)], ("int", "int"))
+    got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "step slot 0", monkeypatch)
+    assert got.status.tolist() == [0, 0, 0] + [oc.TRAP_CODES["value_error"]] * 3
+
+
 def test_list_writes(monkeypatch):
     """a[i] = v runs in line (vm.h's checks in order: the reference, then the index, negative ones
     from the end) and append in line while the list has room, through the helper when it must grow

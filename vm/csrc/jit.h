@@ -692,6 +692,23 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       start[j + 1] = 0;
     }
   }
+  // The step of a range whose step slot is s in the function at fs, when the function writes s
+  // only by LOAD_CONST c; STORE_VAR s (in one block), with the same c != 0 each time, and s is no
+  // parameter: the slot then holds 0 (locals start at 0) or c. Else 0.
+  auto const_step = [&](int32_t fs, int32_t s) -> int32_t {
+    if (s < func_nparams(code[fs])) return 0;
+    int32_t c = 0;
+    for (int32_t q = fs + 1; q < len && (code[q] & 0xFF) != OP_FUNC; q++) {
+      const int32_t op = code[q] & 0xFF, a = (int32_t)(code[q] >> 8);
+      if (!((op == OP_STORE_VAR && a == s) || (op == OP_FOR_RANGE && a == s) || (op == OP_FOR_LIST && a + 1 == s)))
+        continue;
+      if (op != OP_STORE_VAR || start[q] || (code[q - 1] & 0xFF) != OP_LOAD_CONST) return 0;
+      const int32_t v = (int32_t)code[q - 1] >> 8;
+      if (v == 0 || (c != 0 && v != c)) return 0;
+      c = v;
+    }
+    return c;
+  };
   // Blocks, as the emission below forms them: [pc, bend[pc]) straight on until a transfer of
   // control, the next block start, or a word without code.
   auto has_block = [&](int32_t t) { return t < len && (code[t] & 0xFF) != OP_FUNC && out.depth[t] >= 0; };
@@ -715,6 +732,14 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     bend[pc] = q;
     pc = q;
   }
+  // Whether the JUMP at k takes part in vm.h's cycle check: backward, with an empty stack, and to
+  // a word that does not write first (one that does, a loop head's FOR_*, sets cyc to -1 at once:
+  // then cyc never equals k + 1 at this jump, and setting it is moot).
+  auto cycle_jump = [&](int32_t k) {
+    const int32_t t = (int32_t)(code[k] >> 8);
+    return CYCLE_CHECK && t <= k && out.depth[k] == 0 &&
+           !(t < len && op_in(OPS_WRITES & ~op_bit(OP_STORE_VAR), (int32_t)(code[t] & 0xFF)));
+  };
   // The edges out of the block [pc, e) as the emission makes them: f(target, steps taken on the
   // edge beyond the block's, whether the cycle check's state goes along (else the edge is a
   // backward JUMP with an empty stack: it sets cyc)). A call's edges go to checkpoints (the
@@ -722,7 +747,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   auto edges = [&](int32_t e, auto&& f) {
     const int32_t k = e - 1, op = code[k] & 0xFF, arg = (int32_t)(code[k] >> 8);
     switch (op) {
-      case OP_JUMP: f(arg, 0, !(CYCLE_CHECK && arg < e && out.depth[k] == 0)); break;
+      case OP_JUMP: f(arg, 0, !cycle_jump(k)); break;
       case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE: f(arg, 0, true), f(e, 0, true); break;
       case OP_JUMP_IF_FALSE_OR_POP: case OP_JUMP_IF_TRUE_OR_POP: {
         const int32_t t = threaded(code, len, k);
@@ -1346,7 +1371,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
         }
         case OP_JUMP:
           materialize();
-          if (CYCLE_CHECK && arg < k + 1 && sd == 0) {  // vm.h's cycle check at a backward jump
+          if (cycle_jump(k)) {  // vm.h's cycle check at a backward jump
             if (!cyc_dead) {
               a.alu_imm(7, CYC, k + 1);
               stub(a.jcc(CE), S_CYCLE, 0, 0);
@@ -1439,6 +1464,27 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           const int32_t fb = back;  // (a trap here takes neither the store nor the jump: back counts it)
           const int32_t e = (int32_t)(code[k + 1] >> 8), x = head ? (int32_t)(code[k + 2] >> 8) : 0;
           const int32_t c = slot(arg), stop = slot(arg + 1), step = slot(arg + 2), cr = sreg(arg);
+          const bool direct = head && !(CYCLE_CHECK && e < k + 2 && sd == 0);
+          const int32_t sc = direct ? const_step(fs, arg + 2) : 0;
+          if (sc != 0) {  // the step is 0 (traps) or sc: its direction and size known
+            a.alu_mem_imm(7, FP, step, 0);
+            stub(a.jcc(CE), S_TRAP, TRAP_VALUE_ERROR, fb);
+            const int rc = cr >= 0 ? cr : RAX;
+            if (cr < 0) a.load(RAX, FP, c);
+            a.alu_rm(0x3B, rc, FP, stop);
+            fixes.push_back(Fix{a.jcc(sc > 0 ? CGE : CLE), e});  // past stop: leave
+            a.mov(RDX, rc);
+            a.alu_imm(0, rc, sc);  // advance: past int32 is past stop
+            const int64_t fits = a.jcc(CNO);
+            a.load(rc, FP, stop);
+            a.patch(fits, a.n);
+            if (cr < 0) a.store(FP, c, RAX);
+            if (sreg(x) >= 0) a.mov(sreg(x), RDX);  // (after the counter: x may be a range slot)
+            else a.store(FP, slot(x), RDX);
+            jump_to(k + 3);
+            open = false;
+            break;
+          }
           a.load(RCX, FP, step);
           a.test(RCX, RCX);
           stub(a.jcc(CE), S_TRAP, TRAP_VALUE_ERROR, fb);
@@ -1446,7 +1492,6 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           else a.load(RAX, FP, c);
           // a loop head that leaves forward: counting up in line, leaving straight to e, counting
           // down in a stub (S_DOWN); else both here
-          const bool direct = head && !(CYCLE_CHECK && e < k + 2 && sd == 0);
           int64_t leave1 = -1, leave2 = -1;
           if (direct) {
             const int64_t down = a.jcc(CS);
