@@ -230,6 +230,28 @@ def test_run_batch_list_results_and_explicit_runs():
     assert list(res.passed) == [True, True]
 
 
+@pytest.mark.parametrize("lockstep", [True, False])
+def test_run_batch_out_list_rows_end_in_zeros(lockstep):
+    """Each out_list row holds the list's first out_cap elements and zeros after them; a run that
+    traps, or returns an int, gets a row of zeros (the core writes every element: the array comes
+    uninitialized)."""
+    lp = compile_source("def f(xs: list[int], n: int) -> list[int]:\n    ys = []\n    for i in range(n):\n"
+                        "        ys.append(xs[i] * 2 - 1)\n    return ys\n")
+    ip = compile_source("def f(xs: list[int], n: int) -> int:\n    return n - 5\n")
+    programs = ProgramBatch.from_programs([lp, ip], "f")
+    rows = [([-7, 3, 9, 4, 1, 8], n) for n in (0, 2, 6, 7)]
+    inputs = encode_tuples(rows, ("list", "int"))
+    runs = (np.repeat([0, 1], 4 * 8), np.tile(np.arange(4), 16))
+    for _ in range(3):  # (memory just freed with junk in it: what np.empty hands out next)
+        junk = np.full((len(runs[0]), 5), -99, dtype=np.int32)
+        del junk
+        res = run_batch(programs, inputs, runs, out_cap=5, lockstep=lockstep)
+        for r in range(len(runs[0])):
+            p, (xs, n) = runs[0][r], rows[runs[1][r]]
+            want = [x * 2 - 1 for x in xs[:n]] if p == 0 and n <= len(xs) else []
+            assert res.out_list[r].tolist() == (want + [0] * 5)[:5], (r, p, n)
+
+
 def test_run_batch_bad_input_encodings_trap():
     p = compile_source("def f(a: int) -> int:\n    return a\n")
     programs = ProgramBatch.from_programs([p], "f")

@@ -219,11 +219,12 @@ def validate_batch(code: np.ndarray, offsets: np.ndarray, entry: np.ndarray, nth
 def run_batch(code, code_off, entry, ret_kind, in_words, in_off, run_prog, run_in, exp_words, exp_off, config,
               out_cap: int, nthreads: int, lockstep: bool = True, params: np.ndarray | None = None):
     n_runs = len(run_prog)
-    status = np.zeros(n_runs, dtype=np.int32)
-    value = np.zeros(n_runs, dtype=np.int32)
-    steps = np.zeros(n_runs, dtype=np.int32)
-    passed = np.zeros(n_runs, dtype=np.uint8) if exp_words is not None else None
-    out_list = np.zeros((n_runs, out_cap), dtype=np.int32) if out_cap > 0 else None
+    # (the core writes every element of these, out_list's zeros past each list included)
+    status = np.empty(n_runs, dtype=np.int32)
+    value = np.empty(n_runs, dtype=np.int32)
+    steps = np.empty(n_runs, dtype=np.int32)
+    passed = np.empty(n_runs, dtype=np.uint8) if exp_words is not None else None
+    out_list = np.empty((n_runs, out_cap), dtype=np.int32) if out_cap > 0 else None
     _check(lib().vg_run_batch(ptr(code, _u32p), ptr(code_off, _i64p), len(code_off) - 1, ptr(entry, _i32p),
                        ptr(ret_kind, _i32p), ptr(params, _i8p), ptr(in_words, _i32p), ptr(in_off, _i64p), len(in_off) - 1,
                        ptr(run_prog, _i32p), ptr(run_in, _i32p), n_runs, ptr(exp_words, _i32p), ptr(exp_off, _i64p),

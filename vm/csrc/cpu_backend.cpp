@@ -189,9 +189,13 @@ void finish_run(RunResult res, const Workspace& ws, int32_t p, int32_t n_prog, c
   int32_t rk = (uint32_t)p < (uint32_t)n_prog ? ret_kind[p] : KIND_INT;
   bool have_exp = exp_words && (uint32_t)j < (uint32_t)n_in;
   bool ok;
+  int32_t* row = out_list ? out_list + r * out_cap : nullptr;
   res = finish_run(res, rk, ws, have_exp ? exp_words + exp_off[j] : nullptr,
-                   have_exp ? (int32_t)(exp_off[j + 1] - exp_off[j]) : 0, out_list ? out_list + r * out_cap : nullptr,
-                   out_cap, &ok);
+                   have_exp ? (int32_t)(exp_off[j + 1] - exp_off[j]) : 0, row, out_cap, &ok);
+  if (row) {  // zeros past the list (the caller's array is not zeroed: one pass over it, not two)
+    const int32_t w = res.status == TRAP_OK && rk == KIND_LIST ? std::min(res.value, out_cap) : 0;
+    for (int32_t k = w; k < out_cap; k++) row[k] = 0;
+  }
   if (passed) passed[r] = ok;
   status[r] = res.status;
   value[r] = res.value;
