@@ -267,6 +267,27 @@ def test_constant_steps(monkeypatch):
     assert got.status.tolist() == [0, 0, 0] + [oc.TRAP_CODES["value_error"]] * 3
 
 
+def test_division_by_constants(monkeypatch):
+    """x // c and x % c for constants c > 0: a multiply and a shift for x >= 0, the general
+    sequence for x < 0, and a mask or shift for powers of two; Python's floor semantics at the
+    int32 edges."""
+    cs = [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 25, 60, 100, 641, 1000, 1009, 46340, 65535, 65537, 10**6,
+          2**20 + 1, 2**30 - 1, 2**30, 2**30 + 3, 2**31 - 1]
+    body = "".join(f"    out.append(x // {c})\n    out.append(x % {c})\n" for c in cs)
+    src = f"def f(x: int) -> list[int]:\n    out = []\n{body}    return out\n"
+    program = compile_source(src)
+    assert compiles(program)
+    rng = np.random.default_rng(SEED + 400)
+    xs = [-2**31, -2**31 + 1, -2**30, -1000001, -10, -1, 0, 1, 9, 10, 2**30, 2**31 - 2, 2**31 - 1]
+    xs += rng.integers(-2**31, 2**31, 40).tolist() + rng.integers(-3000, 3000, 20).tolist()
+    batch = ProgramBatch.from_programs([program], "f")
+    inputs = encode_tuples([(int(x),) for x in xs], ("int",))
+    got = assert_jit_equals_interpreter(batch, inputs, VMConfig(), "divisions", monkeypatch)
+    ref = [[v for c in cs for v in (x // c, x % c)] for x in xs]  # CPython, as a cross-check
+    assert (got.status == 0).all() and got.out_list.shape[1] >= 2 * len(cs)
+    assert got.out_list[:, :2 * len(cs)].tolist() == ref
+
+
 def test_list_writes(monkeypatch):
     """a[i] = v runs in line (vm.h's checks in order: the reference, then the index, negative ones
     from the end) and append in line while the list has room, through the helper when it must grow

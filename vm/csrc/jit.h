@@ -219,9 +219,9 @@ struct Asm {
     i.b(0xC0 | ((reg & 7) << 3) | (rmreg & 7));
     put(i);
   }
-  JIT_INLINE void rr0f(int opc, int reg, int rmreg) {  // 0F opc reg, rmreg
+  JIT_INLINE void rr0f(int opc, int reg, int rmreg, bool w = false) {  // 0F opc reg, rmreg
     Ins i{buf + n};
-    i.rex(false, reg, 0, rmreg);
+    i.rex(w, reg, 0, rmreg);
     i.b(0x0F);
     i.b(opc);
     i.b(0xC0 | ((reg & 7) << 3) | (rmreg & 7));
@@ -822,8 +822,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   fixes.clear();
   // Cold stubs, emitted after the code: a trap at a known step (back: steps not taken of the
   // block), a trap whose status is in eax, a hand-over to the interpreter, the cycle check's
-  // trap, a range counting down.
-  enum StubKind { S_TRAP, S_TRAP_EAX, S_HANDOVER, S_CYCLE, S_DOWN };
+  // trap, a range counting down, a division of a negative number by a constant.
+  enum StubKind { S_TRAP, S_TRAP_EAX, S_HANDOVER, S_CYCLE, S_DOWN, S_DIVNEG };
   std::vector<Stub>& stubs = out.stubs;
   stubs.clear();
   int32_t cur_fs = 0;  // the function being compiled
@@ -1248,7 +1248,29 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           if (y.k == K_CONST && y.v > 0) {  // by a positive constant: no trap, no idiv
             load_to(RAX, x);
             release(x);
-            div_const(a, div, y.v);  // RAX -> RAX
+            if ((y.v & (y.v - 1)) == 0) {
+              div_const(a, div, y.v);  // RAX -> RAX
+            } else {
+              // x >= 0 (the common case) in line: floor(x / c) = (x * M) >> sh, exact for
+              // x < 2^31 with 2^(b-1) <= c < 2^b, sh = 31 + b, M = ceil(2^sh / c) <= 2^32 + 1 (the
+              // error x * (M - 2^sh / c) / 2^sh stays below 2^-b < 1 / c); x < 0 in a stub
+              const int b = 32 - __builtin_clz((uint32_t)y.v), sh = 31 + b;
+              const unsigned __int128 one = 1;
+              const uint64_t m = (uint64_t)(((one << sh) + (uint64_t)y.v - 1) / (uint64_t)y.v);
+              a.test(RAX, RAX);
+              const int64_t neg = a.jcc(CS);
+              a.mov(RCX, RAX);  // (zero-extended)
+              a.mov_imm64(R11, (int64_t)m);
+              a.rr0f(0xAF, RCX, R11, true);  // imul rcx, r11
+              a.shift(5, RCX, sh, true);      // shr rcx, sh: the quotient
+              if (div) {
+                a.mov(RAX, RCX);
+              } else {
+                a.imul_imm(RCX, RCX, y.v);
+                a.alu_rr(0x2B, RAX, RCX);
+              }
+              stubs.push_back(Stub{neg, S_DIVNEG, y.v, (int32_t)a.n, div ? 1 : 0, 0, 0, cur_fs});
+            }
           } else {
             load_to(RCX, y);
             load_to(RAX, x);
@@ -1815,6 +1837,10 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
                     // the head goes on, pc: where it leaves to)
         a.alu_rm(0x3B, RAX, FP, s.status);
         fixes.push_back(Fix{a.jcc(CLE), s.pc});
+        a.patch(a.jmp(), s.back);
+        continue;
+      case S_DIVNEG:  // x // c or x % c (pc: which) for a negative x (status: c), back to `back`
+        div_const(a, s.pc != 0, s.status);
         a.patch(a.jmp(), s.back);
         continue;
       case S_CYCLE:  // as the interpreter: every step of the budget spent
