@@ -8,11 +8,13 @@
 // Layout of the generated code. The operand stack stays in memory at the slots the interpreter
 // uses: compiled bytecode has a static stack depth at every pc (checked here; a program without
 // one is not compiled), so every push and pop is a fixed offset from the frame's base. A basic
-// block counts its steps once at its entry, after a check that every one of them is within the
-// budget (else it hands over before it); a trap inside it subtracts the steps not taken. Calls
-// write the interpreter's frame records and jump; a return jumps through a table of return
-// points. vm.h's cycle check is kept (it only saves time, but a random policy's `while 3: pass`
-// costs a whole budget per test without it).
+// block counts its steps once at its entry; the budget is tested only at checkpoints (loop
+// heads, function entries, return points), for the longest path to the next one (else the run is
+// handed over there); a trap inside a block subtracts the steps not taken, and if-converted
+// words count theirs where they run. Calls write the interpreter's frame records and jump; a
+// return jumps through a table of return points. vm.h's cycle check is kept (it only saves time,
+// but a random policy's `while 3: pass` costs a whole budget per test without it), and left out
+// where a dataflow shows cyc was just reset.
 #pragma once
 #include "vm.h"
 
