@@ -1008,6 +1008,30 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     alu(0x3B, 7, rx, y);
   };
   static const Cond CMP_CC[6] = {CL, CLE, CG, CGE, CE, CNE};
+  // rdx = &lists[eax] for a reference checked against nlists (else bad_bytecode: `back` steps of
+  // the block not taken)
+  auto list_header = [&](int32_t back) {
+    a.load64(RDX, CTX, C_WS);
+    a.alu_rm(0x3B, RAX, RDX, W_NLISTS);
+    stub(a.jcc(CAE), S_TRAP, TRAP_BAD_BYTECODE, back);  // (unsigned: a negative reference too)
+    a.load64(RDX, CTX, C_LISTS);
+    a.movsxd(RAX, RAX);
+    a.lea_sib(RAX, RAX, RAX, 1, 0);
+    a.lea_sib(RDX, RDX, RAX, 2, 0);
+  };
+  // then, with eax its length and ecx an index (negative: from the end), [rdx + rcx * 4] the
+  // element (else index_error)
+  auto element = [&](int32_t back) {
+    a.test(RCX, RCX);
+    const int64_t nonneg = a.jcc(CNS);
+    a.alu_rr(0x03, RCX, RAX);  // i += len
+    a.patch(nonneg, a.n);
+    a.alu_rr(0x3B, RCX, RAX);  // unsigned i >= len: out of range (a negative one too)
+    stub(a.jcc(CAE), S_TRAP, TRAP_INDEX_ERROR, back);
+    a.alu_rm(0x03, RCX, RDX, 0);  // + the list's offset
+    a.load64(RDX, CTX, C_HEAP);
+    a.movsxd(RCX, RCX);
+  };
 
   for (int32_t pc = 0; pc < len && a.room();) {
     const int32_t fs = fstart[pc];
@@ -1621,24 +1645,10 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           if (ix) load_to(RCX, i);
           release(x);
           release(i);
-          a.load64(RDX, CTX, C_WS);
-          a.alu_rm(0x3B, RAX, RDX, W_NLISTS);
-          stub(a.jcc(CAE), S_TRAP, TRAP_BAD_BYTECODE, back);  // (unsigned: a negative reference too)
-          a.load64(RDX, CTX, C_LISTS);
-          a.movsxd(RAX, RAX);
-          a.lea_sib(RAX, RAX, RAX, 1, 0);
-          a.lea_sib(RDX, RDX, RAX, 2, 0);  // rdx = &lists[ref]
-          a.load(RAX, RDX, 4);             // its length
+          list_header(back);
+          a.load(RAX, RDX, 4);  // its length
           if (ix) {
-            a.test(RCX, RCX);
-            const int64_t nonneg = a.jcc(CNS);
-            a.alu_rr(0x03, RCX, RAX);  // i += len
-            a.patch(nonneg, a.n);
-            a.alu_rr(0x3B, RCX, RAX);  // unsigned i >= len: out of range (a negative one too)
-            stub(a.jcc(CAE), S_TRAP, TRAP_INDEX_ERROR, back);
-            a.alu_rm(0x03, RCX, RDX, 0);  // + the list's offset
-            a.load64(RDX, CTX, C_HEAP);
-            a.movsxd(RCX, RCX);
+            element(back);
             a.rm_sib(0x8B, RAX, RDX, RCX, 2, 0);
           }
           const int r = alloc();
@@ -1652,23 +1662,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           const V i = pop(), r = pop(), v = pop();
           load_to(RAX, r);
           load_to(RCX, i);
-          a.load64(RDX, CTX, C_WS);
-          a.alu_rm(0x3B, RAX, RDX, W_NLISTS);
-          stub(a.jcc(CAE), S_TRAP, TRAP_BAD_BYTECODE, back);  // (unsigned: a negative reference too)
-          a.load64(RDX, CTX, C_LISTS);
-          a.movsxd(RAX, RAX);
-          a.lea_sib(RAX, RAX, RAX, 1, 0);
-          a.lea_sib(RDX, RDX, RAX, 2, 0);  // rdx = &lists[r]
-          a.load(RAX, RDX, 4);             // its length
-          a.test(RCX, RCX);
-          const int64_t nonneg = a.jcc(CNS);
-          a.alu_rr(0x03, RCX, RAX);  // i += len
-          a.patch(nonneg, a.n);
-          a.alu_rr(0x3B, RCX, RAX);  // unsigned i >= len: out of range (a negative one too)
-          stub(a.jcc(CAE), S_TRAP, TRAP_INDEX_ERROR, back);
-          a.alu_rm(0x03, RCX, RDX, 0);  // + the list's offset
-          a.load64(RDX, CTX, C_HEAP);
-          a.movsxd(RCX, RCX);
+          list_header(back);
+          a.load(RAX, RDX, 4);  // its length
+          element(back);
           load_to(RAX, v);
           a.rm_sib(0x89, RAX, RDX, RCX, 2, 0);  // heap[off + i] = v
           release(i);
@@ -1686,13 +1682,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           int64_t fast_done = -1;
           if (op == OP_APPEND) {  // in line while the list has room (reserve's first case), else the helper
             a.load(RAX, FP, slot(nl + sd - 2));
-            a.load64(RDX, CTX, C_WS);
-            a.alu_rm(0x3B, RAX, RDX, W_NLISTS);
-            const int64_t bad = a.jcc(CAE);  // (the helper traps)
-            a.load64(RDX, CTX, C_LISTS);
-            a.movsxd(RAX, RAX);
-            a.lea_sib(RAX, RAX, RAX, 1, 0);
-            a.lea_sib(RDX, RDX, RAX, 2, 0);  // rdx = &lists[r]
+            list_header(back);
             a.load(RCX, RDX, 4);
             a.alu_rm(0x3B, RCX, RDX, 8);  // len against cap
             const int64_t full = a.jcc(CGE);
@@ -1703,7 +1693,6 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             a.load(RAX, FP, slot(nl + sd - 1));
             a.rm_sib(0x89, RAX, RDX, RCX, 2, 0);
             fast_done = a.jmp();
-            a.patch(bad, a.n);
             a.patch(full, a.n);
           }
           int32_t (*h)(Workspace*, const VMConfig*, int32_t*, int32_t) =
