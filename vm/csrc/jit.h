@@ -1217,6 +1217,16 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           if (!need(2)) break;
           const V y = pop(), x = pop();
           const bool div = op == OP_BINARY_DIV;
+          // a divisor not known: ecx = y, eax = x, y == 0 traps, then the flags of y against -1
+          auto by_local = [&]() {
+            load_to(RCX, y);
+            load_to(RAX, x);
+            release(x);
+            release(y);
+            a.test(RCX, RCX);
+            stub(a.jcc(CE), S_TRAP, TRAP_ZERO_DIVISION, back);
+            a.alu_imm(7, RCX, -1);
+          };
           // x % y == 0 (or != 0): a divisibility test, and the conditional jump after it (if any)
           // in one (for a constant y > 0 without idiv; for a local, the truncated remainder's
           // zero is floor's)
@@ -1236,14 +1246,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
               release(x);
               cc = divisible(a, y.v);
             } else {
-              load_to(RCX, y);
-              load_to(RAX, x);
-              release(x);
-              release(y);
-              a.test(RCX, RCX);
-              stub(a.jcc(CE), S_TRAP, TRAP_ZERO_DIVISION, back);
-              a.alu_imm(7, RCX, -1);  // x % -1 == 0 (ZF set), and INT_MIN / -1 must not run
-              const int64_t m1 = a.jcc(CE);
+              by_local();
+              const int64_t m1 = a.jcc(CE);  // x % -1 == 0 (ZF set), and INT_MIN / -1 must not run
               a.cdq();
               a.unary(7, RCX);  // idiv ecx: edx = the truncated remainder
               a.test(RDX, RDX);
@@ -1298,14 +1302,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
               stubs.push_back(Stub{neg, S_DIVNEG, y.v, (int32_t)a.n, div ? 1 : 0, 0, 0, cur_fs});
             }
           } else {
-            load_to(RCX, y);
-            load_to(RAX, x);
-            release(x);
-            release(y);
-            a.test(RCX, RCX);
-            stub(a.jcc(CE), S_TRAP, TRAP_ZERO_DIVISION, back);
-            a.alu_imm(7, RCX, -1);  // cmp ecx, -1: x // -1 and x % -1 without idiv (INT_MIN // -1 traps)
-            const int64_t not_m1 = a.jcc(CNE);
+            by_local();
+            const int64_t not_m1 = a.jcc(CNE);  // x // -1 and x % -1 without idiv (INT_MIN // -1 traps)
             if (div) {
               a.unary(3, RAX);  // neg eax: overflows only for INT_MIN
               stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, back);
