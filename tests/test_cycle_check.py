@@ -20,7 +20,7 @@ import pytest
 import native_build
 from test_cuda_emulated import emu  # noqa: F401 - the emulated-GPU fixture
 from test_evaluate_tasks import TASKS, make_bank
-from test_fused import MODES, SWITCH_BUILDS, run_mode, switch_library
+from test_fused import MODES, SWITCH_BUILDS, assert_same_runs, run_mode, switch_library
 from test_fuzz import random_program
 from vramgym.compiler import compile_source, compile_tokens, tokenize
 from vramgym.compiler.random_programs import GeneratorConfig, generate_program, random_args
@@ -56,11 +56,7 @@ def assert_same_as_unchecked(batch, inputs, config, what, monkeypatch):
     runs.update({name: run_mode(batch, inputs, config, MODES["plain scalar"], monkeypatch, switch_library(name))
                  for name in SWITCH_BUILDS})
     for name, got in runs.items():
-        for field in ("status", "value", "steps", "out_list"):
-            x, y = getattr(got, field), getattr(ref, field)
-            bad = np.flatnonzero((x != y).reshape(len(x), -1).any(axis=1))
-            assert not len(bad), (f"{what} ({config}): {name} differs from the unchecked build in {field} at runs "
-                                  f"{bad[:5].tolist()}: {x[bad[:5]].tolist()} vs {y[bad[:5]].tolist()} (seed {SEED})")
+        assert_same_runs(got, ref, f"{what} ({config}): {name} and the unchecked build", SEED)
     return ref
 
 

@@ -61,19 +61,24 @@ def run_mode(batch, inputs, config, mode, monkeypatch, so=None):
         return run_batch(batch, inputs, config=config, out_cap=64, nthreads=1, lockstep=True)
 
 
+def assert_same_runs(got, ref, what, seed):
+    """got's status, value, steps and out_list equal ref's, run by run (what names the two)."""
+    for field in ("status", "value", "steps", "out_list"):
+        x, y = getattr(got, field), getattr(ref, field)
+        if x is None:
+            continue
+        bad = np.flatnonzero((x != y).reshape(len(x), -1).any(axis=1))
+        assert not len(bad), (f"{what} differ in {field} at runs {bad[:5].tolist()}: {x[bad[:5]].tolist()} vs "
+                              f"{y[bad[:5]].tolist()} (seed {seed})")
+
+
 def assert_modes_agree(batch, inputs, config, what, monkeypatch):
     res = {name: run_mode(batch, inputs, config, mode, monkeypatch) for name, mode in MODES.items()}
     for name in SWITCH_BUILDS:  # CUDA's interpreter, run one by one on the host
         res[name] = run_mode(batch, inputs, config, 3, monkeypatch, switch_library(name))
     ref = res["plain scalar"]
     for name in [n for n in res if n != "plain scalar"]:
-        for field in ("status", "value", "steps", "out_list"):
-            x, y = getattr(res[name], field), getattr(ref, field)
-            if x is None:
-                continue
-            bad = np.flatnonzero((x != y).reshape(len(x), -1).any(axis=1))
-            assert not len(bad), (f"{what} ({config}): {name} and plain scalar differ in {field} at runs "
-                                  f"{bad[:5].tolist()}: {x[bad[:5]].tolist()} vs {y[bad[:5]].tolist()} (seed {SEED})")
+        assert_same_runs(res[name], ref, f"{what} ({config}): {name} and plain scalar", SEED)
     return ref
 
 

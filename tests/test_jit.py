@@ -1,9 +1,11 @@
 """The JIT (vm/csrc/jit.h): validated bytecode compiled to x86-64 machine code, run one input at a
-time, handing a run to the interpreter where it cannot vouch for the result (a block that would
+time, handing a run to the interpreter where it cannot vouch for the result (a path that would
 cross the step budget, a call whose frame might not fit). The plain scalar interpreter is its
 oracle: status, value, steps and list contents must be equal on fresh random programs (default
-and tight limits), at every cut of the step budget, for every trap, on deep recursion, and on
-hand-made bytecode (whose stack depths may differ at a pc: then it is not compiled at all).
+and tight limits), for every trap, on deep recursion, on the shapes it compiles specially (at
+every cut of the step budget), and on hand-made bytecode (whose stack depths may differ at a pc:
+then it is not compiled at all). test_fused runs it ("jit") beside the other executors at every
+cut of the step budget on its programs.
 Mode 6 of vg_run_batch forces the JIT for every program it compiles; mode 0 (the default) takes
 it too while vg_jit allows."""
 from __future__ import annotations
@@ -15,7 +17,8 @@ import threading
 import numpy as np
 import pytest
 
-from test_fused import MODES, PROGRAMS, run_mode
+from test_fused import MODES, assert_same_runs, run_mode
+from test_lockstep import random_words
 from vramgym.compiler import compile_source
 from vramgym.compiler.random_programs import GeneratorConfig, generate_program, random_args
 from vramgym.vm import Program, ProgramBatch, VMConfig, cpu, encode_tuples, opcodes as oc, run_batch
@@ -47,12 +50,15 @@ def compiles(program: Program) -> bool:
 def assert_jit_equals_interpreter(batch, inputs, config, what, monkeypatch):
     ref = run_mode(batch, inputs, config, MODES["plain scalar"], monkeypatch)
     got = run_mode(batch, inputs, config, JIT, monkeypatch)
-    for field in ("status", "value", "steps", "out_list"):
-        x, y = getattr(got, field), getattr(ref, field)
-        bad = np.flatnonzero((x != y).reshape(len(x), -1).any(axis=1))
-        assert not len(bad), (f"{what} ({config}): the JIT and the interpreter differ in {field} at runs "
-                              f"{bad[:5].tolist()}: {x[bad[:5]].tolist()} vs {y[bad[:5]].tolist()} (seed {SEED})")
+    assert_same_runs(got, ref, f"{what} ({config}): the JIT and the interpreter", SEED)
     return ref
+
+
+def jit_batch(src: str) -> ProgramBatch:
+    """A batch of src's f alone, which the JIT compiles."""
+    program = compile_source(src)
+    assert compiles(program)
+    return ProgramBatch.from_programs([program], "f")
 
 
 @pytest.mark.parametrize("tight", [False, True], ids=["default", "tight"])
@@ -91,24 +97,6 @@ def test_recursive_programs(monkeypatch):
     res = assert_jit_equals_interpreter(batch, inputs, cfg, src, monkeypatch)
     assert [oc.TRAP_NAMES[int(s)] for s in res.status] == ["ok"] * 5 + ["recursion"]
     assert res.value[:5].tolist() == [0, 1, 5, 99_999, 100_000]
-
-
-@pytest.mark.parametrize("k", range(len(PROGRAMS)))
-def test_every_fuel_cut(k, monkeypatch):
-    """Each checkpoint (loop head, entry, return point) checks the budget for the longest path to
-    the next one and hands the run over when it does not cover it: every cut lands somewhere
-    between two checkpoints, and the interpreter finishes exactly."""
-    src, params, gen = PROGRAMS[k]
-    rng = np.random.default_rng(SEED + k)
-    batch = ProgramBatch.from_programs([compile_source(src)], "f")
-    inputs = encode_tuples([gen(rng) for _ in range(16)], params)
-    full = assert_jit_equals_interpreter(batch, inputs, VMConfig(), src, monkeypatch)
-    top = int(full.steps.max()) + 2
-    fuels = range(1, top) if top <= 300 else sorted(set(range(1, 150)) | set(rng.integers(150, top, 60).tolist()))
-    for fuel in fuels:
-        assert_jit_equals_interpreter(batch, inputs, VMConfig(fuel=int(fuel)), src, monkeypatch)
-    for stack in range(1, 12):
-        assert_jit_equals_interpreter(batch, inputs, VMConfig(stack_size=stack), src, monkeypatch)
 
 
 def test_every_trap(monkeypatch):
@@ -217,10 +205,8 @@ IF_CONVERTED = [
 @pytest.mark.parametrize("k", range(len(IF_CONVERTED)))
 def test_if_conversion(k, monkeypatch):
     src, params, gen = IF_CONVERTED[k]
-    program = compile_source(src)
-    assert compiles(program)
+    batch = jit_batch(src)
     rng = np.random.default_rng(SEED + 100 + k)
-    batch = ProgramBatch.from_programs([program], "f")
     inputs = encode_tuples([gen(rng) for _ in range(24)], params)
     full = assert_jit_equals_interpreter(batch, inputs, VMConfig(), src, monkeypatch)
     assert (full.status == 0).any() or k == 3
@@ -243,10 +229,8 @@ def test_constant_steps(monkeypatch):
            "    return t\n\n"
            "def w(n: int, k: int) -> int:\n    t = 0\n    for v in range(n, k, k - n):\n        t += 1\n"
            "    return t\n")
-    program = compile_source(src)
-    assert compiles(program)
+    batch = jit_batch(src)
     rng = np.random.default_rng(SEED + 300)
-    batch = ProgramBatch.from_programs([program], "f")
     inputs = encode_tuples([(int(rng.integers(-20, 20)), int(rng.integers(-20, 20))) for _ in range(30)] + [(3, 3)],
                            ("int", "int"))
     full = assert_jit_equals_interpreter(batch, inputs, VMConfig(), src, monkeypatch)
@@ -275,12 +259,10 @@ def test_division_by_constants(monkeypatch):
           2**20 + 1, 2**30 - 1, 2**30, 2**30 + 3, 2**31 - 1]
     body = "".join(f"    out.append(x // {c})\n    out.append(x % {c})\n" for c in cs)
     src = f"def f(x: int) -> list[int]:\n    out = []\n{body}    return out\n"
-    program = compile_source(src)
-    assert compiles(program)
+    batch = jit_batch(src)
     rng = np.random.default_rng(SEED + 400)
     xs = [-2**31, -2**31 + 1, -2**30, -1000001, -10, -1, 0, 1, 9, 10, 2**30, 2**31 - 2, 2**31 - 1]
     xs += rng.integers(-2**31, 2**31, 40).tolist() + rng.integers(-3000, 3000, 20).tolist()
-    batch = ProgramBatch.from_programs([program], "f")
     inputs = encode_tuples([(int(x),) for x in xs], ("int",))
     got = assert_jit_equals_interpreter(batch, inputs, VMConfig(), "divisions", monkeypatch)
     ref = [[v for c in cs for v in (x // c, x % c)] for x in xs]  # CPython, as a cross-check
@@ -296,10 +278,8 @@ def test_list_writes(monkeypatch):
            "        ys.append(v + k)\n    xs[i] = v\n    ys[-1 - i] = xs[0]\n    zs = []\n    for x in ys:\n"
            "        zs.append(x)\n        zs.append(-x)\n        xs[i // 2] = len(zs)\n    zs[i % 3] = len(zs)\n"
            "    return zs\n")
-    program = compile_source(src)
-    assert compiles(program)
+    batch = jit_batch(src)
     rng = np.random.default_rng(SEED + 200)
-    batch = ProgramBatch.from_programs([program], "f")
     inputs = encode_tuples([(rng.integers(-9, 9, rng.integers(0, 7)).tolist(), int(rng.integers(-14, 14)),
                              int(rng.integers(-99, 99))) for _ in range(40)], ("list", "int", "int"))
     seen = set()
@@ -327,13 +307,7 @@ def test_hand_made_bytecode(monkeypatch):
     assert done >= 280, f"the JIT compiled only {done} of 300 balanced programs"
     ops = [op.code for op in oc.OPS if op.name not in ("FUNC", "CALL")]
     for i in range(300):
-        n = int(rng.integers(2, 30))
-        words = [oc.encode("FUNC", 2 | 6 << 8)]
-        for _ in range(n):
-            op = int(rng.choice(ops))
-            arg = int(rng.integers(0, 3)) if rng.random() < 0.7 else int(rng.integers(0, n + 2))
-            words.append(op | arg << 8)
-        words.append(oc.encode("RETURN"))
+        words = random_words(rng, ops, int(rng.integers(2, 30)), 2)
         try:
             p = Program.from_code(words)
         except ValueError:

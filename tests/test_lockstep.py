@@ -52,17 +52,21 @@ def test_random_programs(config):
         assert_same(ProgramBatch.from_programs([p], g.entry), encode_tuples(args, f.params), config, g.source)
 
 
+def random_words(rng, ops, n: int, past: int) -> list[int]:
+    """f0(a, b) with 6 locals: n random words of ops, arguments mostly 0-2, else up to n + past."""
+    words = [oc.encode("FUNC", 2 | 6 << 8)]
+    for _ in range(n):
+        op = int(rng.choice(ops))
+        arg = int(rng.integers(0, 3)) if rng.random() < 0.7 else int(rng.integers(0, n + past))
+        words.append(op | arg << 8)
+    return words + [oc.encode("RETURN")]
+
+
 def test_random_bytecode():
     rng = np.random.default_rng(SEED)
     ops = [op.code for op in oc.OPS]
     for i in range(400):
-        n = int(rng.integers(2, 40))
-        words = [oc.encode("FUNC", 2 | 6 << 8)]
-        for _ in range(n):
-            op = int(rng.choice(ops))
-            arg = int(rng.integers(0, 3)) if rng.random() < 0.7 else int(rng.integers(0, n + 1))
-            words.append(op | arg << 8)
-        words.append(oc.encode("RETURN"))
+        words = random_words(rng, ops, int(rng.integers(2, 40)), 1)
         p = Program.from_code(words)
         ints = [(int(a), int(b)) for a, b in rng.integers(-5, 5, size=(33, 2))]
         assert_same(ProgramBatch.from_programs([p], "f0"), encode_tuples(ints, ("int", "int")),

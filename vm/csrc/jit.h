@@ -1107,6 +1107,18 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       };
       auto pop = [&]() { return stk[--sd]; };
       auto push = [&](V x) { stk[sd++] = x; };
+      // the condition that the flags hold as cc, pushed as 0 or 1; or, for the if-converted jump
+      // next (ifj), left in the flags (alloc's spill only stores: the flags stay)
+      auto push_cond = [&](Cond cc, bool to_ifj) {
+        const int r = alloc();
+        if (to_ifj) {
+          flag_reg = r, flag_cc = cc;
+        } else {
+          a.setcc(cc, RAX);
+          a.movzx8(r, RAX);
+        }
+        push(V{K_REG, r});
+      };
       switch (op) {
         case OP_LOAD_CONST: {
           int32_t c = ((int32_t)w) >> 8;
@@ -1263,14 +1275,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
               k += 3;
               open = false;
             } else {
-              const int r = alloc();
-              if (k + 3 == ifj) {  // the flags go to the if-converted jump next
-                flag_reg = r, flag_cc = cc;
-              } else {
-                a.setcc(cc, RAX);
-                a.movzx8(r, RAX);
-              }
-              push(V{K_REG, r});
+              push_cond(cc, k + 3 == ifj);
               k += 2;
             }
             break;
@@ -1358,12 +1363,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             push(V{K_CONST, x.v == 0});
             break;
           }
-          const int r = alloc();
           compare(x, V{K_CONST, 0});
           release(x);
-          a.setcc(CE, RAX);
-          a.movzx8(r, RAX);
-          push(V{K_REG, r});
+          push_cond(CE, k + 1 == ifj);
           break;
         }
         case OP_MIN: case OP_MAX: {
@@ -1402,17 +1404,10 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             open = false;
             break;
           }
-          const int r = alloc();
           compare(x, y);
           release(x);
           release(y);
-          if (k + 1 == ifj) {  // the flags go to the if-converted jump next
-            flag_reg = r, flag_cc = cc;
-          } else {
-            a.setcc(cc, RAX);
-            a.movzx8(r, RAX);
-          }
-          push(V{K_REG, r});
+          push_cond(cc, k + 1 == ifj);
           break;
         }
         case OP_JUMP:
@@ -1918,21 +1913,11 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
 inline RunResult run(const Compiled& cp, const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* in,
                      int32_t in_len, const VMConfig& cfg, Workspace& ws) {
   RunResult res;
-  res.status = TRAP_OK;
+  res.status = start_run(code, len, entry_pc, in, in_len, cfg, ws);
   res.value = 0;
   res.steps = 0;
-  ws.nlists = 0;
-  ws.hp = 0;
-  if (entry_pc < 0 || entry_pc >= len || (code[entry_pc] & 0xFF) != OP_FUNC) {
-    res.status = TRAP_BAD_INPUT;
-    return res;
-  }
+  if (res.status != TRAP_OK) return res;
   const int32_t nl = func_nlocals(code[entry_pc]);
-  const int32_t t = load_args(code[entry_pc], in, in_len, cfg, ws, ws.stack, 1);
-  if (t != TRAP_OK) {
-    res.status = t;
-    return res;
-  }
   const void* entry = cp.fentry[entry_pc];
   if (!entry || (int64_t)nl + cp.fmax[entry_pc] > cfg.stack_size || cfg.fuel <= 0)
     return run_from(code, len, cfg, ws, entry_pc + 1, nl, 0, nl, 0, 0);

@@ -807,27 +807,27 @@ done:
   return res;
 }
 
-// Run function `entry_pc` of a validated program on one encoded input:
-// per argument [KIND_INT, v] | [KIND_BOOL, 0 or 1] | [KIND_LIST, n, e1 .. en].
+// A run's start (every executor's): the workspace emptied, the entry checked, the arguments
+// loaded (per argument [KIND_INT, v] | [KIND_BOOL, 0 or 1] | [KIND_LIST, n, e1 .. en]) and the
+// other locals zeroed. TRAP_OK, or the trap that ends the run before its first step.
+VG_HD inline int32_t start_run(const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* in, int32_t in_len,
+                               const VMConfig& cfg, Workspace& ws) {
+  ws.nlists = 0;
+  ws.hp = 0;
+  if (entry_pc < 0 || entry_pc >= len || (code[entry_pc] & 0xFF) != OP_FUNC) return TRAP_BAD_INPUT;
+  return load_args(code[entry_pc], in, in_len, cfg, ws, ws.stack, 1);
+}
+
+// Run function `entry_pc` of a validated program on one encoded input.
 VG_HD inline RunResult run(const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* in, int32_t in_len,
                            const VMConfig& cfg, Workspace& ws, const Fused* fx = nullptr,
                            const uint8_t* xop = nullptr) {
   RunResult res;
-  res.status = TRAP_OK;
+  res.status = start_run(code, len, entry_pc, in, in_len, cfg, ws);
   res.value = 0;
   res.steps = 0;
-  ws.nlists = 0;
-  ws.hp = 0;
-  if (entry_pc < 0 || entry_pc >= len || (code[entry_pc] & 0xFF) != OP_FUNC) {
-    res.status = TRAP_BAD_INPUT;
-    return res;
-  }
-  int32_t nl = func_nlocals(code[entry_pc]);
-  int32_t t = load_args(code[entry_pc], in, in_len, cfg, ws, ws.stack, 1);
-  if (t != TRAP_OK) {
-    res.status = t;
-    return res;
-  }
+  if (res.status != TRAP_OK) return res;
+  const int32_t nl = func_nlocals(code[entry_pc]);
   return run_from(code, len, cfg, ws, entry_pc + 1, nl, 0, nl, 0, 0, fx, xop);
 }
 
