@@ -130,9 +130,7 @@ struct JitScratch {
   jit::CodeBuffer buf;
   jit::Compiled prog;
 };
-#endif
 
-#ifdef VG_JIT
 // The threads' code buffers, kept between run_batch calls (a fresh mapping costs a system call
 // and its first page faults); at most a few, one per thread at a time.
 struct JitPool {

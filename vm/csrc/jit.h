@@ -435,7 +435,7 @@ struct Compiled {
   std::vector<int32_t> lslot;  // [3 * len] at 3 * (a FUNC pc) + i: the local that LREGS[i] holds there, or -1
   std::vector<int32_t> weight;
   std::vector<int32_t> bend;   // [2 * (len + 1)] at a block's start pc: its end; at len + 1 + pc: wmax (compile)
-  std::vector<uint8_t> chk;    // [4 * (len + 1)] at pc: a fuel checkpoint; then kin, reached, ifcv (compile)
+  std::vector<uint8_t> chk;    // [4 * (len + 1)] at pc: a fuel checkpoint (2: a loop's head); then kin, reached, ifcv
 };
 
 namespace detail {
@@ -761,7 +761,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       case OP_FOR_RANGE: case OP_FOR_LIST:
         if (loop_head(code, len, k)) {
           const int32_t x = (int32_t)(code[k + 1] >> 8);
-          f(k + 3, 0, true), f(x, 0, !(CYCLE_CHECK && x < k + 2 && out.depth[k] == 0));
+          f(k + 3, 0, true), f(x, 0, !cycle_jump(k + 1));  // (leaving takes the JUMP)
         } else {
           f(k + 2, 0, true), f(e, 0, true);
         }
@@ -1505,7 +1505,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           const int32_t fb = back;  // (a trap here takes neither the store nor the jump: back counts it)
           const int32_t e = (int32_t)(code[k + 1] >> 8), x = head ? (int32_t)(code[k + 2] >> 8) : 0;
           const int32_t c = slot(arg), stop = slot(arg + 1), step = slot(arg + 2), cr = sreg(arg);
-          const bool direct = head && !(CYCLE_CHECK && e < k + 2 && sd == 0);
+          const bool direct = head && !cycle_jump(k + 1);  // (leaving takes the JUMP at k + 1)
           const int32_t sc = direct ? const_step(fs, arg + 2) : 0;
           if (sc != 0) {  // the step is 0 (traps) or sc: its direction and size known
             a.alu_mem_imm(7, FP, step, 0);
@@ -1597,7 +1597,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           a.movsxd(RAX, RAX);
           a.lea_sib(RAX, RAX, RAX, 1, 0);       // rax = ref * 3
           a.rm_sib(0x3B, RCX, RSI, RAX, 2, 4);  // cmp ecx, [rsi + ref*12 + 4]: the length
-          const bool direct = head && !(CYCLE_CHECK && e < k + 2 && sd == 0);  // (as FOR_RANGE's)
+          const bool direct = head && !cycle_jump(k + 1);  // (as FOR_RANGE's)
           int64_t leave = -1;
           if (direct) fixes.push_back(Fix{a.jcc(CGE), e});
           else leave = a.jcc(CGE);
