@@ -251,6 +251,34 @@ def test_constant_steps(monkeypatch):
     assert got.status.tolist() == [0, 0, 0] + [oc.TRAP_CODES["value_error"]] * 3
 
 
+def test_in_place_updates(monkeypatch):
+    """x += c and x -= c (c != 0) on a local in a register run in place: an overflow traps at the
+    add (the store not taken), the store always changes x (so the cycle check never fires on it),
+    and a value that read x before keeps the old one."""
+    src = ("def f(x: int, n: int) -> int:\n    c = 0\n    while c < n:\n        x += 700000000\n        c += 1\n"
+           "        x -= -1\n    while x > 5:\n        x -= 3\n    return x + c\n")
+    batch = jit_batch(src)
+    rng = np.random.default_rng(SEED + 500)
+    args = [(int(x), int(n)) for x, n in zip(rng.choice([-2**31, -2**31 + 7, -5, 0, 2**31 - 1], 20),
+                                               rng.integers(0, 5, 20))]
+    inputs = encode_tuples(args + [(0, 2), (2**31 - 700000001, 1)], ("int", "int"))
+    full = assert_jit_equals_interpreter(batch, inputs, VMConfig(), src, monkeypatch)
+    assert {0, oc.TRAP_CODES["overflow"]} <= set(full.status.tolist())
+    for fuel in range(1, min(int(full.steps.max()), 400) + 2):
+        assert_jit_equals_interpreter(batch, inputs, VMConfig(fuel=fuel), src, monkeypatch)
+    # by hand: a value read before the update keeps the old one (x - (x + 5) is -5)
+    e = oc.encode
+    words = [e("FUNC", 1 | 1 << 8), e("LOAD_VAR", 0), e("LOAD_VAR", 0), e("LOAD_CONST", 5), e("BINARY_ADD"),
+             e("STORE_VAR", 0), e("LOAD_VAR", 0), e("BINARY_SUB"), e("LOAD_VAR", 0), e("LOAD_VAR", 0),
+             e("BINARY_ADD"), e("BINARY_ADD"), e("RETURN")]
+    p = Program.from_code(words)
+    assert compiles(p)
+    hand = ProgramBatch.from_programs([p], "f0")
+    inputs = encode_tuples([(0,), (9,), (2**31 - 5,), (2**31 - 6,)], ("int",))
+    got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "x read before x += 5", monkeypatch)
+    assert got.status.tolist()[:2] == [0, 0] and got.value.tolist()[:2] == [5, 23]
+
+
 def test_division_by_constants(monkeypatch):
     """x // c and x % c for constants c > 0: a multiply and a shift for x >= 0, the general
     sequence for x < 0, and a mask or shift for powers of two; Python's floor semantics at the

@@ -50,7 +50,7 @@ struct Ctx {
   void* const* ret_at;  // native address of each return point (pc after a CALL)
   const void* entry;    // where the run starts: the entry function's first instruction
   int32_t* st_end;      // st + stack_size
-  int64_t fuel64;       // fuel (compared with 64-bit step counts)
+  int64_t fuel64;       // fuel (64-bit: generated code counts steps - fuel)
   int32_t steps, fuel, status, result, cyc, depth, max_depth;
   int32_t pc, sp, base, obase;  // where a hand-over to the interpreter starts
   int32_t minus1;               // -1 (a memory operand for cmov)
@@ -459,7 +459,7 @@ static_assert(sizeof(Frame) == 12 && offsetof(Frame, ret_pc) == 0 && offsetof(Fr
 // call depth and the frame's base (a slot index) live in Ctx: only calls, returns and
 // hand-overs use them.
 constexpr int FP = RBX;     // address of the frame's slot 0 (st + base)
-constexpr int STEPS = R12;  // steps so far, counted at each block's entry
+constexpr int STEPS = R12;  // steps so far minus the budget (64-bit), counted at each block's entry
 constexpr int CTX = R13;    // the Ctx
 constexpr int CYC = R10;    // vm.h's cycle check (Ctx::cyc while a helper runs)
 // The registers that hold a function's most used locals (callee-saved: helper calls keep them).
@@ -895,9 +895,16 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   a.mov64(CTX, RDI);
   a.load64(FP, CTX, C_ST);
   a.load(STEPS, CTX, C_STEPS);
+  a.alu_rm(0x2B, STEPS, CTX, C_FUEL64, true);  // (so a checkpoint compares with a constant)
   a.load(CYC, CTX, C_CYC);
   a.jmp_mem(CTX, C_ENTRY);
   const int64_t epilogue = a.n;
+  // Ctx::steps = the steps so far less `back` (its low 32 bits: steps - fuel + fuel), through r
+  auto steps_out = [&](int r, int32_t back) {
+    a.lea(r, STEPS, -back, false);
+    a.alu_rm(0x03, r, CTX, C_FUEL);
+    a.store(CTX, C_STEPS, r);
+  };
   a.alu_imm(0, RSP, 8, true);
   for (int r : {R15, R14, R13, R12, RBP, RBX}) a.pop(r);
   a.ret();
@@ -1063,12 +1070,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     // interpreter from here (64-bit: steps + wmax may pass INT32_MAX)
     a.alu_imm(0, STEPS, n, true);
     if (chk[pc]) {
-      if (wmax[pc] > n) {
-        a.lea(RAX, STEPS, wmax[pc] - n);
-        a.alu_rm(0x3B, RAX, CTX, C_FUEL64, true);
-      } else {
-        a.alu_rm(0x3B, STEPS, CTX, C_FUEL64, true);
-      }
+      if (wmax[pc] > n) a.alu_imm(7, STEPS, n - wmax[pc], true);  // (else the add's flags: steps - fuel > 0)
       stub(a.jcc(CG), S_HANDOVER, 0, n, pc, nl + d0, nl);
     }
     sd = d0;
@@ -1137,7 +1139,25 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           push(V{K_REG, r});
           break;
         }
-        case OP_LOAD_VAR: push(V{K_SLOT, arg}); break;
+        case OP_LOAD_VAR: {
+          // x += c or x -= c (c != 0) for a local in a register: in place, and always a change
+          // (the cycle check's cyc to -1 at once; an overflow traps before the store)
+          const int lr = sreg(arg);
+          const int32_t aop = k + 3 < end ? (int32_t)(code[k + 2] & 0xFF) : -1;
+          if (lr >= 0 && (aop == OP_BINARY_ADD || aop == OP_BINARY_SUB) && (ifj < 0 || k + 3 < ifj) &&
+              (code[k + 1] & 0xFF) == OP_LOAD_CONST && (code[k + 1] >> 8) != 0 &&
+              (code[k + 3] & 0xFF) == OP_STORE_VAR && (int32_t)(code[k + 3] >> 8) == arg) {
+            for (int32_t p = 0; p < sd; p++)  // values that read x keep the old one
+              if (stk[p].k == K_SLOT && stk[p].v == arg) to_reg(p);
+            a.alu_imm(aop == OP_BINARY_ADD ? 0 : 5, lr, (int32_t)code[k + 1] >> 8);
+            stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, back - 2);  // (at the add: the store not taken)
+            writes();
+            k += 3;
+            break;
+          }
+          push(V{K_SLOT, arg});
+          break;
+        }
         case OP_STORE_VAR: {
           if (!need(1)) break;
           const V v = pop();
@@ -1514,14 +1534,17 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             if (cr < 0) a.load(RAX, FP, c);
             a.alu_rm(0x3B, rc, FP, stop);
             fixes.push_back(Fix{a.jcc(sc > 0 ? CGE : CLE), e});  // past stop: leave
-            a.mov(RDX, rc);
+            const bool apart = x < arg || x > arg + 2;  // x no range slot: written first, else after
+            if (!apart) a.mov(RDX, rc);
+            else if (sreg(x) >= 0) a.mov(sreg(x), rc);
+            else a.store(FP, slot(x), rc);
             a.alu_imm(0, rc, sc);  // advance: past int32 is past stop
             const int64_t fits = a.jcc(CNO);
             a.load(rc, FP, stop);
             a.patch(fits, a.n);
             if (cr < 0) a.store(FP, c, RAX);
-            if (sreg(x) >= 0) a.mov(sreg(x), RDX);  // (after the counter: x may be a range slot)
-            else a.store(FP, slot(x), RDX);
+            if (!apart && sreg(x) >= 0) a.mov(sreg(x), RDX);
+            else if (!apart) a.store(FP, slot(x), RDX);
             jump_to(k + 3);
             open = false;
             break;
@@ -1754,7 +1777,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           a.alu_mem_imm(7, CTX, C_DEPTH, 0);
           const int64_t nested = a.jcc(CNE);
           a.store(CTX, C_RESULT, RAX);
-          a.store(CTX, C_STEPS, STEPS);
+          steps_out(RAX, 0);
           a.mov_imm(RAX, EXIT_RETURN);
           a.patch(a.jmp(), epilogue);
           a.patch(nested, a.n);
@@ -1802,6 +1825,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   a.shift(5, RCX, 8);
   a.mov(RAX, STEPS);
   a.alu_rr(0x2B, RAX, RCX);
+  a.alu_rm(0x03, RAX, CTX, C_FUEL);
   a.store(CTX, C_STEPS, RAX);
   a.mov_imm(RAX, EXIT_TRAP);
   a.patch(a.jmp(), epilogue);
@@ -1833,8 +1857,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
         a.store(CTX, C_STEPS, RAX);
         break;
       default: {  // hand over at pc with the steps before it
-        a.lea(RAX, STEPS, -s.back, false);
-        a.store(CTX, C_STEPS, RAX);
+        steps_out(RAX, s.back);
         a.store_imm(CTX, C_PC, s.pc);
         store_locals(s.fs);  // (the interpreter reads them from the frame)
         a.load(RCX, CTX, C_BASE);
@@ -1855,7 +1878,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   auto end_at = [&](int32_t t) {
     if (end_stub[t] < 0) {
       end_stub[t] = a.n;
-      a.store(CTX, C_STEPS, STEPS);
+      steps_out(RAX, 0);
       a.store_imm(CTX, C_PC, t);
       a.load(RCX, CTX, C_BASE);
       a.store(CTX, C_SP, RCX);
