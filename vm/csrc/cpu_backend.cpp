@@ -181,7 +181,7 @@ struct Translation {
 
 // Write one run's outputs: a list result is checked and copied out of its workspace, and the
 // result compared with the expected value.
-void finish_run(RunResult res, const Workspace& ws, int32_t p, int32_t n_prog, const int32_t* ret_kind, int32_t j,
+inline __attribute__((always_inline)) void finish_run(RunResult res, const Workspace& ws, int32_t p, int32_t n_prog, const int32_t* ret_kind, int32_t j,
                 int32_t n_in, const int32_t* exp_words, const int64_t* exp_off, int64_t r, int32_t* status,
                 int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap) {
   int32_t rk = (uint32_t)p < (uint32_t)n_prog ? ret_kind[p] : KIND_INT;
@@ -642,6 +642,9 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
     if (jit_here && (mode == 6 || (jlen <= JIT_EAGER_WORDS && may_loop(jcode, jlen))) && native()) {
       if (!scratch[tid]) scratch[tid] = scratch_pool().take<RunScratch>(scratch_pool().runs, cfg);
       Workspace& ws = scratch[tid]->ws;
+      const jit::Compiled& cp = *native();
+      jit::Ctx ctx;
+      jit::prepare(ctx, cp, entry_pc[p], cfg, ws);
       for (int64_t r = r0; r < r1; r++) {
         const int32_t j = run_in[r];
         RunResult x;
@@ -649,7 +652,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
         ws.nlists = 0;
         if ((uint32_t)j >= (uint32_t)n_in || wrong_kinds(r)) x.status = TRAP_BAD_INPUT;
         else
-          x = jit::run(*native(), jcode, jlen, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]),
+          x = jit::run(ctx, cp, jcode, jlen, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]),
                        cfg, ws);
         finish_run(x, ws, p, n_prog, ret_kind, j, n_in, exp_words, exp_off, r, status, value, steps, passed, out_list,
                    out_cap);

@@ -1932,30 +1932,35 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   return true;
 }
 
-// Run function `entry_pc` of a compiled program on one encoded input, as vm::run does.
-inline RunResult run(const Compiled& cp, const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* in,
-                     int32_t in_len, const VMConfig& cfg, Workspace& ws) {
+// The context of a compiled program's runs on ws: the fields that stay the same from run to run
+// (run() sets the others).
+inline void prepare(Ctx& c, const Compiled& cp, int32_t entry_pc, const VMConfig& cfg, Workspace& ws) {
+  c.st = ws.stack;
+  c.frames = ws.frames;
+  c.ws = &ws;
+  c.cfg = &cfg;
+  c.ret_at = cp.ret.data();
+  c.entry = cp.fentry[entry_pc];
+  c.st_end = ws.stack + cfg.stack_size;
+  c.fuel64 = cfg.fuel;
+  c.fuel = cfg.fuel, c.max_depth = cfg.max_depth, c.minus1 = -1;
+  c.lists = ws.lists, c.heap = ws.heap;
+}
+
+// Run function `entry_pc` of a compiled program on one encoded input, as vm::run does, in the
+// context prepare() made for them.
+inline RunResult run(Ctx& c, const Compiled& cp, const uint32_t* code, int32_t len, int32_t entry_pc,
+                     const int32_t* in, int32_t in_len, const VMConfig& cfg, Workspace& ws) {
   RunResult res;
   res.status = start_run(code, len, entry_pc, in, in_len, cfg, ws);
   res.value = 0;
   res.steps = 0;
   if (res.status != TRAP_OK) return res;
   const int32_t nl = func_nlocals(code[entry_pc]);
-  const void* entry = cp.fentry[entry_pc];
-  if (!entry || (int64_t)nl + cp.fmax[entry_pc] > cfg.stack_size || cfg.fuel <= 0)
+  if (!c.entry || (int64_t)nl + cp.fmax[entry_pc] > cfg.stack_size || cfg.fuel <= 0)
     return run_from(code, len, cfg, ws, entry_pc + 1, nl, 0, nl, 0, 0);
-  Ctx c;
-  c.st = ws.stack;
-  c.frames = ws.frames;
-  c.ws = &ws;
-  c.cfg = &cfg;
-  c.ret_at = cp.ret.data();
-  c.entry = entry;
-  c.st_end = ws.stack + cfg.stack_size;
-  c.fuel64 = cfg.fuel;
-  c.steps = 0, c.fuel = cfg.fuel, c.status = TRAP_OK, c.result = 0, c.cyc = -1, c.depth = 0;
-  c.max_depth = cfg.max_depth, c.base = 0, c.pc = c.sp = c.obase = 0, c.minus1 = -1;
-  c.lists = ws.lists, c.heap = ws.heap;
+  c.steps = 0, c.status = TRAP_OK, c.result = 0, c.cyc = -1, c.depth = 0;
+  c.base = 0, c.pc = c.sp = c.obase = 0;
   switch (cp.run(&c)) {
     case EXIT_RETURN:
       res.value = c.result;
@@ -1968,6 +1973,14 @@ inline RunResult run(const Compiled& cp, const uint32_t* code, int32_t len, int3
     default:
       return run_from(code, len, cfg, ws, c.pc, c.sp, c.base, c.obase, c.depth, c.steps);
   }
+}
+
+// One run alone.
+inline RunResult run(const Compiled& cp, const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* in,
+                     int32_t in_len, const VMConfig& cfg, Workspace& ws) {
+  Ctx c;
+  prepare(c, cp, entry_pc, cfg, ws);
+  return run(c, cp, code, len, entry_pc, in, in_len, cfg, ws);
 }
 
 }  // namespace jit
