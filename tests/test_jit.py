@@ -279,6 +279,42 @@ def test_in_place_updates(monkeypatch):
     assert got.status.tolist()[:2] == [0, 0] and got.value.tolist()[:2] == [5, 23]
 
 
+def test_nonnegative_loop_variables(monkeypatch):
+    """x // c, x % c and x % c == 0 skip the negative case for a local that is never negative (a
+    range's variable counting up from constants >= 0); any other write (a negative start, a
+    reused counter, a store of a computed value, a jump into the loop head's store) keeps it."""
+    # (the compiler reuses a function's range slots loop after loop: h's second loop starts its
+    # first's counter at m)
+    src = ("def f(n: int, m: int) -> int:\n    return g(n) + h(n, m) + u(n)\n\n"
+           "def g(n: int) -> int:\n    t = 0\n    for i in range(n):\n        t += i % 7 + i // 3\n"
+           "        if i % 5 == 0:\n            t += 1\n    return t\n\n"
+           "def h(n: int, m: int) -> int:\n    t = 0\n    for i in range(n):\n        t += i % 9\n"
+           "    for j in range(m, n):\n        t += j % 7 + j // 3\n        if j % 5 == 0:\n            t -= 1\n"
+           "    return t\n\n"
+           "def u(n: int) -> int:\n    k = 4\n    t = 0\n    for q in range(3, n, 2):\n        k = q - 10\n"
+           "        t += k % 6 + k // 6\n        if k % 6 == 0:\n            t += 100\n    return t\n")
+    batch = jit_batch(src)
+    rng = np.random.default_rng(SEED + 600)
+    inputs = encode_tuples([(int(rng.integers(-5, 40)), int(rng.integers(-40, 40))) for _ in range(30)],
+                           ("int", "int"))
+    got = assert_jit_equals_interpreter(batch, inputs, VMConfig(), src, monkeypatch)
+    assert (got.status == 0).all()
+    # by hand: a jump into the loop head's store with the argument (negative: -4 % 3 is 2)
+    e = oc.encode
+    words = [e("FUNC", 1 | 6 << 8), e("LOAD_CONST", 0), e("STORE_VAR", 1), e("LOAD_CONST", 5), e("STORE_VAR", 2),
+             e("LOAD_CONST", 1), e("STORE_VAR", 3), e("LOAD_VAR", 0), e("LOAD_VAR", 0), e("JUMP_IF_TRUE", 13),
+             e("POP"), e("FOR_RANGE", 1), e("JUMP", 21), e("STORE_VAR", 4), e("LOAD_VAR", 5), e("LOAD_VAR", 4),
+             e("LOAD_CONST", 3), e("BINARY_MOD"), e("BINARY_ADD"), e("STORE_VAR", 5), e("JUMP", 11),
+             e("LOAD_VAR", 5), e("RETURN")]
+    p = Program.from_code(words)
+    assert compiles(p)
+    hand = ProgramBatch.from_programs([p], "f0")
+    ns = [0, -4, 7, -2**31, 2**31 - 1]
+    inputs = encode_tuples([(n,) for n in ns], ("int",))
+    got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "a jump into the head's store", monkeypatch)
+    assert got.value.tolist() == [(n % 3 if n else 0) + sum(x % 3 for x in range(5)) for n in ns]  # (CPython's)
+
+
 def test_division_by_constants(monkeypatch):
     """x // c and x % c for constants c > 0: a multiply and a shift for x >= 0, the general
     sequence for x < 0, and a mask or shift for powers of two; Python's floor semantics at the

@@ -570,11 +570,12 @@ inline void div_const(Asm& a, bool div, int32_t c) {
   }
 }
 
-// Flags for "eax % c == 0" (c > 0; clobbers rcx): the condition that holds when it is. For a
-// power of two the low bits; else, for c = 2^k * o (o odd) and u = |x| as an unsigned number,
+// Flags for "eax % c == 0" (c > 0; clobbers rcx; nonneg: eax is known >= 0): the condition
+// that holds when it is. For a power of two the low bits; else, for c = 2^k * o (o odd) and
+// u = |x| as an unsigned number,
 // c divides u iff (u * o^-1 mod 2^32) rotated right by k is at most (2^32 - 1) / c
 // (multiplication by o's inverse maps the multiples of o to [0, (2^32 - 1) / o] one to one).
-inline Cond divisible(Asm& a, int32_t c) {
+inline Cond divisible(Asm& a, int32_t c, bool nonneg) {
   if ((c & (c - 1)) == 0) {
     a.test_imm(RAX, c - 1);
     return CE;
@@ -583,9 +584,11 @@ inline Cond divisible(Asm& a, int32_t c) {
   const uint32_t o = (uint32_t)c >> k;
   uint32_t inv = o;  // Newton: each step doubles the correct low bits (3 from o * o = 1 mod 8)
   for (int i = 0; i < 5; i++) inv *= 2 - o * inv;
-  a.mov(RCX, RAX);
-  a.unary(3, RAX);  // neg eax
-  a.cmov(CS, RAX, RCX);  // |x| (INT_MIN stays 2^31)
+  if (!nonneg) {
+    a.mov(RCX, RAX);
+    a.unary(3, RAX);  // neg eax
+    a.cmov(CS, RAX, RCX);  // |x| (INT_MIN stays 2^31)
+  }
   a.imul_imm(RAX, RAX, (int32_t)inv);
   if (k) a.shift(1, RAX, k);  // ror eax, k
   a.alu_imm(7, RAX, (int32_t)(0xFFFFFFFFu / (uint32_t)c));
@@ -710,6 +713,43 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       c = v;
     }
     return c;
+  };
+  // Whether local x of the function at fs is never negative: no parameter, and each write of it
+  // a constant >= 0 stored, or the store of a loop head (reached from its FOR_RANGE only) whose
+  // counter counts up by a constant step from constants >= 0 (a counter past int32 stops the
+  // range: that value is never stored).
+  auto nonneg = [&](int32_t fs, int32_t x) {
+    if (x < func_nparams(code[fs]) || x >= func_nlocals(code[fs])) return false;  // (past: an operand's slot)
+    auto const_store = [&](int32_t q) {  // (no jump into it: its LOAD_CONST ran)
+      return !start[q] && (code[q - 1] & 0xFF) == OP_LOAD_CONST && (int32_t)code[q - 1] >> 8 >= 0;
+    };
+    auto counts_up = [&](int32_t c) {  // the writes of counter slot c
+      for (int32_t q = fs + 1; q < len && (code[q] & 0xFF) != OP_FUNC; q++) {
+        const int32_t op = code[q] & 0xFF, a = (int32_t)(code[q] >> 8);
+        if ((op == OP_FOR_LIST && a + 1 == c) || (op == OP_STORE_VAR && a == c && !const_store(q)) ||
+            (op == OP_FOR_RANGE && a == c && const_step(fs, c + 2) <= 0))
+          return false;
+      }
+      return true;
+    };
+    auto jumped_to = [&](int32_t t) {
+      for (int32_t q = fs + 1; q < len && (code[q] & 0xFF) != OP_FUNC; q++) {
+        const int32_t op = code[q] & 0xFF;
+        if (op >= OP_JUMP && op <= OP_JUMP_IF_TRUE_OR_POP && ((int32_t)(code[q] >> 8) == t || threaded(code, len, q) == t))
+          return true;
+      }
+      return false;
+    };
+    for (int32_t q = fs + 1; q < len && (code[q] & 0xFF) != OP_FUNC; q++) {
+      const int32_t op = code[q] & 0xFF, a = (int32_t)(code[q] >> 8);
+      if ((op == OP_FOR_LIST && a + 1 == x) || (op == OP_FOR_RANGE && a == x)) return false;
+      if (op != OP_STORE_VAR || a != x || const_store(q)) continue;
+      const int32_t c = q - 2 > fs ? (int32_t)(code[q - 2] >> 8) : -1;
+      if (!(c >= 0 && (code[q - 2] & 0xFF) == OP_FOR_RANGE && loop_head(code, len, q - 2) && c != x &&
+            const_step(fs, c + 2) > 0 && !jumped_to(q) && counts_up(c)))
+        return false;
+    }
+    return true;
   };
   // Blocks, as the emission below forms them: [pc, bend[pc]) straight on until a transfer of
   // control, the next block start, or a word without code.
@@ -1140,18 +1180,26 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           break;
         }
         case OP_LOAD_VAR: {
-          // x += c or x -= c (c != 0) for a local in a register: in place, and always a change
-          // (the cycle check's cyc to -1 at once; an overflow traps before the store)
+          // x += y or x -= y (y a constant or another local) for x in a register: in place (an
+          // overflow traps before the store); the cycle check's change is y != 0 (a constant:
+          // always, so cyc goes to -1 at once)
           const int lr = sreg(arg);
-          const int32_t aop = k + 3 < end ? (int32_t)(code[k + 2] & 0xFF) : -1;
+          const int32_t aop = k + 3 < end ? (int32_t)(code[k + 2] & 0xFF) : -1, yw = (int32_t)code[k + 1];
+          const int32_t yop = aop >= 0 ? yw & 0xFF : -1;
           if (lr >= 0 && (aop == OP_BINARY_ADD || aop == OP_BINARY_SUB) && (ifj < 0 || k + 3 < ifj) &&
-              (code[k + 1] & 0xFF) == OP_LOAD_CONST && (code[k + 1] >> 8) != 0 &&
+              ((yop == OP_LOAD_CONST && yw >> 8 != 0) || (yop == OP_LOAD_VAR && (yw >> 8) != arg)) &&
               (code[k + 3] & 0xFF) == OP_STORE_VAR && (int32_t)(code[k + 3] >> 8) == arg) {
             for (int32_t p = 0; p < sd; p++)  // values that read x keep the old one
               if (stk[p].k == K_SLOT && stk[p].v == arg) to_reg(p);
-            a.alu_imm(aop == OP_BINARY_ADD ? 0 : 5, lr, (int32_t)code[k + 1] >> 8);
+            const V y = yop == OP_LOAD_CONST ? V{K_CONST, yw >> 8} : V{K_SLOT, (int32_t)((uint32_t)yw >> 8)};
+            alu(aop == OP_BINARY_ADD ? 0x03 : 0x2B, aop == OP_BINARY_ADD ? 0 : 5, lr, y);
             stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, back - 2);  // (at the add: the store not taken)
-            writes();
+            if (y.k == K_CONST) {
+              writes();
+            } else if (!cyc_dead) {
+              compare(y, V{K_CONST, 0});
+              a.rm0f(0x40 + CNE, CYC, CTX, C_M1);  // cmovne cyc, -1
+            }
             k += 3;
             break;
           }
@@ -1276,7 +1324,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             if (y.k == K_CONST) {
               load_to(RAX, x);
               release(x);
-              cc = divisible(a, y.v);
+              cc = divisible(a, y.v, x.k == K_SLOT && nonneg(fs, x.v));
             } else {
               by_local();
               const int64_t m1 = a.jcc(CE);  // x % -1 == 0 (ZF set), and INT_MIN / -1 must not run
@@ -1312,8 +1360,12 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
               const int b = 32 - __builtin_clz((uint32_t)y.v), sh = 31 + b;
               const unsigned __int128 one = 1;
               const uint64_t m = (uint64_t)(((one << sh) + (uint64_t)y.v - 1) / (uint64_t)y.v);
-              a.test(RAX, RAX);
-              const int64_t neg = a.jcc(CS);
+              const bool pos = x.k == K_SLOT && nonneg(fs, x.v);
+              int64_t neg = -1;
+              if (!pos) {
+                a.test(RAX, RAX);
+                neg = a.jcc(CS);
+              }
               a.mov(RCX, RAX);  // (zero-extended)
               a.mov_imm64(R11, (int64_t)m);
               a.rr0f(0xAF, RCX, R11, true);  // imul rcx, r11
@@ -1324,7 +1376,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
                 a.imul_imm(RCX, RCX, y.v);
                 a.alu_rr(0x2B, RAX, RCX);
               }
-              stubs.push_back(Stub{neg, S_DIVNEG, y.v, (int32_t)a.n, div ? 1 : 0, 0, 0, cur_fs});
+              if (!pos) stubs.push_back(Stub{neg, S_DIVNEG, y.v, (int32_t)a.n, div ? 1 : 0, 0, 0, cur_fs});
             }
           } else {
             by_local();
