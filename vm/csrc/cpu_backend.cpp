@@ -645,15 +645,21 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
       const jit::Compiled& cp = *native();
       jit::Ctx ctx;
       jit::prepare(ctx, cp, entry_pc[p], cfg, ws);
+      // the kinds checked as the arguments load (when the row has one per parameter); a run that
+      // ends before its first step otherwise is checked in full (bad_input comes first)
+      const bool inline_kinds = check && want.ok && want.n == func_nparams(jcode[entry_pc[p]]);
       for (int64_t r = r0; r < r1; r++) {
         const int32_t j = run_in[r];
         RunResult x;
         x.value = x.steps = 0;
         ws.nlists = 0;
-        if ((uint32_t)j >= (uint32_t)n_in || wrong_kinds(r)) x.status = TRAP_BAD_INPUT;
-        else
+        if ((uint32_t)j >= (uint32_t)n_in || (!inline_kinds && wrong_kinds(r))) {
+          x.status = TRAP_BAD_INPUT;
+        } else {
           x = jit::run(ctx, cp, jcode, jlen, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]),
-                       cfg, ws);
+                       cfg, ws, inline_kinds ? want.row : nullptr);
+          if (inline_kinds && x.steps == 0 && x.status != TRAP_OK && wrong_kinds(r)) x.status = TRAP_BAD_INPUT;
+        }
         finish_run(x, ws, p, n_prog, ret_kind, j, n_in, exp_words, exp_off, r, status, value, steps, passed, out_list,
                    out_cap);
       }

@@ -2000,11 +2000,12 @@ inline void prepare(Ctx& c, const Compiled& cp, int32_t entry_pc, const VMConfig
 }
 
 // Run function `entry_pc` of a compiled program on one encoded input, as vm::run does, in the
-// context prepare() made for them.
+// context prepare() made for them (want: as load_args).
 inline RunResult run(Ctx& c, const Compiled& cp, const uint32_t* code, int32_t len, int32_t entry_pc,
-                     const int32_t* in, int32_t in_len, const VMConfig& cfg, Workspace& ws) {
+                     const int32_t* in, int32_t in_len, const VMConfig& cfg, Workspace& ws,
+                     const int8_t* want = nullptr) {
   RunResult res;
-  res.status = start_run(code, len, entry_pc, in, in_len, cfg, ws);
+  res.status = start_run(code, len, entry_pc, in, in_len, cfg, ws, want);
   res.value = 0;
   res.steps = 0;
   if (res.status != TRAP_OK) return res;

@@ -137,15 +137,17 @@ VG_HD inline bool reserve(Workspace& ws, const VMConfig& cfg, int32_t r, int64_t
 }
 
 // Decode one encoded input into the entry frame's locals slots[k * stride] (lists go to the
-// workspace's heap) and zero the other locals. Returns TRAP_OK or the trap of a bad input.
+// workspace's heap) and zero the other locals. Returns TRAP_OK or the trap of a bad input; with
+// `want` (the parameters' kinds, nullable) a value of another kind is one.
 VG_HD inline int32_t load_args(uint32_t header, const int32_t* in, int32_t in_len, const VMConfig& cfg,
-                               Workspace& ws, int32_t* slots, int32_t stride) {
+                               Workspace& ws, int32_t* slots, int32_t stride, const int8_t* want = nullptr) {
   int32_t np = func_nparams(header), nl = func_nlocals(header);
   if (nl > cfg.stack_size) return TRAP_RECURSION;
   int32_t i = 0;
   for (int32_t k = 0; k < np; k++) {
     if (i + 1 >= in_len) return TRAP_BAD_INPUT;
     int32_t kind = in[i++];
+    if (want && kind != want[k]) return TRAP_BAD_INPUT;
     if (kind == KIND_INT || (kind == KIND_BOOL && (in[i] == 0 || in[i] == 1))) {
       slots[k * stride] = in[i++];
     } else if (kind == KIND_LIST) {
@@ -811,11 +813,11 @@ done:
 // loaded (per argument [KIND_INT, v] | [KIND_BOOL, 0 or 1] | [KIND_LIST, n, e1 .. en]) and the
 // other locals zeroed. TRAP_OK, or the trap that ends the run before its first step.
 VG_HD inline int32_t start_run(const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* in, int32_t in_len,
-                               const VMConfig& cfg, Workspace& ws) {
+                               const VMConfig& cfg, Workspace& ws, const int8_t* want = nullptr) {
   ws.nlists = 0;
   ws.hp = 0;
   if (entry_pc < 0 || entry_pc >= len || (code[entry_pc] & 0xFF) != OP_FUNC) return TRAP_BAD_INPUT;
-  return load_args(code[entry_pc], in, in_len, cfg, ws, ws.stack, 1);
+  return load_args(code[entry_pc], in, in_len, cfg, ws, ws.stack, 1, want);
 }
 
 // Run function `entry_pc` of a validated program on one encoded input.
