@@ -570,26 +570,26 @@ inline void div_const(Asm& a, bool div, int32_t c) {
   }
 }
 
-// Flags for "eax % c == 0" (c > 0; clobbers rcx; nonneg: eax is known >= 0): the condition
-// that holds when it is. For a power of two the low bits; else, for c = 2^k * o (o odd) and
+// Flags for "x % c == 0" (c > 0; clobbers rax, rcx) for x in eax, or in register src when it is
+// known to be >= 0 (else src -1): the condition that holds when it is. For a power of two the low bits; else, for c = 2^k * o (o odd) and
 // u = |x| as an unsigned number,
 // c divides u iff (u * o^-1 mod 2^32) rotated right by k is at most (2^32 - 1) / c
 // (multiplication by o's inverse maps the multiples of o to [0, (2^32 - 1) / o] one to one).
-inline Cond divisible(Asm& a, int32_t c, bool nonneg) {
+inline Cond divisible(Asm& a, int32_t c, int src) {
   if ((c & (c - 1)) == 0) {
-    a.test_imm(RAX, c - 1);
+    a.test_imm(src >= 0 ? src : RAX, c - 1);
     return CE;
   }
   const int k = __builtin_ctz((uint32_t)c);
   const uint32_t o = (uint32_t)c >> k;
   uint32_t inv = o;  // Newton: each step doubles the correct low bits (3 from o * o = 1 mod 8)
   for (int i = 0; i < 5; i++) inv *= 2 - o * inv;
-  if (!nonneg) {
+  if (src < 0) {
     a.mov(RCX, RAX);
     a.unary(3, RAX);  // neg eax
     a.cmov(CS, RAX, RCX);  // |x| (INT_MIN stays 2^31)
   }
-  a.imul_imm(RAX, RAX, (int32_t)inv);
+  a.imul_imm(RAX, src >= 0 ? src : RAX, (int32_t)inv);
   if (k) a.shift(1, RAX, k);  // ror eax, k
   a.alu_imm(7, RAX, (int32_t)(0xFFFFFFFFu / (uint32_t)c));
   return CBE;
@@ -1322,9 +1322,14 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             }
             Cond cc = CE;
             if (y.k == K_CONST) {
-              load_to(RAX, x);
+              const bool pos = x.k == K_SLOT && nonneg(fs, x.v);
+              int src = pos && sreg(x.v) >= 0 ? sreg(x.v) : -1;
+              if (src < 0) {
+                load_to(RAX, x);
+                if (pos) src = RAX;
+              }
               release(x);
-              cc = divisible(a, y.v, x.k == K_SLOT && nonneg(fs, x.v));
+              cc = divisible(a, y.v, src);
             } else {
               by_local();
               const int64_t m1 = a.jcc(CE);  // x % -1 == 0 (ZF set), and INT_MIN / -1 must not run
