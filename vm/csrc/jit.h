@@ -409,6 +409,13 @@ struct Val {  // a value of the abstract operand stack (see compile)
   uint8_t k;
   int32_t v;
 };
+struct Edges {  // the edges out of a block (see compile): n of them
+  int32_t t[2];     // target pc
+  uint8_t x[2];     // steps taken on the edge beyond the block's
+  uint8_t keep[2];  // whether the cycle check's state goes along
+  uint8_t n;
+  uint8_t writes;   // the block writes (an opcode of OPS_WRITES other than STORE_VAR): cyc to -1
+};
 }  // namespace detail
 
 // A compiled program: code in the thread's buffer, the native address of each pc that starts a
@@ -426,7 +433,9 @@ struct Compiled {
   int32_t (*run)(Ctx*) = nullptr;
   int64_t size = 0;  // bytes of code
   // the compiler's scratch
-  std::vector<int32_t> work, fstart;
+  std::vector<int32_t> work, fstart, funcs, calls;  // funcs: each FUNC pc, then len; calls: each CALL pc
+  std::vector<int32_t> blocks;       // each block's first pc, in order
+  std::vector<detail::Edges> edges;  // [blocks] the edges out of each block
   std::vector<uint8_t> start;
   std::vector<int64_t> end_stub;
   std::vector<detail::Fix> fixes;
@@ -466,6 +475,49 @@ constexpr int CYC = R10;    // vm.h's cycle check (Ctx::cyc while a helper runs)
 constexpr int LREGS[3] = {RBP, R14, R15};
 constexpr int NLREGS = 3;
 
+// Each opcode's operands and depth change (plain ones), or how stack_depths handles it.
+enum StackCtl : uint8_t { SE_PLAIN, SE_REVERSE, SE_BUILD, SE_CALL, SE_JUMP, SE_COND, SE_COND_OR_POP, SE_FOR, SE_END };
+struct StackEffect {
+  int8_t need, delta;
+  StackCtl ctl;
+};
+constexpr StackEffect stack_effect(int32_t op) {
+  switch (op) {
+    case OP_LOAD_CONST: case OP_LOAD_VAR: return {0, 1, SE_PLAIN};
+    case OP_CONST_EXT: case OP_UNARY_NEG: case OP_UNARY_NOT: case OP_ABS: case OP_LEN: case OP_LIST_POP:
+      return {1, 0, SE_PLAIN};
+    case OP_STORE_VAR: case OP_POP: return {1, -1, SE_PLAIN};
+    case OP_DUP: return {1, 1, SE_PLAIN};
+    case OP_DUP2: return {2, 2, SE_PLAIN};
+    case OP_SWAP: return {2, 0, SE_PLAIN};
+    case OP_ROT3: return {3, 0, SE_PLAIN};
+    case OP_REVERSE: return {0, 0, SE_REVERSE};
+    case OP_BINARY_ADD: case OP_BINARY_SUB: case OP_BINARY_MUL: case OP_BINARY_DIV: case OP_BINARY_MOD:
+    case OP_MIN: case OP_MAX: case OP_COMPARE_LT: case OP_COMPARE_LE: case OP_COMPARE_GT: case OP_COMPARE_GE:
+    case OP_COMPARE_EQ: case OP_COMPARE_NE: case OP_LIST_REPEAT: case OP_LIST_CONCAT: case OP_LIST_EXTEND:
+    case OP_INDEX:
+      return {2, -1, SE_PLAIN};
+    case OP_STORE_INDEX: return {3, -3, SE_PLAIN};
+    case OP_APPEND: return {2, -2, SE_PLAIN};
+    case OP_BUILD_LIST: return {0, 0, SE_BUILD};
+    case OP_CALL: return {0, 0, SE_CALL};
+    case OP_JUMP: return {0, 0, SE_JUMP};
+    case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE: return {0, 0, SE_COND};
+    case OP_JUMP_IF_FALSE_OR_POP: case OP_JUMP_IF_TRUE_OR_POP: return {0, 0, SE_COND_OR_POP};
+    case OP_FOR_RANGE: case OP_FOR_LIST: return {0, 0, SE_FOR};
+    default: return {0, 0, SE_END};  // RETURN, FUNC, and no opcode
+  }
+}
+struct StackEffects {
+  StackEffect of[NUM_OPCODES];
+};
+constexpr StackEffects stack_effects() {
+  StackEffects t{};
+  for (int32_t op = 0; op < NUM_OPCODES; op++) t.of[op] = stack_effect(op);
+  return t;
+}
+constexpr StackEffects STACK_EFFECTS = stack_effects();
+
 // Static stack depth before every pc of the function whose FUNC word is at fs (words up to fe):
 // false when some pc is reached with two depths or the stack grows past MAX_DEPTH. Operands
 // missing at an instruction are no reason: it traps there (bad_bytecode), as in the interpreter.
@@ -491,44 +543,29 @@ inline bool stack_depths(const uint32_t* code, int32_t fs, int32_t fe, int32_t* 
     const int32_t op = w & 0xFF, arg = (int32_t)(w >> 8), d = depth[pc];
     if (d > most) most = d;
     if (d + 2 > MAX_DEPTH) return false;
-    int32_t need = 0, after = d;
-    switch (op) {
-      case OP_LOAD_CONST: case OP_LOAD_VAR: after = d + 1; break;
-      case OP_CONST_EXT: case OP_UNARY_NEG: case OP_UNARY_NOT: case OP_ABS: case OP_LEN: case OP_LIST_POP:
-        need = 1;
-        break;
-      case OP_STORE_VAR: case OP_POP: need = 1, after = d - 1; break;
-      case OP_DUP: need = 1, after = d + 1; break;
-      case OP_DUP2: need = 2, after = d + 2; break;
-      case OP_SWAP: need = 2; break;
-      case OP_ROT3: need = 3; break;
-      case OP_REVERSE: need = arg; break;
-      case OP_BINARY_ADD: case OP_BINARY_SUB: case OP_BINARY_MUL: case OP_BINARY_DIV: case OP_BINARY_MOD:
-      case OP_MIN: case OP_MAX: case OP_COMPARE_LT: case OP_COMPARE_LE: case OP_COMPARE_GT: case OP_COMPARE_GE:
-      case OP_COMPARE_EQ: case OP_COMPARE_NE: case OP_LIST_REPEAT: case OP_LIST_CONCAT: case OP_LIST_EXTEND:
-      case OP_INDEX:
-        need = 2, after = d - 1;
-        break;
-      case OP_STORE_INDEX: need = 3, after = d - 3; break;
-      case OP_APPEND: need = 2, after = d - 2; break;
-      case OP_BUILD_LIST: need = arg, after = d - arg + 1; break;
-      case OP_CALL: need = func_nparams(code[arg]), after = d - need + 1; break;
-      case OP_JUMP:
+    // (stack effects from a table: a switch on the opcode mispredicts on every other word)
+    const StackEffect& ef = STACK_EFFECTS.of[op < NUM_OPCODES ? op : 0];
+    int32_t need = ef.need, after = d + ef.delta;
+    switch (ef.ctl) {
+      case SE_PLAIN: break;
+      case SE_REVERSE: need = arg; break;
+      case SE_BUILD: need = arg, after = d - arg + 1; break;
+      case SE_CALL: need = func_nparams(code[arg]), after = d - need + 1; break;
+      case SE_JUMP:
         if (!reach(arg, d)) return false;
         continue;
-      case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE:
+      case SE_COND:  // JUMP_IF_FALSE, JUMP_IF_TRUE
         if (d < 1) continue;
         if (!reach(arg, d - 1) || !reach(pc + 1, d - 1)) return false;
         continue;
-      case OP_JUMP_IF_FALSE_OR_POP: case OP_JUMP_IF_TRUE_OR_POP:
+      case SE_COND_OR_POP:
         if (d < 1) continue;
         if (!reach(arg, d) || !reach(pc + 1, d - 1)) return false;
         continue;
-      case OP_FOR_RANGE: case OP_FOR_LIST:  // goes on at pc + 2 with the value pushed, or leaves at pc + 1
+      case SE_FOR:  // goes on at pc + 2 with the value pushed, or leaves at pc + 1
         if (!reach(pc + 2, d + 1) || !reach(pc + 1, d)) return false;
         continue;
-      case OP_RETURN: case OP_FUNC: continue;
-      default: continue;  // (validated code has no other opcode)
+      default: continue;  // RETURN, FUNC (validated code has no other opcode)
     }
     if (d < need) continue;  // traps bad_bytecode there: no successor
     if (!reach(pc + 1, after)) return false;
@@ -633,18 +670,24 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   // functions and their depths
   std::vector<int32_t>& work = out.work;
   std::vector<int32_t>& fstart = out.fstart;
-  fstart.assign(len + 1, 0);
+  std::vector<int32_t>& funcs = out.funcs;
+  fstart.resize(len + 1);
+  funcs.clear();
   for (int32_t fs = 0; fs < len;) {
+    funcs.push_back(fs);
     int32_t fe = fs + 1;
-    while (fe < len && (code[fe] & 0xFF) != OP_FUNC) fe++;
-    for (int32_t pc = fs; pc < fe; pc++) fstart[pc] = fs;
+    fstart[fs] = fs;
+    while (fe < len && (code[fe] & 0xFF) != OP_FUNC) fstart[fe++] = fs;
     if (fs + 1 < fe && !stack_depths(code, fs, fe, out.depth.data(), &out.fmax[fs], work)) return false;
     fs = fe;
   }
+  funcs.push_back(len);
+  fstart[len] = 0;
   // block starts: function entries, jump targets and where control comes back (2), and every
   // pc after a jump or a return (1: no edge into it from the word before)
   std::vector<uint8_t>& start = out.start;
   start.assign(len + 1, 0);
+  out.calls.clear();
   for (int32_t pc = 0; pc < len; pc++) {
     const uint32_t w = code[pc];
     const int32_t op = w & 0xFF, arg = (int32_t)(w >> 8);
@@ -661,7 +704,10 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
         if (pc + 2 <= len) start[pc + 2] |= 2;
         if (loop_head(code, len, pc)) start[pc + 3] |= 2, start[code[pc + 1] >> 8] |= 2;
         break;
-      case OP_CALL: start[pc + 1] |= 2; break;
+      case OP_CALL:
+        start[pc + 1] |= 2;
+        out.calls.push_back(pc);
+        break;
       case OP_RETURN: start[pc + 1] |= 1; break;
       default: break;
     }
@@ -676,23 +722,19 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   std::vector<uint8_t>& chk = out.chk;
   chk.assign(4 * (size_t)(len + 1), 0);
   uint8_t* ifcv = chk.data() + 3 * (size_t)(len + 1);
-  for (int32_t j = 0; j + 5 <= len; j++) {
+  for (int32_t j = 0; j + 3 <= len; j++) {  // (each jump's words: one form at most)
     const uint32_t* c = code + j;
-    const int32_t op = c[0] & 0xFF, vop = c[2] & 0xFF;
-    if ((op == OP_JUMP_IF_FALSE || op == OP_JUMP_IF_TRUE) && (int32_t)(c[0] >> 8) == j + 5 &&
-        (c[1] & 0xFF) == OP_LOAD_VAR && (vop == OP_LOAD_CONST || vop == OP_LOAD_VAR) &&
-        (c[3] & 0xFF) == OP_BINARY_ADD && (c[4] & 0xFF) == OP_STORE_VAR && (c[1] >> 8) == (c[4] >> 8) &&
-        start[j + 1] == 1 && !start[j + 2] && !start[j + 3] && !start[j + 4] && out.depth[j] >= 1) {
+    const int32_t op = c[0] & 0xFF;
+    if ((op != OP_JUMP_IF_FALSE && op != OP_JUMP_IF_TRUE) || start[j + 1] != 1 || out.depth[j] < 1) continue;
+    const int32_t t = (int32_t)(c[0] >> 8);
+    if (t == j + 5 && j + 5 <= len && (c[1] & 0xFF) == OP_LOAD_VAR &&
+        ((c[2] & 0xFF) == OP_LOAD_CONST || (c[2] & 0xFF) == OP_LOAD_VAR) && (c[3] & 0xFF) == OP_BINARY_ADD &&
+        (c[4] & 0xFF) == OP_STORE_VAR && (c[1] >> 8) == (c[4] >> 8) && !start[j + 2] && !start[j + 3] &&
+        !start[j + 4]) {
       ifcv[j] = 4;
       start[j + 1] = 0;
-    }
-  }
-  for (int32_t j = 0; j + 3 <= len; j++) {
-    const uint32_t* c = code + j;
-    const int32_t op = c[0] & 0xFF, vop = c[1] & 0xFF;
-    if ((op == OP_JUMP_IF_FALSE || op == OP_JUMP_IF_TRUE) && (int32_t)(c[0] >> 8) == j + 3 &&
-        (vop == OP_LOAD_CONST || vop == OP_LOAD_VAR) && (c[2] & 0xFF) == OP_STORE_VAR && start[j + 1] == 1 &&
-        !start[j + 2] && out.depth[j] >= 1) {
+    } else if (t == j + 3 && ((c[1] & 0xFF) == OP_LOAD_CONST || (c[1] & 0xFF) == OP_LOAD_VAR) &&
+               (c[2] & 0xFF) == OP_STORE_VAR && !start[j + 2]) {
       ifcv[j] = 2;
       start[j + 1] = 0;
     }
@@ -757,11 +799,14 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   std::vector<int32_t>& bend = out.bend;
   bend.assign(2 * (size_t)(len + 1), 0);
   int32_t* wmax = bend.data() + len + 1;
+  std::vector<int32_t>& blocks = out.blocks;
+  blocks.clear();
   for (int32_t pc = 0; pc < len;) {
     if (!has_block(pc)) {
       pc++;
       continue;
     }
+    blocks.push_back(pc);
     int32_t q = pc;
     for (;;) {
       const int32_t op = code[q] & 0xFF;
@@ -782,12 +827,20 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     return CYCLE_CHECK && t <= k && out.depth[k] == 0 &&
            !(t < len && op_in(OPS_WRITES & ~op_bit(OP_STORE_VAR), (int32_t)(code[t] & 0xFF)));
   };
-  // The edges out of the block [pc, e) as the emission makes them: f(target, steps taken on the
-  // edge beyond the block's, whether the cycle check's state goes along (else the edge is a
-  // backward JUMP with an empty stack: it sets cyc)). A call's edges go to checkpoints (the
-  // callee's entry, the return point) and start the check over, as returns do: not listed.
-  auto edges = [&](int32_t e, auto&& f) {
-    const int32_t k = e - 1, op = code[k] & 0xFF, arg = (int32_t)(code[k] >> 8);
+  // The edges out of each block as the emission makes them: target, steps taken on the edge
+  // beyond the block's, whether the cycle check's state goes along (else the edge is a backward
+  // JUMP with an empty stack: it sets cyc). A call's edges go to checkpoints (the callee's entry,
+  // the return point) and start the check over, as returns do: not listed.
+  std::vector<Edges>& eds = out.edges;
+  eds.resize(blocks.size());
+  for (size_t b = 0; b < blocks.size(); b++) {
+    const int32_t pc = blocks[b], e = bend[pc], k = e - 1, op = code[k] & 0xFF, arg = (int32_t)(code[k] >> 8);
+    Edges& E = eds[b];
+    E.n = 0;
+    auto f = [&](int32_t t, int32_t extra, bool keep) {
+      E.t[E.n] = t, E.x[E.n] = (uint8_t)extra, E.keep[E.n] = keep;
+      E.n++;
+    };
     switch (op) {
       case OP_JUMP: f(arg, 0, !cycle_jump(k)); break;
       case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE: f(arg, 0, true), f(e, 0, true); break;
@@ -809,7 +862,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       case OP_CALL: case OP_RETURN: break;
       default: f(e, 0, true); break;  // (into the next block, or a word without code: the interpreter's)
     }
-  };
+    E.writes = 0;
+    for (int32_t q = pc; q < e; q++) E.writes |= op_in(OPS_WRITES & ~op_bit(OP_STORE_VAR), (int32_t)(code[q] & 0xFF));
+  }
   // Fuel: only a checkpoint's entry tests the budget, for the most steps that any path takes from
   // there to the next checkpoint's entry (wmax); the blocks between only count theirs. Every
   // cycle of the flow graph takes a backward edge, so with the targets of those, function entries
@@ -820,23 +875,26 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   // and STORE_VAR are not, unless other code jumps there: they get no code)
   uint8_t* kin = chk.data() + len + 1;
   uint8_t* reached = kin + len + 1;
-  for (int32_t pc = 0; pc < len; pc++) {
-    if (!bend[pc]) continue;
+  for (size_t b = 0; b < blocks.size(); b++) {
+    const int32_t pc = blocks[b];
     if (pc == fstart[pc] + 1 || (code[pc - 1] & 0xFF) == OP_CALL) chk[pc] = reached[pc] = 1;
-    edges(bend[pc], [&](int32_t t, int32_t, bool) {
-      if ((uint32_t)t >= (uint32_t)len) return;
+    const Edges& E = eds[b];
+    for (int i = 0; i < E.n; i++) {
+      const int32_t t = E.t[i];
+      if ((uint32_t)t >= (uint32_t)len) continue;
       reached[t] = 1;
       if (t < bend[pc]) chk[t] = 2;
-    });
+    }
     kin[pc] = 1;
   }
-  for (int32_t pc = len - 1; pc >= 0; pc--) {
-    if (!bend[pc]) continue;
-    const int32_t e = bend[pc];
+  for (size_t b = blocks.size(); b-- > 0;) {
+    const int32_t pc = blocks[b], e = bend[pc];
+    const Edges& E = eds[b];
     int32_t most = 0;
-    edges(e, [&](int32_t t, int32_t extra, bool) {
-      if ((uint32_t)t < (uint32_t)len && bend[t]) most = std::max(most, extra + (chk[t] ? 0 : wmax[t]));
-    });
+    for (int i = 0; i < E.n; i++) {
+      const int32_t t = E.t[i];
+      if ((uint32_t)t < (uint32_t)len && bend[t]) most = std::max(most, E.x[i] + (chk[t] ? 0 : wmax[t]));
+    }
     wmax[pc] = e - pc + (loop_head(code, len, e - 1) ? 1 : 0) + most;
   }
   // vm.h's cycle check: kin[pc] when cyc is -1 at the block's entry on every path (a write since
@@ -845,14 +903,14 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   // write), lowered along the edges until nothing changes.
   for (bool more = true; more;) {
     more = false;
-    for (int32_t pc = 0; pc < len; pc++) {
-      if (!bend[pc]) continue;
-      uint8_t s = kin[pc];
-      for (int32_t k = pc; k < bend[pc] && !s; k++)
-        if (op_in(OPS_WRITES & ~op_bit(OP_STORE_VAR), (int32_t)(code[k] & 0xFF))) s = 1;
-      edges(bend[pc], [&](int32_t t, int32_t, bool keep) {  // (a later block: lowered in this pass)
-        if ((uint32_t)t < (uint32_t)len && bend[t] && kin[t] && !(keep && s)) kin[t] = 0, more |= t <= pc;
-      });
+    for (size_t b = 0; b < blocks.size(); b++) {
+      const int32_t pc = blocks[b];
+      const Edges& E = eds[b];
+      const bool s = kin[pc] || E.writes;
+      for (int i = 0; i < E.n; i++) {  // (a later block: lowered in this pass)
+        const int32_t t = E.t[i];
+        if ((uint32_t)t < (uint32_t)len && bend[t] && kin[t] && !(E.keep[i] && s)) kin[t] = 0, more |= t <= pc;
+      }
     }
   }
   if (!cb.reserve((size_t)len * 256 + 4 * Asm::ROOM)) return false;
@@ -880,9 +938,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   lslot.assign(3 * (size_t)(len + 1), -1);
   {
     std::vector<int32_t>& wt = out.weight;
-    for (int32_t fs = 0; fs < len;) {
-      int32_t fe = fs + 1;
-      while (fe < len && (code[fe] & 0xFF) != OP_FUNC) fe++;
+    for (size_t f = 0; f + 1 < funcs.size(); f++) {
+      const int32_t fs = funcs[f], fe = funcs[f + 1];
       const int32_t nlf = func_nlocals(code[fs]);
       wt.assign(nlf + (fe - fs) + 1, 0);
       int32_t* around = wt.data() + nlf;  // loops around each pc: +1 at a backward jump's target, -1 after it
@@ -910,7 +967,6 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
         lslot[3 * (size_t)fs + i] = best;
         wt[best] = INT32_MIN / 2;
       }
-      fs = fe;
     }
   }
   int8_t lreg[256];  // the current function's local -> its register (-1: in its slot)
@@ -1946,15 +2002,16 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     return end_stub[t];
   };
   // Function entries (their register locals loaded) and return points (the caller's loaded again).
-  for (int32_t fs = 0; fs < len; fs++) {
-    if ((code[fs] & 0xFF) != OP_FUNC || fs + 1 >= len || !out.at[fs + 1]) continue;
+  for (size_t f = 0; f + 1 < funcs.size(); f++) {
+    const int32_t fs = funcs[f];
+    if (fs + 1 >= len || !out.at[fs + 1]) continue;
     if (!a.room()) return false;
     out.fentry[fs] = a.buf + a.n;
     load_locals(fs);
     a.patch(a.jmp(), (uint8_t*)out.at[fs + 1] - a.buf);
   }
-  for (int32_t pc = 0; pc < len; pc++) {
-    if ((code[pc] & 0xFF) != OP_CALL || out.depth[pc] < 0) continue;
+  for (const int32_t pc : out.calls) {
+    if (out.depth[pc] < 0) continue;
     if (!a.room()) return false;
     const int32_t r = pc + 1;  // (a CALL ending its function returns to the next FUNC word or the end)
     if (out.at[r]) {
