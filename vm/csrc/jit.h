@@ -1113,12 +1113,12 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   static const Cond CMP_CC[6] = {CL, CLE, CG, CGE, CE, CNE};
   // rdx = &lists[eax] for a reference checked against nlists (else bad_bytecode: `back` steps of
   // the block not taken)
+  // (eax written as 32 bits, so rax's upper half is 0: a reference that passes is the index)
   auto list_header = [&](int32_t back) {
     a.load64(RDX, CTX, C_WS);
     a.alu_rm(0x3B, RAX, RDX, W_NLISTS);
     stub(a.jcc(CAE), S_TRAP, TRAP_BAD_BYTECODE, back);  // (unsigned: a negative reference too)
     a.load64(RDX, CTX, C_LISTS);
-    a.movsxd(RAX, RAX);
     a.lea_sib(RAX, RAX, RAX, 1, 0);
     a.lea_sib(RDX, RDX, RAX, 2, 0);
   };
@@ -1131,9 +1131,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     a.patch(nonneg, a.n);
     a.alu_rr(0x3B, RCX, RAX);  // unsigned i >= len: out of range (a negative one too)
     stub(a.jcc(CAE), S_TRAP, TRAP_INDEX_ERROR, back);
-    a.alu_rm(0x03, RCX, RDX, 0);  // + the list's offset
+    a.alu_rm(0x03, RCX, RDX, 0);  // + the list's offset (a 32-bit add: rcx's upper half 0)
     a.load64(RDX, CTX, C_HEAP);
-    a.movsxd(RCX, RCX);
   };
 
   for (int32_t pc = 0; pc < len && a.room();) {
@@ -1816,8 +1815,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             a.alu_rm(0x3B, RCX, RDX, 8);  // len against cap
             const int64_t full = a.jcc(CGE);
             a.alu_mem_imm(0, RDX, 4, 1);  // len++
-            a.alu_rm(0x03, RCX, RDX, 0);  // off + the old len
-            a.movsxd(RCX, RCX);
+            a.alu_rm(0x03, RCX, RDX, 0);  // off + the old len (32-bit: rcx's upper half 0)
             a.load64(RDX, CTX, C_HEAP);
             a.load(RAX, FP, slot(nl + sd - 1));
             a.rm_sib(0x89, RAX, RDX, RCX, 2, 0);
