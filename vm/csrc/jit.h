@@ -1729,21 +1729,22 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           a.test(RCX, RCX);
           stub(a.jcc(CS), S_TRAP, TRAP_BAD_BYTECODE, fb);
           a.load64(RSI, CTX, C_LISTS);
-          a.movsxd(RAX, RAX);
-          a.lea_sib(RAX, RAX, RAX, 1, 0);       // rax = ref * 3
+          a.lea_sib(RAX, RAX, RAX, 1, 0);       // rax = ref * 3 (eax a 32-bit load: rax's upper half 0)
           a.rm_sib(0x3B, RCX, RSI, RAX, 2, 4);  // cmp ecx, [rsi + ref*12 + 4]: the length
           const bool direct = head && !cycle_jump(k + 1);  // (as FOR_RANGE's)
           int64_t leave = -1;
           if (direct) fixes.push_back(Fix{a.jcc(CGE), e});
           else leave = a.jcc(CGE);
           a.rm_sib(0x8B, RDI, RSI, RAX, 2, 0);  // mov edi, [rsi + ref*12]: the offset
-          a.alu_rr(0x03, RDI, RCX);             // + index
-          a.movsxd(RDI, RDI);
+          a.alu_rr(0x03, RDI, RCX);             // + index (a 32-bit add of two ints >= 0)
           a.load64(R8, CTX, C_HEAP);
           a.rm_sib(0x8B, RAX, R8, RDI, 2, 0);  // the element
-          a.alu_imm(0, RCX, 1);
-          if (ir >= 0) a.mov(ir, RCX);
-          else a.store(FP, idx, RCX);
+          if (ir >= 0) {
+            a.alu_imm(0, ir, 1);
+          } else {
+            a.alu_imm(0, RCX, 1);
+            a.store(FP, idx, RCX);
+          }
           if (head) {  // (as FOR_RANGE's: the element into x after the index moved)
             if (sreg(x) >= 0) a.mov(sreg(x), RAX);
             else a.store(FP, slot(x), RAX);
