@@ -922,8 +922,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   fixes.clear();
   // Cold stubs, emitted after the code: a trap at a known step (back: steps not taken of the
   // block), a trap whose status is in eax, a hand-over to the interpreter, the cycle check's
-  // trap, a range counting down, a division of a negative number by a constant.
-  enum StubKind { S_TRAP, S_TRAP_EAX, S_HANDOVER, S_CYCLE, S_DOWN, S_DIVNEG };
+  // trap, a range counting down, a division of a negative number by a constant, a range counter
+  // past int32.
+  enum StubKind { S_TRAP, S_TRAP_EAX, S_HANDOVER, S_CYCLE, S_DOWN, S_DIVNEG, S_CLAMP };
   std::vector<Stub>& stubs = out.stubs;
   stubs.clear();
   int32_t cur_fs = 0;  // the function being compiled
@@ -1650,10 +1651,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             if (!apart) a.mov(RDX, rc);
             else if (sreg(x) >= 0) a.mov(sreg(x), rc);
             else a.store(FP, slot(x), rc);
-            a.alu_imm(0, rc, sc);  // advance: past int32 is past stop
-            const int64_t fits = a.jcc(CNO);
-            a.load(rc, FP, stop);
-            a.patch(fits, a.n);
+            a.alu_imm(0, rc, sc);  // advance: past int32 is past stop (in a stub: rare)
+            const int64_t past = a.jcc(CO);
+            stubs.push_back(Stub{past, S_CLAMP, rc, (int32_t)a.n, stop, 0, 0, cur_fs});
             if (cr < 0) a.store(FP, c, RAX);
             if (!apart && sreg(x) >= 0) a.mov(sreg(x), RDX);
             else if (!apart) a.store(FP, slot(x), RDX);
@@ -1686,10 +1686,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           }
           if (head) a.mov(RDX, RAX);
           else a.store(FP, slot(nl + sd), RAX);  // push the counter
-          a.alu_rr(0x03, RAX, RCX);  // advance it: past int32 is past stop
-          const int64_t fits = a.jcc(CNO);
-          a.load(RAX, FP, stop);
-          a.patch(fits, a.n);
+          a.alu_rr(0x03, RAX, RCX);  // advance it: past int32 is past stop (in a stub: rare)
+          const int64_t past = a.jcc(CO);
+          stubs.push_back(Stub{past, S_CLAMP, RAX, (int32_t)a.n, stop, 0, 0, cur_fs});
           if (cr >= 0) a.mov(cr, RAX);
           else a.store(FP, c, RAX);
           if (head) {
@@ -1952,6 +1951,11 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       case S_TRAP_EAX:
         a.alu_imm(1, RAX, s.back << 8);  // or eax, back << 8 (the helper's status is below 256)
         a.patch(a.jmp(), trap_tail);
+        continue;
+      case S_CLAMP:  // a range counter past int32 (status: its register) takes the stop's value
+                     // (pc: the stop's slot), back to `back`
+        a.load(s.status, FP, s.pc);
+        a.patch(a.jmp(), s.back);
         continue;
       case S_DOWN:  // a loop head's range counting down (status: the stop's slot, back: where
                     // the head goes on, pc: where it leaves to)
