@@ -249,6 +249,17 @@ def test_constant_steps(monkeypatch):
     inputs = encode_tuples([(a, b) for a in (0, 1) for b in (-2, 0, 5)], ("int", "int"))
     got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "step slot 0", monkeypatch)
     assert got.status.tolist() == [0, 0, 0] + [oc.TRAP_CODES["value_error"]] * 3
+    # the step stored right before the head, but a jump from outside into the loop's body
+    # bypasses that store: the head must still find the slot's 0 (the check stays)
+    words = [e("FUNC", 2 | 6 << 8), e("LOAD_VAR", 1), e("STORE_VAR", 3), e("LOAD_VAR", 0), e("JUMP_IF_TRUE", 10),
+             e("LOAD_CONST", 1), e("STORE_VAR", 4), e("FOR_RANGE", 2), e("JUMP", 11), e("STORE_VAR", 5),
+             e("JUMP", 7), e("LOAD_VAR", 5), e("RETURN")]
+    p = Program.from_code(words)
+    assert compiles(p)
+    hand = ProgramBatch.from_programs([p], "f0")
+    got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "a jump past the step's store", monkeypatch)
+    assert got.status.tolist() == [0, 0, 0] + [oc.TRAP_CODES["value_error"]] * 3
+    assert got.value.tolist()[:3] == [0, 0, 4]
 
 
 def test_in_place_updates(monkeypatch):

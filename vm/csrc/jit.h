@@ -756,6 +756,25 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     }
     return c;
   };
+  // Whether the step slot s of the loop head at k (a FOR_RANGE whose loop spans [k, e), e its
+  // exit) holds its constant whenever the head runs: the word before k stores it (and falls into
+  // k), and no code outside the loop jumps into it (so every way to the head passes that store,
+  // or comes round the loop from it). Else the head tests for the slot's initial 0.
+  auto step_stored = [&](int32_t fs, int32_t k, int32_t s) {
+    if (k - 1 <= fs || !loop_head(code, len, k) || (code[k - 1] & 0xFF) != OP_STORE_VAR ||
+        (int32_t)(code[k - 1] >> 8) != s)
+      return false;
+    const int32_t e = (int32_t)(code[k + 1] >> 8);
+    if (e <= k + 2) return false;
+    for (int32_t q = fs + 1; q < len && (code[q] & 0xFF) != OP_FUNC; q++) {
+      if (q >= k && q < e) continue;  // (inside: comes round the loop)
+      const int32_t op = code[q] & 0xFF, a = (int32_t)(code[q] >> 8);
+      auto into = [&](int32_t t) { return t >= k && t < e; };
+      if (op >= OP_JUMP && op <= OP_JUMP_IF_TRUE_OR_POP && (into(a) || into(threaded(code, len, q)))) return false;
+      if ((op == OP_FOR_RANGE || op == OP_FOR_LIST) && (into(q + 1) || into(q + 2) || into(q + 3))) return false;
+    }
+    return true;
+  };
   // Whether local x of the function at fs is never negative: no parameter, and each write of it
   // a constant >= 0 stored, or the store of a loop head (reached from its FOR_RANGE only) whose
   // counter counts up by a constant step from constants >= 0 (a counter past int32 stops the
@@ -1641,8 +1660,10 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           const bool direct = head && !cycle_jump(k + 1);  // (leaving takes the JUMP at k + 1)
           const int32_t sc = direct ? const_step(fs, arg + 2) : 0;
           if (sc != 0) {  // the step is 0 (traps) or sc: its direction and size known
-            a.alu_mem_imm(7, FP, step, 0);
-            stub(a.jcc(CE), S_TRAP, TRAP_VALUE_ERROR, fb);
+            if (!step_stored(fs, k, arg + 2)) {
+              a.alu_mem_imm(7, FP, step, 0);
+              stub(a.jcc(CE), S_TRAP, TRAP_VALUE_ERROR, fb);
+            }
             const int rc = cr >= 0 ? cr : RAX;
             if (cr < 0) a.load(RAX, FP, c);
             a.alu_rm(0x3B, rc, FP, stop);
