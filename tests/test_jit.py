@@ -326,6 +326,25 @@ def test_nonnegative_loop_variables(monkeypatch):
     assert got.value.tolist() == [(n % 3 if n else 0) + sum(x % 3 for x in range(5)) for n in ns]  # (CPython's)
 
 
+def test_list_loop_index(monkeypatch):
+    """A list loop's head tests its index for a negative value (bad bytecode) unless only
+    constants >= 0 are stored into it: hand-made loops whose index starts at an argument, at -1
+    and at 0."""
+    e = oc.encode
+    bad = oc.TRAP_CODES["bad_bytecode"]
+    xs = [4, 5, 6]
+    for start, want in ((e("LOAD_VAR", 1), {-1: bad, 0: 0, 2: 0, 5: 0}), (e("LOAD_CONST", -1), {i: bad for i in range(-1, 6)}),
+                        (e("LOAD_CONST", 0), {i: 0 for i in range(-1, 6)})):
+        words = [e("FUNC", 2 | 5 << 8), e("LOAD_VAR", 0), e("STORE_VAR", 2), start, e("STORE_VAR", 3), e("FOR_LIST", 2),
+                 e("JUMP", 9), e("STORE_VAR", 4), e("JUMP", 5), e("LOAD_VAR", 4), e("RETURN")]
+        p = Program.from_code(words)
+        assert compiles(p)
+        hand = ProgramBatch.from_programs([p], "f0")
+        inputs = encode_tuples([(xs, i) for i in want], ("list", "int"))
+        got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), f"list loop from {oc.decode(start)}", monkeypatch)
+        assert got.status.tolist() == list(want.values())
+
+
 def test_division_by_constants(monkeypatch):
     """x // c and x % c for constants c > 0: a multiply and a shift for x >= 0, the general
     sequence for x < 0, and a mask or shift for powers of two; Python's floor semantics at the

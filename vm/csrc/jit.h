@@ -778,8 +778,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   // Whether local x of the function at fs is never negative: no parameter, and each write of it
   // a constant >= 0 stored, or the store of a loop head (reached from its FOR_RANGE only) whose
   // counter counts up by a constant step from constants >= 0 (a counter past int32 stops the
-  // range: that value is never stored).
-  auto nonneg = [&](int32_t fs, int32_t x) {
+  // range: that value is never stored). As a list loop's index (index): constants >= 0 stored,
+  // and its FOR_LIST, which adds 1 to an index it found below the list's length.
+  auto nonneg = [&](int32_t fs, int32_t x, bool index = false) {
     if (x < func_nparams(code[fs]) || x >= func_nlocals(code[fs])) return false;  // (past: an operand's slot)
     auto const_store = [&](int32_t q) {  // (no jump into it: its LOAD_CONST ran)
       return !start[q] && (code[q - 1] & 0xFF) == OP_LOAD_CONST && (int32_t)code[q - 1] >> 8 >= 0;
@@ -803,8 +804,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     };
     for (int32_t q = fs + 1; q < len && (code[q] & 0xFF) != OP_FUNC; q++) {
       const int32_t op = code[q] & 0xFF, a = (int32_t)(code[q] >> 8);
-      if ((op == OP_FOR_LIST && a + 1 == x) || (op == OP_FOR_RANGE && a == x)) return false;
+      if ((op == OP_FOR_LIST && a + 1 == x && !index) || (op == OP_FOR_RANGE && a == x)) return false;
       if (op != OP_STORE_VAR || a != x || const_store(q)) continue;
+      if (index) return false;
       const int32_t c = q - 2 > fs ? (int32_t)(code[q - 2] >> 8) : -1;
       if (!(c >= 0 && (code[q - 2] & 0xFF) == OP_FOR_RANGE && loop_head(code, len, q - 2) && c != x &&
             const_step(fs, c + 2) > 0 && !jumped_to(q) && counts_up(c)))
@@ -1746,8 +1748,10 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           stub(a.jcc(CAE), S_TRAP, TRAP_BAD_BYTECODE, fb);  // (unsigned: a negative reference too)
           if (ir >= 0) a.mov(RCX, ir);
           else a.load(RCX, FP, idx);
-          a.test(RCX, RCX);
-          stub(a.jcc(CS), S_TRAP, TRAP_BAD_BYTECODE, fb);
+          if (!nonneg(fs, arg + 1, true)) {  // (else the index's sign is known)
+            a.test(RCX, RCX);
+            stub(a.jcc(CS), S_TRAP, TRAP_BAD_BYTECODE, fb);
+          }
           a.load64(RSI, CTX, C_LISTS);
           a.lea_sib(RAX, RAX, RAX, 1, 0);       // rax = ref * 3 (eax a 32-bit load: rax's upper half 0)
           a.rm_sib(0x3B, RCX, RSI, RAX, 2, 4);  // cmp ecx, [rsi + ref*12 + 4]: the length
