@@ -433,7 +433,7 @@ struct Compiled {
   int32_t (*run)(Ctx*) = nullptr;
   int64_t size = 0;  // bytes of code
   // the compiler's scratch
-  std::vector<int32_t> work, fstart, funcs, calls;  // funcs: each FUNC pc, then len; calls: each CALL pc
+  std::vector<int32_t> work, fstart, funcs, calls, jumps;  // funcs: each FUNC pc, then len; calls, jumps: their pcs
   std::vector<int32_t> blocks;       // each block's first pc, in order
   std::vector<detail::Edges> edges;  // [blocks] the edges out of each block
   std::vector<uint8_t> start;
@@ -688,6 +688,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   std::vector<uint8_t>& start = out.start;
   start.assign(len + 1, 0);
   out.calls.clear();
+  out.jumps.clear();
   for (int32_t pc = 0; pc < len; pc++) {
     const uint32_t w = code[pc];
     const int32_t op = w & 0xFF, arg = (int32_t)(w >> 8);
@@ -697,6 +698,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       case OP_JUMP_IF_TRUE_OR_POP: {
         const int32_t t = threaded(code, len, pc);
         start[t >= 0 ? t : arg] |= 2, start[pc + 1] |= 1;
+        out.jumps.push_back(pc);
         break;
       }
       case OP_FOR_RANGE: case OP_FOR_LIST:
@@ -766,12 +768,12 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       return false;
     const int32_t e = (int32_t)(code[k + 1] >> 8);
     if (e <= k + 2) return false;
-    for (int32_t q = fs + 1; q < len && (code[q] & 0xFF) != OP_FUNC; q++) {
-      if (q >= k && q < e) continue;  // (inside: comes round the loop)
-      const int32_t op = code[q] & 0xFF, a = (int32_t)(code[q] >> 8);
-      auto into = [&](int32_t t) { return t >= k && t < e; };
-      if (op >= OP_JUMP && op <= OP_JUMP_IF_TRUE_OR_POP && (into(a) || into(threaded(code, len, q)))) return false;
-      if ((op == OP_FOR_RANGE || op == OP_FOR_LIST) && (into(q + 1) || into(q + 2) || into(q + 3))) return false;
+    auto into = [&](int32_t t) { return t >= k && t < e; };
+    for (const int32_t q : out.jumps)  // (a jump inside comes round the loop)
+      if (!into(q) && (into((int32_t)(code[q] >> 8)) || into(threaded(code, len, q)))) return false;
+    for (int32_t q = std::max(fs + 1, k - 3); q < k; q++) {  // a FOR_* just before: its next words
+      const int32_t op = code[q] & 0xFF;
+      if (op == OP_FOR_RANGE || op == OP_FOR_LIST) return false;
     }
     return true;
   };
@@ -795,11 +797,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       return true;
     };
     auto jumped_to = [&](int32_t t) {
-      for (int32_t q = fs + 1; q < len && (code[q] & 0xFF) != OP_FUNC; q++) {
-        const int32_t op = code[q] & 0xFF;
-        if (op >= OP_JUMP && op <= OP_JUMP_IF_TRUE_OR_POP && ((int32_t)(code[q] >> 8) == t || threaded(code, len, q) == t))
-          return true;
-      }
+      for (const int32_t q : out.jumps)
+        if ((int32_t)(code[q] >> 8) == t || threaded(code, len, q) == t) return true;
       return false;
     };
     for (int32_t q = fs + 1; q < len && (code[q] & 0xFF) != OP_FUNC; q++) {
