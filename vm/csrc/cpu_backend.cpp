@@ -180,10 +180,12 @@ struct Translation {
 };
 
 // Write one run's outputs: a list result is checked and copied out of its workspace, and the
-// result compared with the expected value.
-inline __attribute__((always_inline)) void finish_run(RunResult res, const Workspace& ws, int32_t p, int32_t n_prog, const int32_t* ret_kind, int32_t j,
-                int32_t n_in, const int32_t* exp_words, const int64_t* exp_off, int64_t r, int32_t* status,
-                int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap) {
+// result compared with the expected value. (In line: a call with 16 arguments a run cost more.)
+inline __attribute__((always_inline)) void finish_run(RunResult res, const Workspace& ws, int32_t p, int32_t n_prog,
+                                                      const int32_t* ret_kind, int32_t j, int32_t n_in,
+                                                      const int32_t* exp_words, const int64_t* exp_off, int64_t r,
+                                                      int32_t* status, int32_t* value, int32_t* steps, uint8_t* passed,
+                                                      int32_t* out_list, int32_t out_cap) {
   int32_t rk = (uint32_t)p < (uint32_t)n_prog ? ret_kind[p] : KIND_INT;
   bool have_exp = exp_words && (uint32_t)j < (uint32_t)n_in;
   bool ok;
@@ -646,7 +648,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
       jit::Ctx ctx;
       jit::prepare(ctx, cp, entry_pc[p], cfg, ws);
       // the kinds checked as the arguments load (when the row has one per parameter); a run that
-      // ends before its first step otherwise is checked in full (bad_input comes first)
+      // then ends before its first step is checked in full (bad_input before any other trap)
       const bool inline_kinds = check && want.ok && want.n == func_nparams(jcode[entry_pc[p]]);
       for (int64_t r = r0; r < r1; r++) {
         const int32_t j = run_in[r];

@@ -608,10 +608,10 @@ inline void div_const(Asm& a, bool div, int32_t c) {
 }
 
 // Flags for "x % c == 0" (c > 0; clobbers rax, rcx) for x in eax, or in register src when it is
-// known to be >= 0 (else src -1): the condition that holds when it is. For a power of two the low bits; else, for c = 2^k * o (o odd) and
-// u = |x| as an unsigned number,
-// c divides u iff (u * o^-1 mod 2^32) rotated right by k is at most (2^32 - 1) / c
-// (multiplication by o's inverse maps the multiples of o to [0, (2^32 - 1) / o] one to one).
+// known to be >= 0 (else src -1): the condition that holds when it is. For a power of two the
+// low bits; else, for c = 2^k * o (o odd) and u = |x| as an unsigned number, c divides u iff
+// (u * o^-1 mod 2^32) rotated right by k is at most (2^32 - 1) / c (multiplication by o's
+// inverse maps the multiples of o to [0, (2^32 - 1) / o] one to one).
 inline Cond divisible(Asm& a, int32_t c, int src) {
   if ((c & (c - 1)) == 0) {
     a.test_imm(src >= 0 ? src : RAX, c - 1);
