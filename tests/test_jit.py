@@ -21,7 +21,7 @@ from test_fused import MODES, assert_same_runs, run_mode
 from test_lockstep import random_words
 from vramgym.compiler import compile_source
 from vramgym.compiler.random_programs import GeneratorConfig, generate_program, random_args
-from vramgym.vm import Program, ProgramBatch, VMConfig, cpu, encode_tuples, opcodes as oc, run_batch
+from vramgym.vm import Function, Program, ProgramBatch, VMConfig, cpu, encode_tuples, opcodes as oc, run_batch
 
 SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
 JIT = 6
@@ -343,6 +343,23 @@ def test_list_loop_index(monkeypatch):
         inputs = encode_tuples([(xs, i) for i in want], ("list", "int"))
         got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), f"list loop from {oc.decode(start)}", monkeypatch)
         assert got.status.tolist() == list(want.values())
+
+
+def test_reversals_of_many_values(monkeypatch):
+    """REVERSE n at a join (every value in its stack slot), then a helper that writes the stack:
+    with more values than the register pool holds, the reversal goes through memory (found by
+    the random-program fuzz: a spill while taking registers left one value in its slot, which the
+    helper's write-back overwrote before it was read)."""
+    e = oc.encode
+    for n in range(2, 10):
+        words = [e("FUNC", 1 | 1 << 8), e("LOAD_VAR", 0)] + [e("LOAD_CONST", k) for k in range(1, n)]
+        words += [e("LOAD_VAR", 0), e("JUMP_IF_FALSE", len(words) + 2), e("REVERSE", n), e("BUILD_LIST", n), e("RETURN")]
+        p = Program.from_code(words, [Function("f0", 0, 0, ("int",), "list", 1)])
+        assert compiles(p)
+        batch = ProgramBatch.from_programs([p], "f0")
+        inputs = encode_tuples([(7,), (0,), (-3,)], ("int",))
+        got = assert_jit_equals_interpreter(batch, inputs, VMConfig(), f"REVERSE {n}", monkeypatch)
+        assert got.out_list[:, :n].tolist() == [list(reversed([x] + list(range(1, n)))) for x in (7, 0, -3)]
 
 
 def test_division_by_constants(monkeypatch):

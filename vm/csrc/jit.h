@@ -1115,6 +1115,38 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       stk[p] = V{K_SLOT, h};
     }
   };
+  // The top n values in a new order: position sd - n + i gets the value at sd - n + from(i). In
+  // the abstract stack when own() leaves none of them in a stack slot; else (a spill while own()
+  // took registers, as for more values than the pool has, put one back in its slot, which another
+  // value could overwrite before it is read) through memory, every value in its slot first.
+  auto reorder = [&](int32_t n, auto&& from) {
+    const int32_t b = sd - n;
+    own(b);
+    bool in_slot = false;
+    for (int32_t p = b; p < sd; p++) in_slot |= stk[p].k == K_SLOT && stk[p].v >= nl;
+    V old[256];
+    if (!in_slot) {
+      for (int32_t i = 0; i < n; i++) old[i] = stk[b + i];
+      for (int32_t i = 0; i < n; i++) stk[b + i] = old[from(i)];
+      return;
+    }
+    materialize();
+    bool done[256] = {};
+    for (int32_t i = 0; i < n; i++) {  // (a cycle of the permutation at a time, through eax and ecx)
+      if (done[i] || from(i) == i) continue;
+      int32_t q = i;
+      a.load(RAX, FP, slot(nl + b + i));
+      for (;;) {
+        done[q] = true;
+        const int32_t src = from(q);
+        if (src == i) break;
+        a.load(RCX, FP, slot(nl + b + src));
+        a.store(FP, slot(nl + b + q), RCX);
+        q = src;
+      }
+      a.store(FP, slot(nl + b + q), RAX);
+    }
+  };
   // op r, y for r a register: 03 add, 2B sub, 3B cmp (ext: 0, 5, 7 with an immediate)
   auto alu = [&](int opc, int ext, int r, V y) {
     if (y.k == K_CONST) a.alu_imm(ext, r, y.v);
@@ -1330,22 +1362,15 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           break;
         case OP_SWAP:
           if (!need(2)) break;
-          own(sd - 2);
-          std::swap(stk[sd - 1], stk[sd - 2]);
+          reorder(2, [](int32_t i) { return 1 - i; });
           break;
-        case OP_ROT3: {  // (a b c -- c a b)
+        case OP_ROT3:  // (a b c -- c a b)
           if (!need(3)) break;
-          own(sd - 3);
-          const V z = stk[sd - 1];
-          stk[sd - 1] = stk[sd - 2];
-          stk[sd - 2] = stk[sd - 3];
-          stk[sd - 3] = z;
+          reorder(3, [](int32_t i) { return (i + 2) % 3; });
           break;
-        }
         case OP_REVERSE:
           if (!need(arg)) break;
-          own(sd - arg);
-          for (int32_t i = sd - arg, j = sd - 1; i < j; i++, j--) std::swap(stk[i], stk[j]);
+          reorder(arg, [&](int32_t i) { return arg - 1 - i; });
           break;
         case OP_BINARY_ADD: case OP_BINARY_SUB: case OP_BINARY_MUL: {
           if (!need(2)) break;
