@@ -61,6 +61,13 @@ def jit_batch(src: str) -> ProgramBatch:
     return ProgramBatch.from_programs([program], "f")
 
 
+def hand_batch(words, functions=None) -> ProgramBatch:
+    """A batch of hand-made bytecode's first function f0 alone, which the JIT compiles."""
+    program = Program.from_code(words, functions)
+    assert compiles(program)
+    return ProgramBatch.from_programs([program], "f0")
+
+
 @pytest.mark.parametrize("tight", [False, True], ids=["default", "tight"])
 def test_random_programs(tight, monkeypatch):
     rng = np.random.default_rng(SEED)
@@ -243,9 +250,7 @@ def test_constant_steps(monkeypatch):
     words = [e("FUNC", 2 | 6 << 8), e("LOAD_VAR", 0), e("JUMP_IF_TRUE", 5), e("LOAD_CONST", 1), e("STORE_VAR", 4),
              e("LOAD_VAR", 1), e("STORE_VAR", 3), e("FOR_RANGE", 2), e("JUMP", 11), e("STORE_VAR", 5),
              e("JUMP", 7), e("LOAD_VAR", 2), e("RETURN")]
-    p = Program.from_code(words)
-    assert compiles(p)
-    hand = ProgramBatch.from_programs([p], "f0")
+    hand = hand_batch(words)
     inputs = encode_tuples([(a, b) for a in (0, 1) for b in (-2, 0, 5)], ("int", "int"))
     got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "step slot 0", monkeypatch)
     assert got.status.tolist() == [0, 0, 0] + [oc.TRAP_CODES["value_error"]] * 3
@@ -254,9 +259,7 @@ def test_constant_steps(monkeypatch):
     words = [e("FUNC", 2 | 6 << 8), e("LOAD_VAR", 1), e("STORE_VAR", 3), e("LOAD_VAR", 0), e("JUMP_IF_TRUE", 10),
              e("LOAD_CONST", 1), e("STORE_VAR", 4), e("FOR_RANGE", 2), e("JUMP", 11), e("STORE_VAR", 5),
              e("JUMP", 7), e("LOAD_VAR", 5), e("RETURN")]
-    p = Program.from_code(words)
-    assert compiles(p)
-    hand = ProgramBatch.from_programs([p], "f0")
+    hand = hand_batch(words)
     got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "a jump past the step's store", monkeypatch)
     assert got.status.tolist() == [0, 0, 0] + [oc.TRAP_CODES["value_error"]] * 3
     assert got.value.tolist()[:3] == [0, 0, 4]
@@ -282,9 +285,7 @@ def test_in_place_updates(monkeypatch):
     words = [e("FUNC", 1 | 1 << 8), e("LOAD_VAR", 0), e("LOAD_VAR", 0), e("LOAD_CONST", 5), e("BINARY_ADD"),
              e("STORE_VAR", 0), e("LOAD_VAR", 0), e("BINARY_SUB"), e("LOAD_VAR", 0), e("LOAD_VAR", 0),
              e("BINARY_ADD"), e("BINARY_ADD"), e("RETURN")]
-    p = Program.from_code(words)
-    assert compiles(p)
-    hand = ProgramBatch.from_programs([p], "f0")
+    hand = hand_batch(words)
     inputs = encode_tuples([(0,), (9,), (2**31 - 5,), (2**31 - 6,)], ("int",))
     got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "x read before x += 5", monkeypatch)
     assert got.status.tolist()[:2] == [0, 0] and got.value.tolist()[:2] == [5, 23]
@@ -317,9 +318,7 @@ def test_nonnegative_loop_variables(monkeypatch):
              e("POP"), e("FOR_RANGE", 1), e("JUMP", 21), e("STORE_VAR", 4), e("LOAD_VAR", 5), e("LOAD_VAR", 4),
              e("LOAD_CONST", 3), e("BINARY_MOD"), e("BINARY_ADD"), e("STORE_VAR", 5), e("JUMP", 11),
              e("LOAD_VAR", 5), e("RETURN")]
-    p = Program.from_code(words)
-    assert compiles(p)
-    hand = ProgramBatch.from_programs([p], "f0")
+    hand = hand_batch(words)
     ns = [0, -4, 7, -2**31, 2**31 - 1]
     inputs = encode_tuples([(n,) for n in ns], ("int",))
     got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "a jump into the head's store", monkeypatch)
@@ -337,9 +336,7 @@ def test_list_loop_index(monkeypatch):
                         (e("LOAD_CONST", 0), {i: 0 for i in range(-1, 6)})):
         words = [e("FUNC", 2 | 5 << 8), e("LOAD_VAR", 0), e("STORE_VAR", 2), start, e("STORE_VAR", 3), e("FOR_LIST", 2),
                  e("JUMP", 9), e("STORE_VAR", 4), e("JUMP", 5), e("LOAD_VAR", 4), e("RETURN")]
-        p = Program.from_code(words)
-        assert compiles(p)
-        hand = ProgramBatch.from_programs([p], "f0")
+        hand = hand_batch(words)
         inputs = encode_tuples([(xs, i) for i in want], ("list", "int"))
         got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), f"list loop from {oc.decode(start)}", monkeypatch)
         assert got.status.tolist() == list(want.values())
@@ -354,9 +351,7 @@ def test_reversals_of_many_values(monkeypatch):
     for n in range(2, 10):
         words = [e("FUNC", 1 | 1 << 8), e("LOAD_VAR", 0)] + [e("LOAD_CONST", k) for k in range(1, n)]
         words += [e("LOAD_VAR", 0), e("JUMP_IF_FALSE", len(words) + 2), e("REVERSE", n), e("BUILD_LIST", n), e("RETURN")]
-        p = Program.from_code(words, [Function("f0", 0, 0, ("int",), "list", 1)])
-        assert compiles(p)
-        batch = ProgramBatch.from_programs([p], "f0")
+        batch = hand_batch(words, [Function("f0", 0, 0, ("int",), "list", 1)])
         inputs = encode_tuples([(7,), (0,), (-3,)], ("int",))
         got = assert_jit_equals_interpreter(batch, inputs, VMConfig(), f"REVERSE {n}", monkeypatch)
         assert got.out_list[:, :n].tolist() == [list(reversed([x] + list(range(1, n)))) for x in (7, 0, -3)]
