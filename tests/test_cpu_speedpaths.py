@@ -10,7 +10,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 from corpus_runner import load_cases
-from test_fused import run_mode
+from test_fused import assert_same_runs, run_mode
 
 from vramgym.compiler import compile_source
 from vramgym.compiler.random_programs import generate_program, random_args
@@ -40,13 +40,7 @@ def _assert_builds_agree(batch, inputs, config, what, monkeypatch):
     ref = run_mode(batch, inputs, config, REFERENCE_MODE, monkeypatch)
     for mode in LOCKSTEP_MODES:
         res = run_mode(batch, inputs, config, mode, monkeypatch)
-        for field in ("status", "value", "steps", "out_list"):
-            x, y = getattr(res, field), getattr(ref, field)
-            if x is None:
-                continue
-            bad = np.flatnonzero((x != y).reshape(len(x), -1).any(axis=1))
-            assert not len(bad), (f"{what} ({config}): mode {mode} and plain scalar differ in {field} at runs "
-                                  f"{bad[:5].tolist()}: {x[bad[:5]].tolist()} vs {y[bad[:5]].tolist()} (seed {SEED})")
+        assert_same_runs(res, ref, f"{what} ({config}): mode {mode} and plain scalar", SEED)
 
 
 def test_isa_setting_round_trips():
