@@ -357,6 +357,66 @@ def test_reversals_of_many_values(monkeypatch):
         assert got.out_list[:, :n].tolist() == [list(reversed([x] + list(range(1, n)))) for x in (7, 0, -3)]
 
 
+def test_lazy_step_counts(monkeypatch):
+    """Steps are added where control leaves a block for one that others enter too, not at each
+    block's entry: a block with one edge in takes its predecessor's pending steps (any sign: a
+    threaded `or`/`and` jump counts one more only where taken), and a block that only jumps back
+    to a loop's head is jumped past or copied into its predecessors (with its cycle check). The
+    counts at every trap, every hand-over and every cut of the budget must stay the interpreter's."""
+    src = ("def f(n: int, k: int) -> int:\n    s = 0\n    for i in range(n):\n"
+           "        if i % 3 == 0 or i % k == 0:\n            s += i * k\n"
+           "        elif i > 5 and s > 100:\n            s -= 1\n        else:\n            s += 2\n"
+           "    j = 0\n    while j < n:\n        if j % 2 == 0:\n            s += 1\n        else:\n            s -= 1\n"
+           "        j += 1\n"
+           "    for a in range(3):\n        for b in range(n):\n            if b == k:\n                break\n"
+           "            s += a * b\n"
+           "    while k == 7:\n        pass\n"
+           "    xs = [1, 2, 3]\n    t = 0\n    while t < n:\n        t += 1\n        if t > k:\n"
+           "            s += xs[t]\n"
+           "    return s + g(n, k)\n\n"
+           "def g(n: int, k: int) -> int:\n    c = 0\n    while n > 0:\n"
+           "        if n % 2 == 1 and k > 0 or n < 3:\n            c += k // n\n        n -= 1\n    return c\n")
+    batch = jit_batch(src)
+    rng = np.random.default_rng(SEED + 700)
+    args = [(int(rng.integers(-2, 13)), int(rng.integers(-3, 6))) for _ in range(24)]
+    args += [(9, 0), (4, 7), (12, 2**30), (3, 3), (8, 9), (0, 1)]
+    inputs = encode_tuples(args, ("int", "int"))
+    full = assert_jit_equals_interpreter(batch, inputs, VMConfig(), src, monkeypatch)
+    assert {0, oc.TRAP_CODES["zero_division"], oc.TRAP_CODES["overflow"], oc.TRAP_CODES["index_error"],
+            oc.TRAP_CODES["out_of_fuel"]} <= set(full.status.tolist())
+    for fuel in range(1, min(int(full.steps[full.status == 0].max()), 700) + 2):
+        assert_jit_equals_interpreter(batch, inputs, VMConfig(fuel=fuel), src, monkeypatch)
+    # by hand: a threaded JUMP_IF_TRUE_OR_POP (one step more, for the jump at 5) into a block that
+    # nothing else enters (the compiler's `or` always has two ways in), then a trap or a return
+    e = oc.encode
+    words = [e("FUNC", 1 | 1 << 8), e("LOAD_VAR", 0), e("JUMP_IF_TRUE_OR_POP", 5), e("LOAD_CONST", 100),
+             e("RETURN"), e("JUMP_IF_TRUE", 7), e("RETURN"), e("LOAD_VAR", 0), e("LOAD_CONST", 1_000_000),
+             e("BINARY_ADD"), e("RETURN")]
+    hand = hand_batch(words)
+    inputs = encode_tuples([(0,), (5,), (2**31 - 5,)], ("int",))
+    for fuel in (1_000, 1, 2, 3, 4, 5, 6):
+        got = assert_jit_equals_interpreter(hand, inputs, VMConfig(fuel=fuel), "a threaded jump", monkeypatch)
+    got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "a threaded jump", monkeypatch)
+    assert got.status.tolist() == [0, 0, oc.TRAP_CODES["overflow"]] and got.steps.tolist() == [4, 7, 6]
+    # by hand: loop heads whose exit jumps back (to an outer loop's head: the cycle check's jump,
+    # so leaving takes a path of its own) around an empty body (a jump back, copied into the head)
+    outer = [e("FUNC", 1 | 5 << 8), e("LOAD_VAR", 0), e("LOAD_CONST", 0), e("COMPARE_GT"), e("JUMP_IF_FALSE", 19),
+             e("LOAD_VAR", 0), e("LOAD_CONST", 1), e("BINARY_SUB"), e("STORE_VAR", 0)]
+    heads = {"range": [e("LOAD_CONST", 0), e("STORE_VAR", 1), e("LOAD_VAR", 0), e("STORE_VAR", 2), e("LOAD_CONST", 1),
+                       e("STORE_VAR", 3), e("FOR_RANGE", 1)],
+             "list": [e("LOAD_VAR", 0), e("LOAD_VAR", 0), e("BUILD_LIST", 2), e("STORE_VAR", 1), e("LOAD_CONST", 0),
+                      e("STORE_VAR", 2), e("FOR_LIST", 1)]}
+    inputs = encode_tuples([(n,) for n in range(-1, 7)], ("int",))
+    for name, head in heads.items():
+        words = outer + head + [e("JUMP", 1), e("STORE_VAR", 4), e("JUMP", 15), e("LOAD_VAR", 4), e("RETURN")]
+        hand = hand_batch(words)
+        full = assert_jit_equals_interpreter(hand, inputs, VMConfig(), f"{name} loop leaving backward", monkeypatch)
+        assert (full.status == 0).all()
+        for fuel in range(1, int(full.steps.max()) + 2):
+            assert_jit_equals_interpreter(hand, inputs, VMConfig(fuel=fuel), f"{name} loop leaving backward",
+                                          monkeypatch)
+
+
 def test_division_by_constants(monkeypatch):
     """x // c and x % c for constants c > 0: a multiply and a shift for x >= 0, the general
     sequence for x < 0, and a mask or shift for powers of two; Python's floor semantics at the

@@ -134,9 +134,10 @@ enum Cond : int { CO = 0, CNO = 1, CB = 2, CAE = 3, CE = 4, CNE = 5, CBE = 6, CA
                   CL = 0xC, CGE = 0xD, CLE = 0xE, CG = 0xF };
 inline Cond invert(Cond c) { return (Cond)(c ^ 1); }
 
-// A byte buffer with the instruction forms the compiler uses. Memory operands are always
-// [base + disp32] or [base + index * 2^scale + disp32].
+// A byte buffer with the instruction forms the compiler uses. Memory operands are [base + disp]
+// or [base + index * 2^scale + disp]; displacements and immediates that fit in a byte take one.
 #define JIT_INLINE __attribute__((always_inline)) inline
+#define JIT_INLINE_L __attribute__((always_inline))  // (a lambda's)
 
 // One instruction's bytes, written straight into the buffer through a local pointer (the
 // compiler keeps it in a register: a byte store through Asm's buffer would make it reload Asm::n,
@@ -152,20 +153,25 @@ struct Ins {
     const int r = 0x40 | (w ? 8 : 0) | ((reg & 8) ? 4 : 0) | ((index & 8) ? 2 : 0) | ((base & 8) ? 1 : 0);
     if (r != 0x40) b(r);
   }
-  JIT_INLINE void mem(int reg, int base, int32_t disp) {  // [base + disp32]
-    b(0x80 | ((reg & 7) << 3) | (base & 7));
-    if ((base & 7) == 4) b(0x24);
-    d32(disp);
+  JIT_INLINE void disp(int modrm, int32_t v) {  // modrm with mod 01 (disp8) or 10 (disp32)
+    const bool short_ = v == (int8_t)v;
+    b(modrm | (short_ ? 0x40 : 0x80));
   }
-  JIT_INLINE void mem_sib(int reg, int base, int index, int scale, int32_t disp) {  // [base + index * 2^scale + disp32]
-    b(0x84 | ((reg & 7) << 3));
+  JIT_INLINE void mem(int reg, int base, int32_t v) {  // [base + disp8 or disp32]
+    disp(((reg & 7) << 3) | (base & 7), v);
+    if ((base & 7) == 4) b(0x24);
+    if (v == (int8_t)v) b(v);
+    else d32(v);
+  }
+  JIT_INLINE void mem_sib(int reg, int base, int index, int scale, int32_t v) {  // [base + index * 2^scale + disp]
+    disp(0x04 | ((reg & 7) << 3), v);
     b((scale << 6) | ((index & 7) << 3) | (base & 7));
-    d32(disp);
+    if (v == (int8_t)v) b(v);
+    else d32(v);
   }
 };
 
-// The instruction forms the compiler uses, into a byte buffer. Memory operands are always
-// [base + disp32] or [base + index * 2^scale + disp32]. Writes are not checked one by one: the
+// The instruction forms the compiler uses, into a byte buffer. Writes are not checked one by one: the
 // compiler calls room() before each instruction it translates (none emits ROOM bytes) and
 // stops when it says no.
 struct Asm {
@@ -269,29 +275,33 @@ struct Asm {
   // 03 add, 2B sub, 3B cmp, 33 xor: r op= [m] / dst op= src (w: 64-bit)
   JIT_INLINE void alu_rm(int opc, int r, int base, int32_t disp, bool w = false) { rm(opc, r, base, disp, w); }
   JIT_INLINE void alu_rr(int opc, int dst, int src, bool w = false) { rr(opc, dst, src, w); }
-  JIT_INLINE void alu_imm(int ext, int r, int32_t v, bool w = false) {  // 81 /ext: 0 add, 1 or, 4 and, 5 sub, 7 cmp
+  // 81 /ext id or 83 /ext ib: 0 add, 1 or, 4 and, 5 sub, 7 cmp
+  JIT_INLINE void alu_imm(int ext, int r, int32_t v, bool w = false) {
     Ins i{buf + n};
     i.rex(w, 0, 0, r);
-    i.b(0x81);
+    i.b(v == (int8_t)v ? 0x83 : 0x81);
     i.b(0xC0 | (ext << 3) | (r & 7));
-    i.d32(v);
+    if (v == (int8_t)v) i.b(v);
+    else i.d32(v);
     put(i);
   }
-  JIT_INLINE void alu_mem_imm(int ext, int base, int32_t disp, int32_t v) {  // 81 /ext on a dword in memory
+  JIT_INLINE void alu_mem_imm(int ext, int base, int32_t disp, int32_t v) {  // on a dword in memory
     Ins i{buf + n};
     i.rex(false, 0, 0, base);
-    i.b(0x81);
+    i.b(v == (int8_t)v ? 0x83 : 0x81);
     i.mem(ext, base, disp);
-    i.d32(v);
+    if (v == (int8_t)v) i.b(v);
+    else i.d32(v);
     put(i);
   }
   JIT_INLINE void unary(int ext, int r, bool w = false) { rr(0xF7, ext, r, w); }  // F7 /ext: 3 neg, 4 mul, 7 idiv
-  JIT_INLINE void imul_imm(int dst, int src, int32_t v, bool w = false) {  // 69 /r id: dst = src * imm32
+  JIT_INLINE void imul_imm(int dst, int src, int32_t v, bool w = false) {  // 69 /r id (6B /r ib): dst = src * imm
     Ins i{buf + n};
     i.rex(w, dst, 0, src);
-    i.b(0x69);
+    i.b(v == (int8_t)v ? 0x6B : 0x69);
     i.b(0xC0 | ((dst & 7) << 3) | (src & 7));
-    i.d32(v);
+    if (v == (int8_t)v) i.b(v);
+    else i.d32(v);
     put(i);
   }
   JIT_INLINE void test(int a, int c) { rr(0x85, c, a); }
@@ -445,6 +455,7 @@ struct Compiled {
   std::vector<int32_t> weight;
   std::vector<int32_t> bend;   // [2 * (len + 1)] at a block's start pc: its end; at len + 1 + pc: wmax (compile)
   std::vector<uint8_t> chk;    // [4 * (len + 1)] at pc: a fuel checkpoint (2: a loop's head); then kin, reached, ifcv
+  std::vector<int32_t> pin;    // [2 * (len + 1)] at a block's pc: its edges in; at len + 1 + pc: steps pending there
 };
 
 namespace detail {
@@ -933,6 +944,28 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       }
     }
   }
+  // Steps are counted lazily: the code adds a block's steps where control leaves it for a block
+  // that others enter too (or at a call, a return, a trap), not at each block's entry, so a path
+  // through a loop's body makes one or two adds, not one per block (the adds are a chain of
+  // dependent instructions each round). A block with one edge in (not a checkpoint) takes the
+  // steps its predecessor had pending (pin) and adds its own to them.
+  std::vector<int32_t>& pin = out.pin;
+  pin.assign(2 * (size_t)(len + 1), 0);
+  int32_t* pendin = pin.data() + len + 1;
+  for (size_t b = 0; b < blocks.size(); b++)
+    if (reached[blocks[b]])
+      for (int i = 0; i < eds[b].n; i++)
+        if ((uint32_t)eds[b].t[i] < (uint32_t)len) pin[eds[b].t[i]]++;
+  // pin[t] becomes the role of the block at t: 1 one edge in (a forward one: no checkpoint);
+  // 2 only a JUMP back to a loop's head (its predecessors jump there themselves, one step more,
+  // so that the steps they add and the one the JUMP adds are one add); 4 that JUMP checks cycles
+  for (const int32_t t : blocks) {
+    const int32_t h = (int32_t)(code[t] >> 8);
+    const bool back = bend[t] == t + 1 && (code[t] & 0xFF) == OP_JUMP && reached[t] && !chk[t] && h <= t &&
+                      (uint32_t)h < (uint32_t)len && bend[h] && chk[h];
+    pin[t] = (reached[t] && !chk[t] && pin[t] == 1 ? 1 : 0) | (back ? 2 : 0) | (back && cycle_jump(t) ? 4 : 0);
+  }
+  auto role = [&](int32_t t) JIT_INLINE_L { return (uint32_t)t < (uint32_t)len && bend[t] ? pin[t] : 0; };
   if (!cb.reserve((size_t)len * 256 + 4 * Asm::ROOM)) return false;
   Asm a;
   a.buf = cb.mem;
@@ -948,8 +981,16 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   std::vector<Stub>& stubs = out.stubs;
   stubs.clear();
   int32_t cur_fs = 0;  // the function being compiled
+  // steps that the block being compiled has counted but STEPS does not hold yet (any sign: see
+  // branch); a stub's `back` (steps of the block not taken, as if STEPS held them all) less these
+  int32_t pend = 0;
   auto stub = [&](int64_t at, int32_t kind, int32_t status, int32_t back, int32_t pc = 0, int32_t sp = 0,
-                  int32_t obase = 0) { stubs.push_back(Stub{at, kind, status, back, pc, sp, obase, cur_fs}); };
+                  int32_t obase = 0) { stubs.push_back(Stub{at, kind, status, back - pend, pc, sp, obase, cur_fs}); };
+  auto flush = [&](int32_t x = 0, bool keep_flags = false) JIT_INLINE_L {  // STEPS += pend + x (lea: the flags stay)
+    if (pend + x && keep_flags) a.lea(STEPS, STEPS, pend + x);
+    else if (pend + x) a.alu_imm(0, STEPS, pend + x, true);
+    pend = 0;
+  };
 
   // Each function's most used locals live in LREGS while its code runs (their slots are stale):
   // loaded at the function's entry and at its return points, written back before a call and a
@@ -1216,9 +1257,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     const int32_t d0 = out.depth[pc];
     // the block's steps; at a checkpoint, those up to the next one within the budget, else the
     // interpreter from here (64-bit: steps + wmax may pass INT32_MAX)
-    a.alu_imm(0, STEPS, n, true);
+    pend = (role(pc) & 1 ? pendin[pc] : 0) + n;  // (|pend| <= MAX_LEN + 1: a stub's back fits in 24 bits)
     if (chk[pc]) {
-      if (wmax[pc] > n) a.alu_imm(7, STEPS, n - wmax[pc], true);  // (else the add's flags: steps - fuel > 0)
+      a.alu_imm(7, STEPS, -wmax[pc], true);  // steps + wmax - fuel > 0
       stub(a.jcc(CG), S_HANDOVER, 0, n, pc, nl + d0, nl);
     }
     sd = d0;
@@ -1228,6 +1269,41 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     bool cyc_dead = kin[pc];  // cyc is -1 here (vm.h's cycle check: see kin)
     int flag_reg = -1;        // a compare's result that only the flags hold (for ifj)
     Cond flag_cc = CE;
+    // on to t (no jump to the block emitted next, when fall): the steps pending go along to a
+    // block with one edge in, else into STEPS first; a block that only jumps back to a loop's
+    // head, in line (its JUMP's code here)
+    auto jump_to = [&](int32_t t, bool fall = true) JIT_INLINE_L {
+      const int32_t rt = role(t);
+      if (rt & 2) {  // (its JUMP's code: OP_JUMP's below)
+        pend += 1;
+        if (rt & 4) {
+          if (!cyc_dead) {
+            a.alu_imm(7, CYC, t + 1);
+            stub(a.jcc(CE), S_CYCLE, 0, 0);
+          }
+          a.mov_imm(CYC, t + 1);
+        }
+        flush();
+        fixes.push_back(Fix{a.jmp(), (int32_t)(code[t] >> 8)});
+        return;
+      }
+      if (rt & 1) pendin[t] = pend;
+      else flush();
+      if (t != next_block || !fall) fixes.push_back(Fix{a.jmp(), t});
+    };
+    // where cc holds, on to t (x steps more); else on here. To a block with more edges in, the
+    // steps pending (and x) go into STEPS before the jump, and where it is not taken, -x are
+    // pending. A block that only jumps back to a loop's head (no cycle check) is jumped past.
+    auto branch_to = [&](Cond cc, int32_t t, int32_t x = 0) JIT_INLINE_L {
+      if ((role(t) & 6) == 2) x++, t = (int32_t)(code[t] >> 8);
+      if (role(t) & 1) {
+        pendin[t] = pend + x;
+      } else {
+        flush(x, true);
+        pend = -x;
+      }
+      fixes.push_back(Fix{a.jcc(cc), t});
+    };
     for (int32_t k = pc; k < end && open && a.room(); k++) {
       const uint32_t w = code[k];
       const int32_t op = w & 0xFF, arg = (int32_t)(w >> 8);
@@ -1243,17 +1319,6 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
       auto writes = [&]() {
         if (!cyc_dead) a.mov_imm(CYC, -1);
         cyc_dead = true;
-      };
-      // a jump to t, unless t's block is the one emitted next
-      auto jump_to = [&](int32_t t) {
-        if (t != next_block) fixes.push_back(Fix{a.jmp(), t});
-      };
-      // where cc holds, one more step and on to t (a jump threaded past another: see threaded)
-      auto taken_step = [&](Cond cc, int32_t t) {
-        const int64_t stays = a.jcc(invert(cc));
-        a.alu_imm(0, STEPS, 1, true);
-        fixes.push_back(Fix{a.jmp(), t});
-        a.patch(stays, a.n);
       };
       auto pop = [&]() { return stk[--sd]; };
       auto push = [&](V x) { stk[sd++] = x; };
@@ -1442,9 +1507,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             if (eq == OP_COMPARE_NE) cc = invert(cc);
             if (branch) {
               if (jop == OP_JUMP_IF_FALSE || jop == OP_JUMP_IF_TRUE)
-                fixes.push_back(Fix{a.jcc(jop == OP_JUMP_IF_TRUE ? cc : invert(cc)), (int32_t)(code[k + 3] >> 8)});
+                branch_to(jop == OP_JUMP_IF_TRUE ? cc : invert(cc), (int32_t)(code[k + 3] >> 8));
               else  // (as OP_JUMP_IF_*_OR_POP's below)
-                taken_step(jop == OP_JUMP_IF_TRUE_OR_POP ? cc : invert(cc), threaded(code, len, k + 3));
+                branch_to(jop == OP_JUMP_IF_TRUE_OR_POP ? cc : invert(cc), threaded(code, len, k + 3), 1);
               jump_to(k + 4);
               k += 3;
               open = false;
@@ -1574,9 +1639,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             release(x);
             release(y);
             if (thr >= 0)  // (as OP_JUMP_IF_*_OR_POP's below)
-              taken_step(nop == OP_JUMP_IF_TRUE_OR_POP ? cc : invert(cc), thr);
+              branch_to(nop == OP_JUMP_IF_TRUE_OR_POP ? cc : invert(cc), thr, 1);
             else
-              fixes.push_back(Fix{a.jcc(nop == OP_JUMP_IF_TRUE ? cc : invert(cc)), t});
+              branch_to(nop == OP_JUMP_IF_TRUE ? cc : invert(cc), t);
             jump_to(k + 2);
             k++;
             open = false;
@@ -1597,7 +1662,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             }
             a.mov_imm(CYC, k + 1);
           }
-          fixes.push_back(Fix{a.jmp(), arg});
+          jump_to(arg);
           open = false;
           break;
         case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE: {
@@ -1647,7 +1712,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           } else {
             compare(c, V{K_CONST, 0});
             release(c);
-            fixes.push_back(Fix{a.jcc(on_true ? CNE : CE), arg});
+            branch_to(on_true ? CNE : CE, arg);
             jump_to(k + 1);
           }
           open = false;
@@ -1662,13 +1727,13 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           if (t >= 0) {
             // taken: the jump at the target takes one more step (in the checkpoint's wmax) and
             // pops the value
-            taken_step(op == OP_JUMP_IF_TRUE_OR_POP ? CNE : CE, t);
+            branch_to(op == OP_JUMP_IF_TRUE_OR_POP ? CNE : CE, t, 1);
             sd--;
             jump_to(k + 1);
             open = false;
             break;
           }
-          fixes.push_back(Fix{a.jcc(op == OP_JUMP_IF_TRUE_OR_POP ? CNE : CE), arg});
+          branch_to(op == OP_JUMP_IF_TRUE_OR_POP ? CNE : CE, arg);
           jump_to(k + 1);
           open = false;
           break;
@@ -1693,7 +1758,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             const int rc = cr >= 0 ? cr : RAX;
             if (cr < 0) a.load(RAX, FP, c);
             a.alu_rm(0x3B, rc, FP, stop);
-            fixes.push_back(Fix{a.jcc(sc > 0 ? CGE : CLE), e});  // past stop: leave
+            branch_to(sc > 0 ? CGE : CLE, e);  // past stop: leave
             const bool apart = x < arg || x > arg + 2;  // x no range slot: written first, else after
             if (!apart) a.mov(RDX, rc);
             else if (sreg(x) >= 0) a.mov(sreg(x), rc);
@@ -1716,7 +1781,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           // a loop head that leaves forward: counting up in line, leaving straight to e, counting
           // down in a stub (S_DOWN); else both here
           int64_t leave1 = -1, leave2 = -1;
-          if (direct) {
+          if (direct) {  // (S_DOWN jumps to e too: its steps pending the same)
+            if (role(e) & 1) pendin[e] = pend;
+            else flush(0, true);
             const int64_t down = a.jcc(CS);
             a.alu_rm(0x3B, RAX, FP, stop);
             fixes.push_back(Fix{a.jcc(CGE), e});  // counter >= stop: leave
@@ -1738,22 +1805,26 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           stubs.push_back(Stub{past, S_CLAMP, RAX, (int32_t)a.n, stop, 0, 0, cur_fs});
           if (cr >= 0) a.mov(cr, RAX);
           else a.store(FP, c, RAX);
+          const int32_t p0 = pend;  // (at the leaves)
           if (head) {
             if (sreg(x) >= 0) a.mov(sreg(x), RDX);
             else a.store(FP, slot(x), RDX);
             if (direct) {
               jump_to(k + 3);
             } else {
-              fixes.push_back(Fix{a.jmp(), k + 3});
+              jump_to(k + 3, false);
               a.patch(leave1, a.n);
               a.patch(leave2, a.n);
+              pend = p0;
               a.mov_imm(CYC, k + 2);
-              fixes.push_back(Fix{a.jmp(), e});
+              cyc_dead = false;
+              jump_to(e, false);
             }
           } else {
-            fixes.push_back(Fix{a.jmp(), k + 2});
+            jump_to(k + 2, false);
             a.patch(leave1, a.n);
             a.patch(leave2, a.n);
+            pend = p0;
             jump_to(k + 1);
           }
           open = false;
@@ -1781,8 +1852,9 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           a.rm_sib(0x3B, RCX, RSI, RAX, 2, 4);  // cmp ecx, [rsi + ref*12 + 4]: the length
           const bool direct = head && !cycle_jump(k + 1);  // (as FOR_RANGE's)
           int64_t leave = -1;
-          if (direct) fixes.push_back(Fix{a.jcc(CGE), e});
+          if (direct) branch_to(CGE, e);
           else leave = a.jcc(CGE);
+          const int32_t p0 = pend;  // (at the leave)
           a.rm_sib(0x8B, RDI, RSI, RAX, 2, 0);  // mov edi, [rsi + ref*12]: the offset
           a.alu_rr(0x03, RDI, RCX);             // + index (a 32-bit add of two ints >= 0)
           a.load64(R8, CTX, C_HEAP);
@@ -1799,15 +1871,18 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             if (direct) {
               jump_to(k + 3);
             } else {
-              fixes.push_back(Fix{a.jmp(), k + 3});
+              jump_to(k + 3, false);
               a.patch(leave, a.n);
+              pend = p0;
               a.mov_imm(CYC, k + 2);
-              fixes.push_back(Fix{a.jmp(), e});
+              cyc_dead = false;
+              jump_to(e, false);
             }
           } else {
             a.store(FP, slot(nl + sd), RAX);
-            fixes.push_back(Fix{a.jmp(), k + 2});
+            jump_to(k + 2, false);
             a.patch(leave, a.n);
+            pend = p0;
             jump_to(k + 1);
           }
           open = false;
@@ -1924,6 +1999,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           a.store(CTX, C_BASE, RDX);
           a.lea(FP, FP, slot(nb));
           for (int32_t i = np; i < nlf; i++) a.store_imm(FP, slot(i), 0);
+          flush();
           fixes.push_back(Fix{a.jmp(), -1 - arg});  // (the callee's entry: its locals into registers)
           open = false;
           break;
@@ -1932,6 +2008,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           if (!need(1)) break;
           const V v = pop();
           writes();
+          flush();
           load_to(RAX, v);
           release(v);
           a.alu_mem_imm(7, CTX, C_DEPTH, 0);
@@ -1967,7 +2044,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     if (open) {  // falling into the next block
       own(0);
       materialize();
-      if (end != next_block) fixes.push_back(Fix{a.jmp(), end});
+      jump_to(end);
     }
     pc = end;
   }
@@ -1982,7 +2059,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   a.mov(RCX, RAX);
   a.alu_imm(4, RAX, 0xFF);
   a.store(CTX, C_STATUS, RAX);
-  a.shift(5, RCX, 8);
+  a.shift(7, RCX, 8);  // (sar: back may be negative, see pend)
   a.mov(RAX, STEPS);
   a.alu_rr(0x2B, RAX, RCX);
   a.alu_rm(0x03, RAX, CTX, C_FUEL);
@@ -1994,11 +2071,11 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     a.patch(s.at, a.n);
     switch (s.kind) {
       case S_TRAP:
-        a.mov_imm(RAX, s.status | s.back << 8);
+        a.mov_imm(RAX, (int32_t)((uint32_t)s.status | (uint32_t)s.back << 8));
         a.patch(a.jmp(), trap_tail);
         continue;
       case S_TRAP_EAX:
-        a.alu_imm(1, RAX, s.back << 8);  // or eax, back << 8 (the helper's status is below 256)
+        a.alu_imm(1, RAX, (int32_t)((uint32_t)s.back << 8));  // or eax, back << 8 (the helper's status is below 256)
         a.patch(a.jmp(), trap_tail);
         continue;
       case S_CLAMP:  // a range counter past int32 (status: its register) takes the stop's value
