@@ -1527,25 +1527,31 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             } else {
               // x >= 0 (the common case) in line: floor(x / c) = (x * M) >> sh, exact for
               // x < 2^31 with 2^(b-1) <= c < 2^b, sh = 31 + b, M = ceil(2^sh / c) <= 2^32 + 1 (the
-              // error x * (M - 2^sh / c) / 2^sh stays below 2^-b < 1 / c); x < 0 in a stub
+              // error x * (M - 2^sh / c) / 2^sh stays below 2^-b < 1 / c); x mod c = the high half
+              // of ((x * M2) mod 2^64) * c with M2 = floor((2^64 - 1) / c) + 1, exact for x, c
+              // below 2^32 (Lemire, Kaser and Kurz 2019: two multiplies on the value's path, not
+              // four operations); x < 0 in a stub
               const int b = 32 - __builtin_clz((uint32_t)y.v), sh = 31 + b;
               const unsigned __int128 one = 1;
-              const uint64_t m = (uint64_t)(((one << sh) + (uint64_t)y.v - 1) / (uint64_t)y.v);
+              const uint64_t m = div ? (uint64_t)(((one << sh) + (uint64_t)y.v - 1) / (uint64_t)y.v)
+                                     : UINT64_MAX / (uint64_t)y.v + 1;
               const bool pos = x.k == K_SLOT && nonneg(fs, x.v);
               int64_t neg = -1;
               if (!pos) {
                 a.test(RAX, RAX);
                 neg = a.jcc(CS);
               }
-              a.mov(RCX, RAX);  // (zero-extended)
               a.mov_imm64(R11, (int64_t)m);
-              a.rr0f(0xAF, RCX, R11, true);  // imul rcx, r11
-              a.shift(5, RCX, sh, true);      // shr rcx, sh: the quotient
               if (div) {
+                a.mov(RCX, RAX);  // (zero-extended)
+                a.rr0f(0xAF, RCX, R11, true);  // imul rcx, r11
+                a.shift(5, RCX, sh, true);      // shr rcx, sh: the quotient
                 a.mov(RAX, RCX);
               } else {
-                a.imul_imm(RCX, RCX, y.v);
-                a.alu_rr(0x2B, RAX, RCX);
+                a.rr0f(0xAF, RAX, R11, true);  // imul rax, r11 (eax zero-extended)
+                a.mov_imm(RCX, y.v);
+                a.unary(4, RCX, true);  // mul rcx: rdx = the remainder
+                a.mov(RAX, RDX);
               }
               if (!pos) stubs.push_back(Stub{neg, S_DIVNEG, y.v, (int32_t)a.n, div ? 1 : 0, 0, 0, cur_fs});
             }
