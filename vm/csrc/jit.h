@@ -547,39 +547,49 @@ inline bool stack_depths(const uint32_t* code, int32_t fs, int32_t fe, int32_t* 
     }
     return depth[pc] == d;
   };
+  // (a word's successor that falls through is taken at once: only other targets go on the list)
   while (!work.empty()) {
-    const int32_t pc = work.back();
+    int32_t pc = work.back();
     work.pop_back();
-    const uint32_t w = code[pc];
-    const int32_t op = w & 0xFF, arg = (int32_t)(w >> 8), d = depth[pc];
-    if (d > most) most = d;
-    if (d + 2 > MAX_DEPTH) return false;
-    // (stack effects from a table: a switch on the opcode mispredicts on every other word)
-    const StackEffect& ef = STACK_EFFECTS.of[op < NUM_OPCODES ? op : 0];
-    int32_t need = ef.need, after = d + ef.delta;
-    switch (ef.ctl) {
-      case SE_PLAIN: break;
-      case SE_REVERSE: need = arg; break;
-      case SE_BUILD: need = arg, after = d - arg + 1; break;
-      case SE_CALL: need = func_nparams(code[arg]), after = d - need + 1; break;
-      case SE_JUMP:
-        if (!reach(arg, d)) return false;
-        continue;
-      case SE_COND:  // JUMP_IF_FALSE, JUMP_IF_TRUE
-        if (d < 1) continue;
-        if (!reach(arg, d - 1) || !reach(pc + 1, d - 1)) return false;
-        continue;
-      case SE_COND_OR_POP:
-        if (d < 1) continue;
-        if (!reach(arg, d) || !reach(pc + 1, d - 1)) return false;
-        continue;
-      case SE_FOR:  // goes on at pc + 2 with the value pushed, or leaves at pc + 1
-        if (!reach(pc + 2, d + 1) || !reach(pc + 1, d)) return false;
-        continue;
-      default: continue;  // RETURN, FUNC (validated code has no other opcode)
+    for (;;) {
+      const uint32_t w = code[pc];
+      const int32_t op = w & 0xFF, arg = (int32_t)(w >> 8), d = depth[pc];
+      if (d > most) most = d;
+      if (d + 2 > MAX_DEPTH) return false;
+      // (stack effects from a table: a switch on the opcode mispredicts on every other word)
+      const StackEffect& ef = STACK_EFFECTS.of[op < NUM_OPCODES ? op : 0];
+      int32_t need = ef.need, after = d + ef.delta;
+      switch (ef.ctl) {
+        case SE_PLAIN: break;
+        case SE_REVERSE: need = arg; break;
+        case SE_BUILD: need = arg, after = d - arg + 1; break;
+        case SE_CALL: need = func_nparams(code[arg]), after = d - need + 1; break;
+        case SE_JUMP:
+          if (!reach(arg, d)) return false;
+          need = -1;
+          break;
+        case SE_COND:  // JUMP_IF_FALSE, JUMP_IF_TRUE
+          if (d >= 1 && !reach(arg, d - 1)) return false;
+          need = 1, after = d - 1;
+          break;
+        case SE_COND_OR_POP:
+          if (d >= 1 && !reach(arg, d)) return false;
+          need = 1, after = d - 1;
+          break;
+        case SE_FOR:  // goes on at pc + 2 with the value pushed, or leaves at pc + 1
+          if (!reach(pc + 2, d + 1)) return false;
+          need = 0, after = d;
+          break;
+        default: need = -1; break;  // RETURN, FUNC (validated code has no other opcode)
+      }
+      // d < need: traps bad_bytecode there (no successor)
+      if (need < 0 || d < need || pc + 1 >= fe) break;
+      if (depth[pc + 1] != -1) {
+        if (depth[pc + 1] != after) return false;
+        break;
+      }
+      depth[++pc] = after;
     }
-    if (d < need) continue;  // traps bad_bytecode there: no successor
-    if (!reach(pc + 1, after)) return false;
   }
   *fmax = most + 2;
   return true;
