@@ -1692,7 +1692,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             release(c);
             a.setcc(runs, RAX);
             a.movzx8(RAX, RAX);
-            a.lea_sib(STEPS, STEPS, RAX, cw == 4 ? 2 : 1, 0);  // their steps where they run
+            a.lea_sib(STEPS, STEPS, RAX, cw == 4 ? 2 : 1, pend);  // their steps where they run (and the pending)
+            pend = 0;
             if (cw == 2) {  // the move: the value, or c's own where the words do not run (flags kept)
               const uint32_t v = code[k + 1];
               const int r = alloc();
