@@ -417,6 +417,26 @@ def test_lazy_step_counts(monkeypatch):
                                           monkeypatch)
 
 
+def test_eager_compile_policy(monkeypatch):
+    """Mode 0 compiles a small program that may loop at once only while the thread's programs
+    have run long for their size; after a stretch of short ones it runs them in the lockstep
+    interpreter with a capped budget, and a run that reaches the cap again as native code. The
+    results stay the interpreter's through every switch, at every budget."""
+    short = [f"def f(n: int) -> int:\n    s = {k}\n    for i in range(n % 2):\n        s += i\n    return s\n"
+             for k in range(40)]
+    long = [f"def f(n: int) -> int:\n    s = 0\n    for i in range(n * {k}):\n        if i % 3 == 0:\n"
+            f"            s += i\n    return s\n" for k in range(1, 6)]
+    programs = [compile_source(src) for src in short[:20] + long + short[20:] + long]
+    batch = ProgramBatch.from_programs(programs, "f")
+    inputs = encode_tuples([(n,) for n in (0, 1, 7, 40, 200, 500, -3, 15)], ("int",))
+    for fuel in (oc.DEFAULT_FUEL, 2000, 300, 57, 5):
+        ref = run_mode(batch, inputs, VMConfig(fuel=fuel), MODES["plain scalar"], monkeypatch)
+        got = run_mode(batch, inputs, VMConfig(fuel=fuel), MODES["lockstep or jit"], monkeypatch)
+        assert_same_runs(got, ref, f"mode 0 and the interpreter (fuel {fuel})", SEED)
+        if fuel == oc.DEFAULT_FUEL:
+            assert (ref.status == 0).all() and ref.steps.max() > 10_000
+
+
 def test_division_by_constants(monkeypatch):
     """x // c and x % c for constants c > 0: a multiply and a shift for x >= 0, the general
     sequence for x < 0, and a mask or shift for powers of two; Python's floor semantics at the

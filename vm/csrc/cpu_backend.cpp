@@ -255,6 +255,14 @@ constexpr size_t LANE_SCRATCH_MAX = 256u << 20;
 // long (run_batch).
 constexpr int32_t JIT_EAGER_WORDS = 96;
 
+// ...and only while the programs before them on the thread ran long for their size: a moving
+// average of their runs' steps per run and word (each capped at JIT_LONG_CAP) of at least
+// JIT_LONG_RUNS. A compile costs some 40-60 ns a word and native code saves about 1 ns a step
+// over the lockstep interpreter, so 32 runs pay for it from about 1.5 steps a run and word;
+// short ones (a policy's random candidates: a median of 0.5 there) then run in the lockstep
+// interpreter (capped, as longer programs do). Results are the same either way.
+constexpr float JIT_LONG_RUNS = 1.0f, JIT_LONG_CAP = 16.0f;
+
 // Whether a program may take more steps than it has words: a jump back or a call. (Else every
 // run ends within len steps, below run_batch's cap: compiling it would not pay.)
 bool may_loop(const uint32_t* code, int32_t len) {
@@ -608,6 +616,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
 #ifdef VG_JIT
   const bool jit_on = jit::enabled().load(std::memory_order_relaxed);
   std::vector<JitScratch*> jits(nt, nullptr);
+  std::vector<float> long_runs(nt, JIT_LONG_CAP);  // per thread: see JIT_LONG_RUNS
 #endif
   ok = ok && parallel_for(ntasks, nt, 4, [&](int32_t tid, int64_t t) {
     int64_t r0 = task_start[t], r1 = task_start[t + 1];
@@ -622,15 +631,24 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
     };
     // Native code (jit.h), compiled once per program and thread, one run at a time. Mode 6 runs
     // every program it compiles that way, and mode 0 the programs of at most JIT_EAGER_WORDS
-    // words that may loop. Mode 0 runs the others in the interpreters below with the step budget capped at
-    // max(32, 4 * len) (a compile costs some 40-60 ns a word, and native code saves a fraction of
-    // a ns a step: shorter runs do not pay for it), then runs again, as native code from the
-    // start with the whole budget, each run that reached the cap.
+    // words that may loop while the thread's programs have run long (JIT_LONG_RUNS). Mode 0 runs
+    // the others in the interpreters below with the step budget capped at max(32, 4 * len) (a
+    // compile costs some 40-60 ns a word, and native code saves a fraction of a ns a step:
+    // shorter runs do not pay for it), then runs again, as native code from the start with the
+    // whole budget, each run that reached the cap.
     VMConfig rcfg = cfg;  // the interpreters' limits
 #ifdef VG_JIT
     const bool jit_here = (mode == 0 || mode == 6) && jit_on && (uint32_t)p < (uint32_t)n_prog && entry_pc[p] >= 0;
     const uint32_t* jcode = jit_here ? code + code_off[p] : nullptr;
     const int32_t jlen = jit_here ? (int32_t)(code_off[p + 1] - code_off[p]) : 0;
+    // (after the task's runs: how long they were for the program's size, into the average)
+    auto learn = [&]() {
+      if (!jit_here) return;
+      int64_t total = 0;
+      for (int64_t r = r0; r < r1; r++) total += steps[r];
+      const float q = std::min((float)total / (float)((r1 - r0) * (int64_t)jlen), JIT_LONG_CAP);
+      long_runs[tid] = 0.75f * long_runs[tid] + 0.25f * q;
+    };
     auto native = [&]() -> const jit::Compiled* {  // the program compiled, or null
       if (!jits[tid]) jits[tid] = jit_pool().take();
       JitScratch& J = *jits[tid];
@@ -641,7 +659,8 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
       return J.prog.ok ? &J.prog : nullptr;
     };
     // mode 6, and small programs in mode 0 (compiled at once): every run as native code
-    if (jit_here && (mode == 6 || (jlen <= JIT_EAGER_WORDS && may_loop(jcode, jlen))) && native()) {
+    if (jit_here && (mode == 6 || (jlen <= JIT_EAGER_WORDS && long_runs[tid] >= JIT_LONG_RUNS && may_loop(jcode, jlen))) &&
+        native()) {
       if (!scratch[tid]) scratch[tid] = scratch_pool().take<RunScratch>(scratch_pool().runs, cfg);
       Workspace& ws = scratch[tid]->ws;
       const jit::Compiled& cp = *native();
@@ -665,6 +684,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
         finish_run(x, ws, p, n_prog, ret_kind, j, n_in, exp_words, exp_off, r, status, value, steps, passed, out_list,
                    out_cap);
       }
+      learn();
       return;
     }
     if (jit_here && mode == 0 && std::max(32, 4 * jlen) < cfg.fuel) rcfg.fuel = std::max(32, 4 * jlen);
@@ -745,6 +765,9 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
         finish_run(res[r - r0], S.lane[r - r0], p, n_prog, ret_kind, run_in[r], n_in, exp_words, exp_off, r, status,
                    value, steps, passed, out_list, out_cap);
       }
+#ifdef VG_JIT
+      learn();
+#endif
       return;
     }
     if (!scratch[tid]) scratch[tid] = scratch_pool().take<RunScratch>(scratch_pool().runs, cfg);
@@ -763,6 +786,9 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
       finish_run(x, ws, p, n_prog, ret_kind, j, n_in, exp_words, exp_off, r, status, value, steps, passed, out_list,
                  out_cap);
     }
+#ifdef VG_JIT
+    learn();
+#endif
   });
   for (auto* s : scratch) scratch_pool().give(scratch_pool().runs, cfg, s);
   for (auto* s : lane_scratch) scratch_pool().give(scratch_pool().lanes, cfg, s);
