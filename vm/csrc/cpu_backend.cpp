@@ -261,8 +261,8 @@ constexpr int32_t JIT_EAGER_WORDS = 96;
 // over the lockstep interpreter, so 32 runs pay for it from about 1.5 steps a run and word; the
 // bar is lower (a long program run capped first costs more than a short one compiled), and
 // batches of short programs (a policy's random candidates: a median of 0.5 there; no template
-// of bench_cpu's corpus below 1.6) then run in the lockstep interpreter, capped as longer
-// programs are. Results are the same either way.
+// of bench_cpu's corpus below 1.6 on average) then run in the lockstep interpreter, capped as
+// longer programs are. Results are the same either way.
 constexpr float JIT_LONG_RUNS = 1.0f, JIT_LONG_CAP = 16.0f;
 
 // Whether a program may take more steps than it has words: a jump back or a call. (Else every
