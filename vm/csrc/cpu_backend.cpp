@@ -260,7 +260,7 @@ constexpr int32_t JIT_EAGER_WORDS = 96;
 // JIT_LONG_RUNS. A compile costs some 40-60 ns a word and native code saves about 1 ns a step
 // over the lockstep interpreter, so 32 runs pay for it from about 1.5 steps a run and word; the
 // bar is lower (a long program run capped first costs more than a short one compiled), and
-// batches of short programs (a policy's random candidates: a median of 0.5 there; no template
+// batches of short programs (bench_cpu's random ones: a median of 0.67 there; no template
 // of bench_cpu's corpus below 1.6 on average) then run in the lockstep interpreter, capped as
 // longer programs are. Results are the same either way.
 constexpr float JIT_LONG_RUNS = 1.0f, JIT_LONG_CAP = 16.0f;
