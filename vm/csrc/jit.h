@@ -8,10 +8,11 @@
 // Layout of the generated code. The operand stack stays in memory at the slots the interpreter
 // uses: compiled bytecode has a static stack depth at every pc (checked here; a program without
 // one is not compiled), so every push and pop is a fixed offset from the frame's base. A basic
-// block counts its steps once at its entry; the budget is tested only at checkpoints (loop
-// heads, function entries, return points), for the longest path to the next one (else the run is
-// handed over there); a trap inside a block subtracts the steps not taken, and if-converted
-// words count theirs where they run. Calls write the interpreter's frame records and jump; a
+// block's steps are counted where control leaves it for a block that others enter too (a block
+// with one way in adds its own to its predecessor's); the budget is tested only at checkpoints
+// (loop heads, function entries, return points), for the longest path to the next one (else the
+// run is handed over there); a trap inside a block subtracts the steps not taken, and
+// if-converted words count theirs where they run. Calls write the interpreter's frame records and jump; a
 // return jumps through a table of return points. vm.h's cycle check is kept (it only saves time,
 // but a random policy's `while 3: pass` costs a whole budget per test without it), and left out
 // where a dataflow shows cyc was just reset.
@@ -479,7 +480,7 @@ static_assert(sizeof(Frame) == 12 && offsetof(Frame, ret_pc) == 0 && offsetof(Fr
 // call depth and the frame's base (a slot index) live in Ctx: only calls, returns and
 // hand-overs use them.
 constexpr int FP = RBX;     // address of the frame's slot 0 (st + base)
-constexpr int STEPS = R12;  // steps so far minus the budget (64-bit), counted at each block's entry
+constexpr int STEPS = R12;  // steps so far minus the budget (64-bit), less those pending (see pend)
 constexpr int CTX = R13;    // the Ctx
 constexpr int CYC = R10;    // vm.h's cycle check (Ctx::cyc while a helper runs)
 // The registers that hold a function's most used locals (callee-saved: helper calls keep them).
@@ -969,6 +970,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   // pin[t] becomes the role of the block at t: 1 one edge in (a forward one: no checkpoint);
   // 2 only a JUMP back to a loop's head (its predecessors jump there themselves, one step more,
   // so that the steps they add and the one the JUMP adds are one add); 4 that JUMP checks cycles
+  // (then a conditional jump cannot go past it)
   for (const int32_t t : blocks) {
     const int32_t h = (int32_t)(code[t] >> 8);
     const bool back = bend[t] == t + 1 && (code[t] & 0xFF) == OP_JUMP && reached[t] && !chk[t] && h <= t &&
@@ -992,7 +994,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   stubs.clear();
   int32_t cur_fs = 0;  // the function being compiled
   // steps that the block being compiled has counted but STEPS does not hold yet (any sign: see
-  // branch); a stub's `back` (steps of the block not taken, as if STEPS held them all) less these
+  // branch_to); a stub's `back` (steps of the block not taken, as if STEPS held them all) less these
   int32_t pend = 0;
   auto stub = [&](int64_t at, int32_t kind, int32_t status, int32_t back, int32_t pc = 0, int32_t sp = 0,
                   int32_t obase = 0) { stubs.push_back(Stub{at, kind, status, back - pend, pc, sp, obase, cur_fs}); };
@@ -1282,17 +1284,20 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     // on to t (no jump to the block emitted next, when fall): the steps pending go along to a
     // block with one edge in, else into STEPS first; a block that only jumps back to a loop's
     // head, in line (its JUMP's code here)
+    // vm.h's cycle check at the JUMP at k, when it takes part (cycle_jump)
+    auto cycle_check = [&](int32_t k) {
+      if (!cycle_jump(k)) return;
+      if (!cyc_dead) {
+        a.alu_imm(7, CYC, k + 1);
+        stub(a.jcc(CE), S_CYCLE, 0, 0);
+      }
+      a.mov_imm(CYC, k + 1);
+    };
     auto jump_to = [&](int32_t t, bool fall = true) JIT_INLINE_L {
       const int32_t rt = role(t);
-      if (rt & 2) {  // (its JUMP's code: OP_JUMP's below)
+      if (rt & 2) {  // (the JUMP's step and code)
         pend += 1;
-        if (rt & 4) {
-          if (!cyc_dead) {
-            a.alu_imm(7, CYC, t + 1);
-            stub(a.jcc(CE), S_CYCLE, 0, 0);
-          }
-          a.mov_imm(CYC, t + 1);
-        }
+        cycle_check(t);
         flush();
         fixes.push_back(Fix{a.jmp(), (int32_t)(code[t] >> 8)});
         return;
@@ -1671,13 +1676,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
         }
         case OP_JUMP:
           materialize();
-          if (cycle_jump(k)) {  // vm.h's cycle check at a backward jump
-            if (!cyc_dead) {
-              a.alu_imm(7, CYC, k + 1);
-              stub(a.jcc(CE), S_CYCLE, 0, 0);
-            }
-            a.mov_imm(CYC, k + 1);
-          }
+          cycle_check(k);
           jump_to(arg);
           open = false;
           break;
