@@ -394,8 +394,8 @@ def test_lazy_step_counts(monkeypatch):
              e("BINARY_ADD"), e("RETURN")]
     hand = hand_batch(words)
     inputs = encode_tuples([(0,), (5,), (2**31 - 5,)], ("int",))
-    for fuel in (1_000, 1, 2, 3, 4, 5, 6):
-        got = assert_jit_equals_interpreter(hand, inputs, VMConfig(fuel=fuel), "a threaded jump", monkeypatch)
+    for fuel in (1, 2, 3, 4, 5, 6):
+        assert_jit_equals_interpreter(hand, inputs, VMConfig(fuel=fuel), "a threaded jump", monkeypatch)
     got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "a threaded jump", monkeypatch)
     assert got.status.tolist() == [0, 0, oc.TRAP_CODES["overflow"]] and got.steps.tolist() == [4, 7, 6]
     # by hand: loop heads whose exit jumps back (to an outer loop's head: the cycle check's jump,
