@@ -456,7 +456,7 @@ struct Compiled {
   std::vector<int32_t> weight;
   std::vector<int32_t> bend;   // [2 * (len + 1)] at a block's start pc: its end; at len + 1 + pc: wmax (compile)
   std::vector<uint8_t> chk;    // [4 * (len + 1)] at pc: a fuel checkpoint (2: a loop's head); then kin, reached, ifcv
-  std::vector<int32_t> pin;    // [2 * (len + 1)] at a block's pc: its edges in; at len + 1 + pc: steps pending there
+  std::vector<int32_t> pin;    // [2 * (len + 1)] at a block's pc: its edges in, then its role; at len + 1 + pc: steps pending
 };
 
 namespace detail {
