@@ -223,11 +223,11 @@ def test_if_conversion(k, monkeypatch):
 
 def test_constant_steps(monkeypatch):
     """A range whose step slot only a constant is stored into runs with that step built in (the
-    slot may still hold 0, before its store: a trap); counters past int32 stop; a variable step
-    takes the general path."""
+    slot may still hold 0, before its store: a trap); counters past int32 stop (steps of 1 and -1
+    never get there: no test); a variable step takes the general path."""
     # (the compiler reuses a function's range slots loop after loop: one function per step here)
     src = ("def f(n: int, k: int) -> int:\n    t = 0\n    for i in range(n, -3, -2):\n        t += i\n"
-           "    for i2 in range(k + 4, 1, -2):\n        t -= i2\n    return t + g(n, k) + h() + u() + w(n, k)\n\n"
+           "    for i2 in range(k + 4, 1, -2):\n        t -= i2\n    return t + g(n, k) + h() + u() + w(n, k) + y1() + y2()\n\n"
            "def g(n: int, k: int) -> int:\n    t = 1\n    for j in range(k, n, 3):\n        t = t * 2 + j\n"
            "    for j2 in range(n):\n        t += j2\n    return t\n\n"
            "def h() -> int:\n    t = 0\n    for q in range(2147483640, 2147483647, 5):\n        t += q % 7\n"
@@ -235,6 +235,10 @@ def test_constant_steps(monkeypatch):
            "def u() -> int:\n    t = 0\n    for z in range(-2147483646, -2147483647 - 1, -7):\n        t -= 1\n"
            "    return t\n\n"
            "def w(n: int, k: int) -> int:\n    t = 0\n    for v in range(n, k, k - n):\n        t += 1\n"
+           "    return t\n\n"
+           "def y1() -> int:\n    t = 0\n    for a in range(2147483643, 2147483647):\n        t += a % 5\n"
+           "    return t\n\n"
+           "def y2() -> int:\n    t = 0\n    for b in range(-2147483645, -2147483647 - 1, -1):\n        t += b % 7\n"
            "    return t\n")
     batch = jit_batch(src)
     rng = np.random.default_rng(SEED + 300)
@@ -261,6 +265,15 @@ def test_constant_steps(monkeypatch):
              e("JUMP", 7), e("LOAD_VAR", 5), e("RETURN")]
     hand = hand_batch(words)
     got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "a jump past the step's store", monkeypatch)
+    assert got.status.tolist() == [0, 0, 0] + [oc.TRAP_CODES["value_error"]] * 3
+    assert got.value.tolist()[:3] == [0, 0, 4]
+    # range(a, b, c) stores c, b, a in turn before the head: a jump into those stores (with the
+    # stop on the stack) bypasses the step's
+    words = [e("FUNC", 2 | 6 << 8), e("LOAD_VAR", 1), e("LOAD_VAR", 0), e("JUMP_IF_TRUE", 6), e("LOAD_CONST", 1),
+             e("STORE_VAR", 4), e("STORE_VAR", 3), e("FOR_RANGE", 2), e("JUMP", 11), e("STORE_VAR", 5),
+             e("JUMP", 7), e("LOAD_VAR", 5), e("RETURN")]
+    hand = hand_batch(words)
+    got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "a jump between the range's stores", monkeypatch)
     assert got.status.tolist() == [0, 0, 0] + [oc.TRAP_CODES["value_error"]] * 3
     assert got.value.tolist()[:3] == [0, 0, 4]
 
@@ -454,6 +467,53 @@ def test_division_by_constants(monkeypatch):
     ref = [[v for c in cs for v in (x // c, x % c)] for x in xs]  # CPython, as a cross-check
     assert (got.status == 0).all() and got.out_list.shape[1] >= 2 * len(cs)
     assert got.out_list[:, :2 * len(cs)].tolist() == ref
+
+
+def test_positive_divisors(monkeypatch):
+    """x // d, x % d and x % d == 0 skip the tests for d == 0 and d == -1 when d is a local whose
+    every write is a constant >= 1 or d += c (c >= 1), one constant stored in the function's first
+    block before the division; a decreasing d, a 0 stored, computed values (d = t + 1 too), a store after the
+    division or outside the first block, and a jump into a store keep them (hand-made bytecode:
+    the division by 0 or INT_MIN % -1 that skipping them would run)."""
+    src = ("def f(n: int, m: int) -> int:\n    return w(n) + g(n) + h(n, m) + u(n, m) + v(n)\n\n"
+           "def g(n: int) -> int:\n    c = 0\n    d = 1\n    while d * d <= n:\n        if n % d == 0:\n"
+           "            c += n // d\n        d += 1\n    return c\n\n"
+           "def h(n: int, m: int) -> int:\n    d = 3\n    t = 0\n    while t < m:\n        t += n % d + n // d\n"
+           "        d += -1\n    return t\n\n"
+           "def u(n: int, m: int) -> int:\n    d = 2\n    t = n % d\n    if m > 5:\n        d = 0\n"
+           "    return t + n // d\n\n"
+           "def v(n: int) -> int:\n    d = 5\n    d = n - 3\n    return n % d\n\n"
+           "def w(n: int) -> int:\n    d = 1\n    t = n - 1\n    d = t + 1\n    return 100 % d\n")
+    batch = jit_batch(src)
+    rng = np.random.default_rng(SEED + 700)
+    args = [(int(rng.integers(-50, 400)), int(rng.integers(-10, 12))) for _ in range(40)]
+    args += [(0, 3), (3, 1), (2**31 - 1, 0), (-2**31, 4), (100, 6)]
+    inputs = encode_tuples(args, ("int", "int"))
+    got = assert_jit_equals_interpreter(batch, inputs, VMConfig(), src, monkeypatch)
+    assert {0, oc.TRAP_CODES["zero_division"]} <= set(got.status.tolist())
+    e = oc.encode
+    cases = {  # (words, arguments, statuses or values)
+        "a store after a jump": ([e("FUNC", 2 | 3 << 8), e("LOAD_VAR", 0), e("JUMP_IF_FALSE", 5), e("LOAD_CONST", 3),
+                                  e("STORE_VAR", 2), e("LOAD_VAR", 1), e("LOAD_VAR", 2), e("BINARY_MOD"), e("RETURN")],
+                                 [(0, 7), (1, -7), (1, -2**31)], [("zero_division",), -7 % 3, -2**31 % 3]),
+        "a store after the division": ([e("FUNC", 2 | 3 << 8), e("LOAD_VAR", 1), e("LOAD_VAR", 2), e("BINARY_DIV"),
+                                        e("LOAD_CONST", 3), e("STORE_VAR", 2), e("LOAD_VAR", 2), e("BINARY_ADD"),
+                                        e("RETURN")], [(0, 7)], [("zero_division",)]),
+        "a jump into the store": ([e("FUNC", 2 | 3 << 8), e("LOAD_CONST", 5), e("STORE_VAR", 2), e("LOAD_CONST", 0),
+                                   e("LOAD_VAR", 0), e("JUMP_IF_FALSE", 8), e("POP"), e("LOAD_CONST", 7),
+                                   e("STORE_VAR", 2), e("LOAD_VAR", 1), e("LOAD_VAR", 2), e("BINARY_MOD"),
+                                   e("RETURN")], [(0, 9), (1, 9)], [("zero_division",), 2]),
+        "a jump into d += 2": ([e("FUNC", 2 | 3 << 8), e("LOAD_CONST", 1), e("STORE_VAR", 2), e("LOAD_VAR", 0),
+                                e("LOAD_CONST", -1), e("LOAD_VAR", 0), e("JUMP_IF_FALSE", 11), e("POP"), e("POP"),
+                                e("LOAD_VAR", 2), e("LOAD_CONST", 2), e("BINARY_ADD"), e("STORE_VAR", 2),
+                                e("LOAD_VAR", 1), e("LOAD_VAR", 2), e("BINARY_MOD"), e("RETURN")],
+                               [(0, -2**31), (0, 7), (3, 10), (3, -2**31)], [0, 0, 1, -2**31 % 3]),
+    }
+    for what, (words, xs, want) in cases.items():
+        hand = hand_batch(words)
+        got = assert_jit_equals_interpreter(hand, encode_tuples(xs, ("int", "int")), VMConfig(), what, monkeypatch)
+        status, value = got.status.tolist(), got.value.tolist()
+        assert [(oc.TRAP_NAMES[s],) if s else v for s, v in zip(status, value)] == want, what
 
 
 def test_list_writes(monkeypatch):

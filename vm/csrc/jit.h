@@ -781,19 +781,21 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     return c;
   };
   // Whether the step slot s of the loop head at k (a FOR_RANGE whose loop spans [k, e), e its
-  // exit) holds its constant whenever the head runs: the word before k stores it (and falls into
-  // k), and no code outside the loop jumps into it (so every way to the head passes that store,
-  // or comes round the loop from it). Else the head tests for the slot's initial 0.
+  // exit) holds its constant whenever the head runs: a word before k stores it and falls into k
+  // through stores of other locals only, which no jump enters (range(a, b, c) stores c, b, a in
+  // turn), and no code outside the loop jumps into it (so every way to the head passes that
+  // store, or comes round the loop from it). Else the head tests for the slot's initial 0.
   auto step_stored = [&](int32_t fs, int32_t k, int32_t s) {
-    if (k - 1 <= fs || !loop_head(code, len, k) || (code[k - 1] & 0xFF) != OP_STORE_VAR ||
-        (int32_t)(code[k - 1] >> 8) != s)
+    int32_t qs = k - 1;
+    while (qs > fs && (code[qs] & 0xFF) == OP_STORE_VAR && (int32_t)(code[qs] >> 8) != s && !start[qs]) qs--;
+    if (qs <= fs || !loop_head(code, len, k) || (code[qs] & 0xFF) != OP_STORE_VAR || (int32_t)(code[qs] >> 8) != s)
       return false;
     const int32_t e = (int32_t)(code[k + 1] >> 8);
     if (e <= k + 2) return false;
     auto into = [&](int32_t t) { return t >= k && t < e; };
     for (const int32_t q : out.jumps)  // (a jump inside comes round the loop)
       if (!into(q) && (into((int32_t)(code[q] >> 8)) || into(threaded(code, len, q)))) return false;
-    for (int32_t q = std::max(fs + 1, k - 3); q < k; q++) {  // a FOR_* just before: its next words
+    for (int32_t q = std::max(fs + 1, qs - 2); q < k; q++) {  // a FOR_* just before: its next words
       const int32_t op = code[q] & 0xFF;
       if (op == OP_FOR_RANGE || op == OP_FOR_LIST) return false;
     }
@@ -861,6 +863,30 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     bend[pc] = q;
     pc = q;
   }
+  // Whether local x of the function at fs is at least 1 at pc `at` (a divisor then needs no test
+  // for 0 or -1): no parameter, each write of it a constant >= 1 stored or x += c for a constant
+  // c > 0 (which traps rather than wrap), and a constant stored in the function's first block
+  // before `at`, unconditionally (the block's if-converted stores are not), which every run of
+  // the function passes first (so x's initial 0 is never read).
+  auto positive = [&](int32_t fs, int32_t x, int32_t at) {
+    if (x < func_nparams(code[fs]) || x >= func_nlocals(code[fs])) return false;
+    auto lconst = [&](int32_t q) { return (code[q] & 0xFF) == OP_LOAD_CONST && (int32_t)code[q] >> 8 >= 1; };
+    bool first = false;
+    for (int32_t q = fs + 1; q < len && (code[q] & 0xFF) != OP_FUNC; q++) {
+      const int32_t op = code[q] & 0xFF, a = (int32_t)(code[q] >> 8);
+      if ((op == OP_FOR_LIST && a + 1 == x) || (op == OP_FOR_RANGE && a == x)) return false;
+      if (op != OP_STORE_VAR || a != x) continue;
+      if (start[q]) return false;  // (a jump into the store: any value)
+      if (lconst(q - 1)) {
+        first |= q < at && q < bend[fs + 1] && !(q - 2 > fs && ifcv[q - 2]);  // (not an if-converted store)
+      } else if (!(q - 3 > fs && (code[q - 1] & 0xFF) == OP_BINARY_ADD && lconst(q - 2) &&
+                   (code[q - 3] & 0xFF) == OP_LOAD_VAR && (int32_t)(code[q - 3] >> 8) == x && !start[q - 1] &&
+                   !start[q - 2])) {
+        return false;
+      }
+    }
+    return first;
+  };
   // Whether the JUMP at k takes part in vm.h's cycle check: backward, with an empty stack, and to
   // a word that does not write first (one that does, a loop head's FOR_*, sets cyc to -1 at once:
   // then cyc never equals k + 1 at this jump, and setting it is moot).
@@ -1479,11 +1505,14 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           const V y = pop(), x = pop();
           const bool div = op == OP_BINARY_DIV;
           // a divisor not known: ecx = y, eax = x, y == 0 traps, then the flags of y against -1
+          // (or, for a divisor known to be at least 1, no test: then ZF is clear, as for y != -1)
+          const bool ypos = y.k == K_SLOT && positive(fs, y.v, k);
           auto by_local = [&]() {
             load_to(RCX, y);
             load_to(RAX, x);
             release(x);
             release(y);
+            if (ypos) return;
             a.test(RCX, RCX);
             stub(a.jcc(CE), S_TRAP, TRAP_ZERO_DIVISION, back);
             a.alu_imm(7, RCX, -1);
@@ -1513,11 +1542,11 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
               cc = divisible(a, y.v, src);
             } else {
               by_local();
-              const int64_t m1 = a.jcc(CE);  // x % -1 == 0 (ZF set), and INT_MIN / -1 must not run
+              const int64_t m1 = ypos ? -1 : a.jcc(CE);  // x % -1 == 0 (ZF set), and INT_MIN / -1 must not run
               a.cdq();
               a.unary(7, RCX);  // idiv ecx: edx = the truncated remainder
               a.test(RDX, RDX);
-              a.patch(m1, a.n);
+              if (m1 >= 0) a.patch(m1, a.n);
             }
             if (eq == OP_COMPARE_NE) cc = invert(cc);
             if (branch) {
@@ -1572,15 +1601,18 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             }
           } else {
             by_local();
-            const int64_t not_m1 = a.jcc(CNE);  // x // -1 and x % -1 without idiv (INT_MIN // -1 traps)
-            if (div) {
-              a.unary(3, RAX);  // neg eax: overflows only for INT_MIN
-              stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, back);
-            } else {
-              a.mov_imm(RAX, 0);
+            int64_t done_m1 = -1;
+            if (!ypos) {
+              const int64_t not_m1 = a.jcc(CNE);  // x // -1 and x % -1 without idiv (INT_MIN // -1 traps)
+              if (div) {
+                a.unary(3, RAX);  // neg eax: overflows only for INT_MIN
+                stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, back);
+              } else {
+                a.mov_imm(RAX, 0);
+              }
+              done_m1 = a.jmp();
+              a.patch(not_m1, a.n);
             }
-            const int64_t done_m1 = a.jmp();
-            a.patch(not_m1, a.n);
             a.cdq();
             a.unary(7, RCX);  // idiv ecx: eax = quotient, edx = remainder (truncated)
             // floor: when the remainder is not 0 and its sign differs from the divisor's
@@ -1594,7 +1626,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             a.patch(exact, a.n);
             a.patch(same_sign, a.n);
             if (!div) a.mov(RAX, RDX);
-            a.patch(done_m1, a.n);
+            if (done_m1 >= 0) a.patch(done_m1, a.n);
           }
           const int r = alloc();
           a.mov(r, RAX);
@@ -1780,8 +1812,10 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             else if (sreg(x) >= 0) a.mov(sreg(x), rc);
             else a.store(FP, slot(x), rc);
             a.alu_imm(0, rc, sc);  // advance: past int32 is past stop (in a stub: rare)
-            const int64_t past = a.jcc(CO);
-            stubs.push_back(Stub{past, S_CLAMP, rc, (int32_t)a.n, stop, 0, 0, cur_fs});
+            if (sc != 1 && sc != -1) {  // (by 1 from below stop or above it: never past int32)
+              const int64_t past = a.jcc(CO);
+              stubs.push_back(Stub{past, S_CLAMP, rc, (int32_t)a.n, stop, 0, 0, cur_fs});
+            }
             if (cr < 0) a.store(FP, c, RAX);
             if (!apart && sreg(x) >= 0) a.mov(sreg(x), RDX);
             else if (!apart) a.store(FP, slot(x), RDX);
