@@ -281,7 +281,8 @@ def test_constant_steps(monkeypatch):
 def test_in_place_updates(monkeypatch):
     """x += c and x -= c (c != 0) on a local in a register run in place: an overflow traps at the
     add (the store not taken), the store always changes x (so the cycle check never fires on it),
-    and a value that read x before keeps the old one."""
+    and a value that read x before keeps the old one; so do x = x + y, x = x - y and the
+    if-converted c += k, whose store changes x where y (k) is not 0."""
     src = ("def f(x: int, n: int) -> int:\n    c = 0\n    while c < n:\n        x += 700000000\n        c += 1\n"
            "        x -= -1\n    while x > 5:\n        x -= 3\n    return x + c\n")
     batch = jit_batch(src)
@@ -302,6 +303,40 @@ def test_in_place_updates(monkeypatch):
     inputs = encode_tuples([(0,), (9,), (2**31 - 5,), (2**31 - 6,)], ("int",))
     got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "x read before x += 5", monkeypatch)
     assert got.status.tolist()[:2] == [0, 0] and got.value.tolist()[:2] == [5, 23]
+    # x = x + y and x = x - y for any value y (in place into the store next), and the if-converted
+    # c += k in place: loops whose only write they are (the cycle check must see it change x
+    # where y != 0), overflows, and values read before the update
+    src = ("def f(x: int, n: int, d: int) -> int:\n    return w(n) + g(x, n, d) + h(n) + u(n, d)\n\n"
+           "def w(n: int) -> int:\n    p = 1\n    for i in range(n % 25):\n        p = p * (i % 3 + 1)\n"
+           "    return p\n\n"
+           "def g(x: int, n: int, d: int) -> int:\n    while x < n:\n        x = x + abs(d)\n    return x\n\n"
+           "def h(n: int) -> int:\n    t = 0\n    while t < n:\n        if t >= 0:\n            t += 1\n"
+           "    return t\n\n"
+           "def u(n: int, d: int) -> int:\n    s = 0\n    for i in range(n):\n        s = s - i * d\n"
+           "    return s\n")
+    batch = jit_batch(src)
+    args = [(0, 5, 1), (0, 5, 0), (3, 2, 0), (0, 40, 7), (-5, 3, 2), (2**31 - 9, 2**31 - 1, 4), (0, 9, -2**31),
+            (0, 70000, 40000), (-3, 6, -1)]
+    inputs = encode_tuples(args, ("int", "int", "int"))
+    got = assert_jit_equals_interpreter(batch, inputs, VMConfig(), src, monkeypatch)
+    assert {0, oc.TRAP_CODES["overflow"], oc.TRAP_CODES["out_of_fuel"]} <= set(got.status.tolist())
+    for fuel in (1000, 37):
+        assert_jit_equals_interpreter(batch, inputs, VMConfig(fuel=fuel), src, monkeypatch)
+    words = [e("FUNC", 2 | 2 << 8), e("LOAD_VAR", 1), e("LOAD_VAR", 1), e("LOAD_VAR", 0), e("LOAD_VAR", 0),
+             e("BINARY_MUL"), e("BINARY_ADD"), e("STORE_VAR", 1), e("LOAD_VAR", 1), e("BINARY_SUB"), e("RETURN")]
+    hand = hand_batch(words)
+    inputs = encode_tuples([(3, 4), (-7, 2), (2**15, 2**31 - 2**30)], ("int", "int"))
+    got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "x read before x = x + a * a", monkeypatch)
+    assert got.value.tolist()[:2] == [-9, -49] and got.status.tolist()[2] == oc.TRAP_CODES["overflow"]
+    words = [e("FUNC", 2 | 3 << 8), e("LOAD_VAR", 0), e("STORE_VAR", 2), e("LOAD_VAR", 2), e("LOAD_VAR", 1),
+             e("JUMP_IF_FALSE", 10), e("LOAD_VAR", 2), e("LOAD_CONST", 5), e("BINARY_ADD"), e("STORE_VAR", 2),
+             e("LOAD_VAR", 2), e("BINARY_SUB"), e("LOAD_VAR", 2), e("LOAD_VAR", 2), e("BINARY_ADD"),
+             e("BINARY_ADD"), e("RETURN")]
+    hand = hand_batch(words)
+    inputs = encode_tuples([(3, 1), (3, 0), (2**31 - 3, 1)], ("int", "int"))
+    got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "c read before an if-converted c += 5",
+                                        monkeypatch)
+    assert got.value.tolist()[:2] == [-5 + 16, 6]
 
 
 def test_nonnegative_loop_variables(monkeypatch):

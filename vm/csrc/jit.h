@@ -1486,6 +1486,26 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             push(V{K_CONST, r0});
             break;
           }
+          // x = x + y or x - y (x a local in a register, y a value not x, not a constant 0) into the
+          // store next: in place, as LOAD_VAR's x += y (an overflow traps before the store; values
+          // that read x keep the old one; the store changes x when y != 0)
+          const int xr = x.k == K_SLOT ? sreg(x.v) : -1;
+          if (xr >= 0 && op != OP_BINARY_MUL && k + 1 < end && (code[k + 1] & 0xFF) == OP_STORE_VAR &&
+              (int32_t)(code[k + 1] >> 8) == x.v && !(y.k == K_SLOT && y.v == x.v) && !(y.k == K_CONST && y.v == 0)) {
+            for (int32_t q = 0; q < sd; q++)
+              if (stk[q].k == K_SLOT && stk[q].v == x.v) to_reg(q);
+            alu(op == OP_BINARY_ADD ? 0x03 : 0x2B, op == OP_BINARY_ADD ? 0 : 5, xr, y);
+            stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, back);
+            if (y.k == K_CONST) {
+              writes();
+            } else if (!cyc_dead) {
+              compare(y, V{K_CONST, 0});
+              a.rm0f(0x40 + CNE, CYC, CTX, C_M1);  // cmovne cyc, -1
+            }
+            release(y);
+            k += 1;
+            break;
+          }
           const int r = take(x);
           if (op == OP_BINARY_MUL) {
             if (y.k == K_CONST) a.imul_imm(r, r, y.v);
@@ -1746,8 +1766,21 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
               if (sreg(y.v) >= 0) a.alu_rr(0x23, RAX, sreg(y.v));
               else a.alu_rm(0x23, RAX, FP, slot(y.v));
             }
+            const int32_t cs = (int32_t)(code[k + 1] >> 8);
+            if (sreg(cs) >= 0) {  // c in a register: in place, past the store (as BINARY_ADD's)
+              for (int32_t q = 0; q < sd; q++)
+                if (stk[q].k == K_SLOT && stk[q].v == cs) to_reg(q);
+              a.alu_rr(0x03, sreg(cs), RAX);
+              stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, 1);
+              if (!cyc_dead) {
+                a.test(RAX, RAX);
+                a.rm0f(0x40 + CNE, CYC, CTX, C_M1);  // the store changes c where the addend is not 0
+              }
+              k += 4;
+              break;
+            }
             const int r = alloc();
-            load_to(r, V{K_SLOT, (int32_t)(code[k + 1] >> 8)});
+            load_to(r, V{K_SLOT, cs});
             a.alu_rr(0x03, r, RAX);
             stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, 1);  // (taken up to the add: the store not)
             push(V{K_REG, r});
