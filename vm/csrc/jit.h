@@ -2094,12 +2094,17 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           flush();
           load_to(RAX, v);
           release(v);
-          a.alu_mem_imm(7, CTX, C_DEPTH, 0);
-          const int64_t nested = a.jcc(CNE);
+          // (a program without calls is always at depth 0 in native code: runs start there, and
+          // one that hands over stays in the interpreter)
+          const int64_t nested = out.calls.empty() ? -1 : (a.alu_mem_imm(7, CTX, C_DEPTH, 0), a.jcc(CNE));
           a.store(CTX, C_RESULT, RAX);
           steps_out(RAX, 0);
           a.mov_imm(RAX, EXIT_RETURN);
           a.patch(a.jmp(), epilogue);
+          if (nested < 0) {
+            open = false;
+            break;
+          }
           a.patch(nested, a.n);
           a.alu_mem_imm(5, CTX, C_DEPTH, 1);
           a.store(FP, 0, RAX);  // the value where the callee's frame began
