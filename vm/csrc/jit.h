@@ -1169,6 +1169,11 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     load_to(r, stk[p]);
     stk[p] = V{K_REG, r};
   };
+  // values on the stack that read local x keep its old value (before x is written)
+  auto keep_old = [&](int32_t x) {
+    for (int32_t p = 0; p < sd; p++)
+      if (stk[p].k == K_SLOT && stk[p].v == x) to_reg(p);
+  };
   // stack slots' values only at their own positions (so materializing never overwrites one that
   // another position still reads)
   auto own = [&](int32_t from) {
@@ -1361,6 +1366,20 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
         if (!cyc_dead) a.mov_imm(CYC, -1);
         cyc_dead = true;
       };
+      // x = x + y or x - y into xr, local x's register, in place (for the store of x that comes
+      // next): values that read x keep the old one, an overflow traps before the store (tb: the
+      // steps not taken there), and the store changes x where y != 0 (a constant: always)
+      auto update_in_place = [&](bool add, int32_t x, int xr, V y, int32_t tb) {
+        keep_old(x);
+        alu(add ? 0x03 : 0x2B, add ? 0 : 5, xr, y);
+        stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, tb);
+        if (y.k == K_CONST) {
+          writes();
+        } else if (!cyc_dead) {
+          compare(y, V{K_CONST, 0});
+          a.rm0f(0x40 + CNE, CYC, CTX, C_M1);  // cmovne cyc, -1
+        }
+      };
       auto pop = [&]() { return stk[--sd]; };
       auto push = [&](V x) { stk[sd++] = x; };
       // the condition that the flags hold as cc, pushed as 0 or 1; or, for the if-converted jump
@@ -1394,26 +1413,15 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
           break;
         }
         case OP_LOAD_VAR: {
-          // x += y or x -= y (y a constant or another local) for x in a register: in place (an
-          // overflow traps before the store); the cycle check's change is y != 0 (a constant:
-          // always, so cyc goes to -1 at once)
+          // x += y or x -= y (y a constant or another local) for x in a register: in place
           const int lr = sreg(arg);
           const int32_t aop = k + 3 < end ? (int32_t)(code[k + 2] & 0xFF) : -1, yw = (int32_t)code[k + 1];
           const int32_t yop = aop >= 0 ? yw & 0xFF : -1;
           if (lr >= 0 && (aop == OP_BINARY_ADD || aop == OP_BINARY_SUB) && (ifj < 0 || k + 3 < ifj) &&
               ((yop == OP_LOAD_CONST && yw >> 8 != 0) || (yop == OP_LOAD_VAR && (yw >> 8) != arg)) &&
               (code[k + 3] & 0xFF) == OP_STORE_VAR && (int32_t)(code[k + 3] >> 8) == arg) {
-            for (int32_t p = 0; p < sd; p++)  // values that read x keep the old one
-              if (stk[p].k == K_SLOT && stk[p].v == arg) to_reg(p);
             const V y = yop == OP_LOAD_CONST ? V{K_CONST, yw >> 8} : V{K_SLOT, (int32_t)((uint32_t)yw >> 8)};
-            alu(aop == OP_BINARY_ADD ? 0x03 : 0x2B, aop == OP_BINARY_ADD ? 0 : 5, lr, y);
-            stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, back - 2);  // (at the add: the store not taken)
-            if (y.k == K_CONST) {
-              writes();
-            } else if (!cyc_dead) {
-              compare(y, V{K_CONST, 0});
-              a.rm0f(0x40 + CNE, CYC, CTX, C_M1);  // cmovne cyc, -1
-            }
+            update_in_place(aop == OP_BINARY_ADD, arg, lr, y, back - 2);  // (the trap at the add)
             k += 3;
             break;
           }
@@ -1423,8 +1431,7 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
         case OP_STORE_VAR: {
           if (!need(1)) break;
           const V v = pop();
-          for (int32_t p = 0; p < sd; p++)  // values that read this local keep the old one
-            if (stk[p].k == K_SLOT && stk[p].v == arg) to_reg(p);
+          keep_old(arg);
           // The cycle check's "a store of the value it holds writes nothing", without a branch
           // (whether a store changes its local is often data: c += n % 2): cyc |= -(changed).
           auto changed = [&]() {
@@ -1486,22 +1493,12 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
             push(V{K_CONST, r0});
             break;
           }
-          // x = x + y or x - y (x a local in a register, y a value not x, not a constant 0) into the
-          // store next: in place, as LOAD_VAR's x += y (an overflow traps before the store; values
-          // that read x keep the old one; the store changes x when y != 0)
+          // x = x + y or x - y (x a local in a register, y any value but x or a constant 0) into
+          // the store of x next: in place, past the store
           const int xr = x.k == K_SLOT ? sreg(x.v) : -1;
           if (xr >= 0 && op != OP_BINARY_MUL && k + 1 < end && (code[k + 1] & 0xFF) == OP_STORE_VAR &&
               (int32_t)(code[k + 1] >> 8) == x.v && !(y.k == K_SLOT && y.v == x.v) && !(y.k == K_CONST && y.v == 0)) {
-            for (int32_t q = 0; q < sd; q++)
-              if (stk[q].k == K_SLOT && stk[q].v == x.v) to_reg(q);
-            alu(op == OP_BINARY_ADD ? 0x03 : 0x2B, op == OP_BINARY_ADD ? 0 : 5, xr, y);
-            stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, back);
-            if (y.k == K_CONST) {
-              writes();
-            } else if (!cyc_dead) {
-              compare(y, V{K_CONST, 0});
-              a.rm0f(0x40 + CNE, CYC, CTX, C_M1);  // cmovne cyc, -1
-            }
+            update_in_place(op == OP_BINARY_ADD, x.v, xr, y, back);
             release(y);
             k += 1;
             break;
@@ -1767,15 +1764,8 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
               else a.alu_rm(0x23, RAX, FP, slot(y.v));
             }
             const int32_t cs = (int32_t)(code[k + 1] >> 8);
-            if (sreg(cs) >= 0) {  // c in a register: in place, past the store (as BINARY_ADD's)
-              for (int32_t q = 0; q < sd; q++)
-                if (stk[q].k == K_SLOT && stk[q].v == cs) to_reg(q);
-              a.alu_rr(0x03, sreg(cs), RAX);
-              stub(a.jcc(CO), S_TRAP, TRAP_OVERFLOW, 1);
-              if (!cyc_dead) {
-                a.test(RAX, RAX);
-                a.rm0f(0x40 + CNE, CYC, CTX, C_M1);  // the store changes c where the addend is not 0
-              }
+            if (sreg(cs) >= 0) {  // c in a register: in place, past the store
+              update_in_place(true, cs, sreg(cs), V{K_REG, RAX}, 1);
               k += 4;
               break;
             }
