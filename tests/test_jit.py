@@ -258,24 +258,24 @@ def test_constant_steps(monkeypatch):
     inputs = encode_tuples([(a, b) for a in (0, 1) for b in (-2, 0, 5)], ("int", "int"))
     got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "step slot 0", monkeypatch)
     assert got.status.tolist() == [0, 0, 0] + [oc.TRAP_CODES["value_error"]] * 3
-    # the step stored right before the head, but a jump from outside into the loop's body
-    # bypasses that store: the head must still find the slot's 0 (the check stays)
-    words = [e("FUNC", 2 | 6 << 8), e("LOAD_VAR", 1), e("STORE_VAR", 3), e("LOAD_VAR", 0), e("JUMP_IF_TRUE", 10),
-             e("LOAD_CONST", 1), e("STORE_VAR", 4), e("FOR_RANGE", 2), e("JUMP", 11), e("STORE_VAR", 5),
-             e("JUMP", 7), e("LOAD_VAR", 5), e("RETURN")]
-    hand = hand_batch(words)
-    got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "a jump past the step's store", monkeypatch)
-    assert got.status.tolist() == [0, 0, 0] + [oc.TRAP_CODES["value_error"]] * 3
-    assert got.value.tolist()[:3] == [0, 0, 4]
-    # range(a, b, c) stores c, b, a in turn before the head: a jump into those stores (with the
-    # stop on the stack) bypasses the step's
-    words = [e("FUNC", 2 | 6 << 8), e("LOAD_VAR", 1), e("LOAD_VAR", 0), e("JUMP_IF_TRUE", 6), e("LOAD_CONST", 1),
-             e("STORE_VAR", 4), e("STORE_VAR", 3), e("FOR_RANGE", 2), e("JUMP", 11), e("STORE_VAR", 5),
-             e("JUMP", 7), e("LOAD_VAR", 5), e("RETURN")]
-    hand = hand_batch(words)
-    got = assert_jit_equals_interpreter(hand, inputs, VMConfig(), "a jump between the range's stores", monkeypatch)
-    assert got.status.tolist() == [0, 0, 0] + [oc.TRAP_CODES["value_error"]] * 3
-    assert got.value.tolist()[:3] == [0, 0, 4]
+    # the step's store bypassed where the first argument is nonzero (the head must still find the
+    # slot's 0: the check stays): the step stored right before the head, but a jump from outside
+    # into the loop's body; range(a, b, c)'s stores of c, b, a in turn, and a jump into them (with
+    # the stop on the stack)
+    bypasses = {
+        "a jump past the step's store": [
+            e("FUNC", 2 | 6 << 8), e("LOAD_VAR", 1), e("STORE_VAR", 3), e("LOAD_VAR", 0), e("JUMP_IF_TRUE", 10),
+            e("LOAD_CONST", 1), e("STORE_VAR", 4), e("FOR_RANGE", 2), e("JUMP", 11), e("STORE_VAR", 5),
+            e("JUMP", 7), e("LOAD_VAR", 5), e("RETURN")],
+        "a jump between the range's stores": [
+            e("FUNC", 2 | 6 << 8), e("LOAD_VAR", 1), e("LOAD_VAR", 0), e("JUMP_IF_TRUE", 6), e("LOAD_CONST", 1),
+            e("STORE_VAR", 4), e("STORE_VAR", 3), e("FOR_RANGE", 2), e("JUMP", 11), e("STORE_VAR", 5),
+            e("JUMP", 7), e("LOAD_VAR", 5), e("RETURN")],
+    }
+    for what, words in bypasses.items():
+        got = assert_jit_equals_interpreter(hand_batch(words), inputs, VMConfig(), what, monkeypatch)
+        assert got.status.tolist() == [0, 0, 0] + [oc.TRAP_CODES["value_error"]] * 3, what
+        assert got.value.tolist()[:3] == [0, 0, 4], what
 
 
 def test_in_place_updates(monkeypatch):
