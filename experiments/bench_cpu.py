@@ -777,7 +777,11 @@ def markdown(results) -> str:
              f"vramgym: {m.get('vramgym', 'unknown')}.", "",
              f"Workload: {results['config']['programs']} programs x {results['config']['inputs']} inputs, "
              f"best of {results['config']['repeat']}. Correctness check: "
-             f"{'passed' if results['correct'] else 'FAILED'}.", ""]
+             f"{'passed' if results['correct'] else 'FAILED'}."
+             + (f" The corpus holds {results['distinct_programs']} distinct programs (bytecode and entry; the "
+                "others differ from one of them in names, layout or comments only): run_batch compiles each "
+                "once, and the row 'distinct programs once each' runs only those."
+                if results.get("distinct_programs") else ""), ""]
     for section in results["sections"]:
         lines += [f"## {section['title']}", ""]
         if section.get("note"):
@@ -871,6 +875,27 @@ def bench_workload(tasks, repeat, label, with_e2e, code_cap=1024):
                                  lambda: vg_one_by_one(sources[:k], entries[:k], inputs_list[:k]), repeat)
         rows.append(row(f"one program per call ({label}: compile_source + execute)", "programs", tc, tv, k))
     return rows, e2e
+
+
+def distinct_row(tasks, repeat):
+    """Execute on one copy of each distinct program of the corpus (the same bytecode and entry:
+    candidates that differ in names, layout or comments only), beside CPython on the same: the
+    batch's copies share their native code (run_batch compiles each distinct program once), and
+    this row shows the ratio without that. Returns (row, number of distinct programs)."""
+    _, progs = vg_programs(tasks, 1)
+    first = {}
+    for i in range(len(tasks)):
+        key = (progs.code[progs.offsets[i]:progs.offsets[i + 1]].tobytes(), int(progs.entry[i]))
+        first.setdefault(key, i)
+    ts = [tasks[i] for i in sorted(first.values())]
+    codes = [compile(t.source, "<bench>", "exec") for t in ts]
+    entries, inputs_list = [t.entry for t in ts], [t.inputs for t in ts]
+    _, dprogs = vg_programs(ts, 1)
+    inputs, _, runs = vg_encode(ts, False)
+    out_cap = 64 if any(t.ret == "list" for t in ts) else 0
+    tc, tv, _, _ = best_pair(lambda: cpy_execute(codes, entries, inputs_list),
+                             lambda: run_batch(dprogs, inputs, runs, out_cap=out_cap, nthreads=1), repeat)
+    return row(f"execute (corpus, its {len(ts)} distinct programs once each)", "runs", tc, tv, len(runs[0])), len(ts)
 
 
 def per_template(tasks, repeat):
@@ -996,6 +1021,8 @@ def main(argv=None) -> dict:
     if pc != pv:
         raise SystemExit(f"bench: end-to-end pass counts differ: CPython {pc}, vramgym {pv}")
     results["pass_counts"] = {"cpython": pc, "vramgym": pv}
+    drow, results["distinct_programs"] = distinct_row(tasks, args.repeat)
+    rows.insert(2, drow)
     if rtasks:
         rrows, _ = bench_workload(rtasks, args.repeat, "random", False, RANDOM_CODE_CAP)
         rows += rrows

@@ -17,11 +17,13 @@ import threading
 import numpy as np
 import pytest
 
-from test_fused import MODES, assert_same_runs, run_mode
+from test_fused import MODES, _ModeLib, assert_same_runs, run_mode
 from test_lockstep import random_words
 from vramgym.compiler import compile_source
 from vramgym.compiler.random_programs import GeneratorConfig, generate_program, random_args
-from vramgym.vm import Function, Program, ProgramBatch, VMConfig, cpu, encode_tuples, opcodes as oc, run_batch
+from vramgym.vm import (Encoded, Function, Program, ProgramBatch, VMConfig, cpu, encode_tuples, opcodes as oc,
+                        run_batch)
+from vramgym.vm.values import KIND_BY_NAME
 
 SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
 JIT = 6
@@ -724,3 +726,92 @@ def test_toggle_and_threads():
         assert not errors, errors[:5]
     finally:
         lib.vg_jit(before)
+
+
+# Three functions of one signature (two loops, one recursive): one code, three entries (the JIT's
+# cache must not take one for another).
+THREE_ENTRIES = """
+def a(n: int, xs: list[int]) -> int:
+    s = 0
+    for i in range(n % 50):
+        s = s + i * 3
+    return s + len(xs)
+
+def b(n: int, xs: list[int]) -> int:
+    t = 1
+    for x in xs:
+        t = (t * 7 + x) % 1000
+    return t - n
+
+def c(n: int, xs: list[int]) -> int:
+    if n <= 0:
+        return len(xs)
+    return (c(n - 1, xs) * 3 + n) % 10007
+"""
+
+
+@pytest.mark.parametrize("arena, hash_bits", [(-1, -1), (1, -1), (-1, 0), (1, 0)],
+                         ids=["default", "emptied by every new program", "one hash", "both"])
+def test_duplicate_programs(arena, hash_bits, monkeypatch):
+    """A run_batch compiles each distinct program (code and entry) once per thread and runs its
+    copies on that code: random programs repeated in random order (runs of one copy split across
+    tasks too), one code with three entries, under the cache's test settings (a buffer that each
+    program not met before empties; every hash equal, so that only the words tell programs apart),
+    then one program per call (nothing may carry over from a call to the next)."""
+    lib = _lib()
+    lib.vg_jit_cache.restype = ctypes.c_int64
+    lib.vg_jit_cache.argtypes = [ctypes.c_int64, ctypes.c_int32]
+    rng = np.random.default_rng(SEED + 900)
+    kinds = []   # (code words, entry index, result kind, parameter kinds, inputs)
+    for _ in range(8):
+        g = generate_program(rng)
+        p = compile_source(g.source)
+        f = p.function(g.entry)
+        kinds.append((np.asarray(p.code, np.uint32), f.index, f.ret, f.params, random_args(rng, g.params, 40)))
+    # (and a copy with other constants: the same length and entries, other words)
+    other = THREE_ENTRIES.replace("t * 7", "t * 5").replace("% 10007", "% 10009")
+    for src, names in ((THREE_ENTRIES, "abc"), (other, "bc")):
+        three = compile_source(src)
+        for name in names:
+            f = three.function(name)
+            args = [(int(rng.integers(-100, 100)), rng.integers(-50, 50, int(rng.integers(0, 9))).tolist())
+                    for _ in range(40)]
+            kinds.append((np.asarray(three.code, np.uint32), f.index, f.ret, f.params, args))
+    picks = rng.integers(0, len(kinds), 80)
+    code, offsets, entry, ret, parts, run_prog, run_in = [], [0], [], [], [], [], []
+    n_in = 0
+    for k, c in enumerate(picks):
+        words, index, r, params, args = kinds[c]
+        m = int(rng.integers(1, 41))   # (over 32: the copy's runs are two tasks)
+        code.append(words), offsets.append(offsets[-1] + len(words)), entry.append(index)
+        ret.append(KIND_BY_NAME[r])
+        parts.append(encode_tuples(args[:m], params))
+        run_prog += [k] * m
+        run_in += range(n_in, n_in + m)
+        n_in += m
+    batch = ProgramBatch(np.concatenate(code), offsets, entry, ret)
+    inputs = Encoded.concat(parts)
+    runs = (np.array(run_prog, np.int32), np.array(run_in, np.int32))
+
+    so = cpu.lib()
+
+    def run_as(mode, b=batch, i=inputs, r=runs):
+        with monkeypatch.context() as m:
+            m.setattr(cpu, "lib", lambda: _ModeLib(so, mode))
+            return run_batch(b, i, r, out_cap=16, nthreads=1)
+
+    ref = run_as(MODES["plain scalar"])
+    alone = []
+    for words, index, r, params, args in kinds:
+        b = ProgramBatch(words, [0, len(words)], [index], [KIND_BY_NAME[r]])
+        alone.append((b, encode_tuples(args, params)))
+    refs_alone = [run_as(MODES["plain scalar"], b, i, None) for b, i in alone]
+    before = lib.vg_jit_cache(-1, -1)
+    try:
+        lib.vg_jit_cache(arena, hash_bits)
+        for mode in (JIT, MODES["lockstep or jit"]):
+            assert_same_runs(run_as(mode), ref, f"mode {mode} and the interpreter", SEED)
+        for k in rng.permutation(len(alone)).tolist() * 2:
+            assert_same_runs(run_as(JIT, *alone[k], None), refs_alone[k], f"program {k} alone", SEED)
+    finally:
+        lib.vg_jit_cache(before, 64)

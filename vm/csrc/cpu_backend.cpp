@@ -2,6 +2,7 @@
 // Loaded with ctypes by vramgym/vm/cpu.py; every array is caller-owned (numpy), nothing here
 // allocates per program. Threads pull chunks of work from an atomic counter.
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <atomic>
 #include <mutex>
@@ -125,10 +126,125 @@ struct LaneScratch {
 };
 
 #ifdef VG_JIT
-// A thread's native code (jit.h): the buffer and the program compiled in it.
+// A 64-bit hash of a program's words and entry (four independent lanes: some 0.1 ns a word).
+inline uint64_t program_hash(const uint32_t* w, int32_t len, int32_t entry_pc) {
+  constexpr uint64_t K = 0x9E3779B97F4A7C15ull;
+  uint64_t h[4] = {(uint64_t)(uint32_t)len << 32 | (uint32_t)entry_pc, 0x243F6A8885A308D3ull, 0x13198A2E03707344ull,
+                   0xA4093822299F31D0ull};
+  int32_t i = 0;
+  for (; i + 8 <= len; i += 8)
+    for (int k = 0; k < 4; k++) {
+      uint64_t x;
+      std::memcpy(&x, w + i + 2 * k, 8);
+      h[k] = (h[k] ^ x) * K;
+    }
+  for (; i < len; i++) h[i & 3] = (h[i & 3] ^ w[i]) * K;
+  uint64_t x = h[0] ^ (h[1] << 17 | h[1] >> 47) ^ (h[2] << 31 | h[2] >> 33) ^ (h[3] << 47 | h[3] >> 17);
+  x ^= x >> 32;
+  x *= K;
+  return x ^ x >> 29;
+}
+
+// The tests' settings of the JIT's code cache (vg_jit_cache): the bytes of its buffer, and a
+// mask of the program hash's bits (fewer bits: more programs share a hash, which copies() must
+// tell apart by their words).
+constexpr int64_t JIT_ARENA = 2 << 20;
+inline std::atomic<int64_t>& jit_arena() {
+  static std::atomic<int64_t> a(JIT_ARENA);
+  return a;
+}
+inline std::atomic<uint64_t>& jit_hash_mask() {
+  static std::atomic<uint64_t> m(~0ull);
+  return m;
+}
+
+// The copies among a batch's valid programs (entry_pc >= 0): canon[p], the first program with
+// p's words and entry function, and whether p has others (shared). A batch of candidates often
+// holds one program many times: those that differ in names only compile alike.
+void find_copies(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry_pc,
+                 const uint64_t* hash, std::vector<int32_t>& canon, std::vector<uint8_t>& shared) {
+  canon.resize(n_prog), shared.assign(n_prog, 0);
+  size_t slots = 16;
+  while (slots < 2 * (size_t)n_prog) slots *= 2;
+  std::vector<int32_t> table(slots, -1);
+  for (int32_t p = 0; p < n_prog; p++) {
+    canon[p] = p;
+    if (entry_pc[p] < 0) continue;
+    const int64_t len = code_off[p + 1] - code_off[p];
+    size_t i = hash[p] & (slots - 1);
+    for (; table[i] >= 0; i = (i + 1) & (slots - 1)) {
+      const int32_t q = table[i];
+      if (hash[q] == hash[p] && code_off[q + 1] - code_off[q] == len && entry_pc[q] == entry_pc[p] &&
+          std::memcmp(code + code_off[q], code + code_off[p], sizeof(uint32_t) * (size_t)len) == 0)
+        break;
+    }
+    if (table[i] < 0) table[i] = p;
+    else canon[p] = table[i], shared[p] = shared[table[i]] = 1;
+  }
+}
+
+// A thread's native code (jit.h) in one run_batch call. A program with copies in the batch is
+// compiled once into `kept`, one after another, and each copy's runs take that code; a program
+// without copies is compiled into `once` for its runs at hand (fresh lines of a larger buffer
+// would cost it more than the same few lines again). A full `kept` starts over empty; nothing is
+// kept from one call to the next (clear).
 struct JitScratch {
-  jit::CodeBuffer buf;
-  jit::Compiled prog;
+  struct Entry {
+    int32_t canon;  // the program
+    bool ok;        // it compiled
+    jit::Ready r;
+    std::vector<void*> ret;  // the return points' table of a program with calls
+  };
+  jit::CodeBuffer once, kept;
+  size_t used = 0;     // bytes of kept taken by the entries' code
+  jit::Compiled work;  // the compiler's scratch
+  std::vector<Entry> entries;  // [0, n) the programs in kept (the others' ret vectors kept for reuse)
+  size_t n = 0;
+  Entry solo;                  // the program in once
+  std::vector<int32_t> slot;   // [canon]: its entry's index + 1, 0 none (all 0 between calls)
+  int64_t last = -1;           // the program of the last lookup, and its entry
+  const Entry* cur = nullptr;
+
+  void clear() {
+    for (size_t k = 0; k < n; k++) slot[entries[k].canon] = 0;
+    n = 0, used = 0, last = -1;
+  }
+  // Whether program p (canon c) has been compiled in this call (more runs cost no compile).
+  bool seen(int64_t p, int32_t c) {
+    if (p == last) return true;
+    if ((size_t)c < slot.size() && slot[c]) {
+      last = p, cur = &entries[slot[c] - 1];
+      return true;
+    }
+    return false;
+  }
+  // Program p (validated; canon c, with copies when shared) compiled, or null where the JIT does
+  // not take it.
+  const jit::Ready* get(int64_t p, int32_t c, bool shared, const uint32_t* code, int32_t len, int32_t entry_pc) {
+    if (seen(p, c)) return cur->ok ? &cur->r : nullptr;
+    Entry* e = &solo;
+    if (shared) {
+      // (a buffer of cap bytes: reserve() maps a larger one only when it is empty)
+      const size_t room = jit::code_room(len), cap = std::max(room, (size_t)jit_arena().load(std::memory_order_relaxed));
+      if (used + room > cap) clear();
+      if (!kept.reserve(cap)) return nullptr;
+      if (n == entries.size()) entries.emplace_back();
+      if (slot.size() <= (size_t)c) slot.resize((size_t)c + 1, 0);
+      e = &entries[n];
+      e->ok = jit::compile(code, len, work, kept, used);
+      if (e->ok) used = (used + (size_t)work.size + 63) & ~(size_t)63;
+      slot[c] = (int32_t)++n;
+    } else {
+      e->ok = jit::compile(code, len, work, once);
+    }
+    e->canon = c;
+    if (e->ok) {
+      e->r = jit::ready(work, entry_pc);
+      if (!work.calls.empty()) e->ret = work.ret, e->r.ret_at = e->ret.data();
+    }
+    last = p, cur = e;
+    return e->ok ? &e->r : nullptr;
+  }
 };
 
 // The threads' code buffers, kept between run_batch calls (a fresh mapping costs a system call
@@ -142,7 +258,7 @@ struct JitPool {
       if (!kept.empty()) {
         JitScratch* s = kept.back();
         kept.pop_back();
-        s->prog.prog = -1;
+        s->clear();
         return s;
       }
     }
@@ -340,6 +456,22 @@ VG_EXPORT int32_t vg_jit(int32_t on) {
   return on < 0 ? jit::enabled().load() : jit::enabled().exchange(on ? 1 : 0);
 #else
   (void)on;
+  return -1;
+#endif
+}
+
+// The JIT's code cache of a run_batch call (JitScratch), for tests: its buffer's bytes (the
+// smallest: every program not met before empties it) and the bits of the program hash it keeps
+// (0: every program has the same; 64: all), where >= 0. Returns the buffer's bytes before, or -1
+// without the JIT. Not during a run_batch.
+VG_EXPORT int64_t vg_jit_cache(int64_t arena_bytes, int32_t hash_bits) {
+#ifdef VG_JIT
+  const int64_t before = jit_arena().load();
+  if (arena_bytes >= 0) jit_arena().store(arena_bytes);
+  if (hash_bits >= 0) jit_hash_mask().store(hash_bits >= 64 ? ~0ull : (1ull << hash_bits) - 1);
+  return before;
+#else
+  (void)arena_bytes, (void)hash_bits;
   return -1;
 #endif
 }
@@ -592,11 +724,25 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
                   int32_t nthreads, int32_t mode) {
   VMConfig cfg = make_config(config);
   std::vector<int32_t> entry_pc(n_prog);
+#ifdef VG_JIT
+  const bool jit_on = jit::enabled().load(std::memory_order_relaxed) && (mode == 0 || mode == 6);
+  std::vector<uint64_t> hash(jit_on ? n_prog : 0);
+  const uint64_t mask = jit_hash_mask().load(std::memory_order_relaxed);
+#endif
   bool ok = parallel_for(n_prog, nthreads, 256, [&](int32_t, int64_t p) {
     int32_t pc = -1;
-    int32_t bad = validate_words(code + code_off[p], code_off[p + 1] - code_off[p], entry[p], &pc);
+    const int64_t len = code_off[p + 1] - code_off[p];
+    int32_t bad = validate_words(code + code_off[p], len, entry[p], &pc);
     entry_pc[p] = bad >= 0 ? -2 : pc;  // -2: invalid bytecode, -1: no such entry function
+#ifdef VG_JIT
+    if (jit_on && pc >= 0 && bad < 0) hash[p] = program_hash(code + code_off[p], (int32_t)len, pc) & mask;
+#endif
   });
+#ifdef VG_JIT
+  std::vector<int32_t> canon;  // the JIT compiles each program with copies once (JitScratch)
+  std::vector<uint8_t> shared;
+  if (jit_on) find_copies(code, code_off, n_prog, entry_pc.data(), hash.data(), canon, shared);
+#endif
   // Tasks: up to LANES consecutive runs of the same program (one run each in scalar mode, or
   // when the limits make a lockstep scratch, 33 runs' memory, too large: same results).
   const bool lanes_fit = ScratchPool::bytes(cfg) <= LANE_SCRATCH_MAX;
@@ -616,7 +762,6 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
   std::vector<LaneScratch*> lane_scratch(nt, nullptr);
   std::vector<Translation*> trans(nt, nullptr);
 #ifdef VG_JIT
-  const bool jit_on = jit::enabled().load(std::memory_order_relaxed);
   std::vector<JitScratch*> jits(nt, nullptr);
   std::vector<float> long_runs(nt, JIT_LONG_CAP);  // per thread: see JIT_LONG_RUNS
 #endif
@@ -651,23 +796,22 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
       const float q = std::min((float)total / (float)((r1 - r0) * (int64_t)jlen), JIT_LONG_CAP);
       long_runs[tid] = 0.75f * long_runs[tid] + 0.25f * q;
     };
-    auto native = [&]() -> const jit::Compiled* {  // the program compiled, or null
+    auto native = [&]() -> const jit::Ready* {  // the program compiled, or null
       if (!jits[tid]) jits[tid] = jit_pool().take();
-      JitScratch& J = *jits[tid];
-      if (J.prog.prog != p) {
-        J.prog.prog = p;
-        jit::compile(jcode, jlen, J.prog, J.buf);
-      }
-      return J.prog.ok ? &J.prog : nullptr;
+      return jits[tid]->get(p, canon[p], shared[p], jcode, jlen, entry_pc[p]);
+    };
+    auto seen = [&]() {  // whether the program has been compiled in this call
+      if (!jits[tid]) jits[tid] = jit_pool().take();
+      return jits[tid]->seen(p, canon[p]);
     };
     // mode 6, and small programs in mode 0 (compiled at once): every run as native code
-    if (jit_here && (mode == 6 || (jlen <= JIT_EAGER_WORDS && long_runs[tid] >= JIT_LONG_RUNS && may_loop(jcode, jlen))) &&
+    if (jit_here && (mode == 6 || seen() || (jlen <= JIT_EAGER_WORDS && long_runs[tid] >= JIT_LONG_RUNS && may_loop(jcode, jlen))) &&
         native()) {
       if (!scratch[tid]) scratch[tid] = scratch_pool().take<RunScratch>(scratch_pool().runs, cfg);
       Workspace& ws = scratch[tid]->ws;
-      const jit::Compiled& cp = *native();
+      const jit::Ready& cp = *native();
       jit::Ctx ctx;
-      jit::prepare(ctx, cp, entry_pc[p], cfg, ws);
+      jit::prepare(ctx, cp, cfg, ws);
       // the kinds checked as the arguments load (when the row has one per parameter); a run that
       // then ends before its first step is checked in full (bad_input before any other trap)
       const bool inline_kinds = check && want.ok && want.n == func_nparams(jcode[entry_pc[p]]);
@@ -703,7 +847,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
       const uint32_t* pc0 = code + code_off[p];
       const int32_t n = (int32_t)(code_off[p + 1] - code_off[p]);
 #ifdef VG_JIT
-      if (const jit::Compiled* c = jit_here ? native() : nullptr)
+      if (const jit::Ready* c = jit_here ? native() : nullptr)
         return jit::run(*c, pc0, n, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws);
 #endif
       return run(pc0, n, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws);

@@ -429,11 +429,13 @@ struct Edges {  // the edges out of a block (see compile): n of them
 };
 }  // namespace detail
 
+// The bytes of code buffer a compile of a program of len words needs room for (at most).
+constexpr size_t code_room(int32_t len) { return (size_t)len * 256 + 4 * (size_t)Asm::ROOM; }
+
 // A compiled program: code in the thread's buffer, the native address of each pc that starts a
 // block (return points among them), and each function's deepest operand stack. Its vectors are
 // kept from one program to the next (a compile makes no allocation once they are large enough).
 struct Compiled {
-  int32_t prog = -1;          // the program it is (the caller's index), -1: none
   bool ok = false;
   int32_t len = 0;
   std::vector<void*> at;      // [len] native address of pc (null where no block starts)
@@ -677,9 +679,10 @@ inline bool loop_head(const uint32_t* code, int32_t len, int32_t pc) {
 
 }  // namespace detail
 
-// Compile a program validated by vg::validate into buf. False: not compiled (no static stack
-// depths, too long, or the buffer is too small: the caller interprets it).
-inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer& cb) {
+// Compile a program validated by vg::validate into cb at byte offset `at` (a multiple of 64:
+// the caller keeps the code below it, so the buffer grows only for at 0). False: not compiled (no
+// static stack depths, too long, or the buffer is too small: the caller interprets it).
+inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer& cb, size_t at = 0) {
   using namespace detail;
   out.ok = false;
   out.len = len;
@@ -1004,10 +1007,10 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
     pin[t] = (reached[t] && !chk[t] && pin[t] == 1 ? 1 : 0) | (back ? 2 : 0) | (back && cycle_jump(t) ? 4 : 0);
   }
   auto role = [&](int32_t t) JIT_INLINE_L { return (uint32_t)t < (uint32_t)len && bend[t] ? pin[t] : 0; };
-  if (!cb.reserve((size_t)len * 256 + 4 * Asm::ROOM)) return false;
+  if (at + code_room(len) > cb.size && (at || !cb.reserve(code_room(len)))) return false;
   Asm a;
-  a.buf = cb.mem;
-  a.cap = (int64_t)cb.size;
+  a.buf = cb.mem + at;
+  a.cap = (int64_t)(cb.size - at);
 
   std::vector<Fix>& fixes = out.fixes;  // jumps to a pc's block
   fixes.clear();
@@ -2253,15 +2256,27 @@ inline bool compile(const uint32_t* code, int32_t len, Compiled& out, CodeBuffer
   return true;
 }
 
+// What the runs of one entry of a compiled program need: valid while its code stays in the
+// buffer, and ret_at's table (read only by programs with calls) with it.
+struct Ready {
+  int32_t (*run)(Ctx*) = nullptr;
+  const void* entry = nullptr;     // the entry function's entry (null: it is not compiled)
+  int32_t fmax = 0;                // its deepest operand stack
+  void* const* ret_at = nullptr;   // Compiled::ret
+};
+inline Ready ready(const Compiled& cp, int32_t entry_pc) {
+  return Ready{cp.run, cp.fentry[entry_pc], cp.fmax[entry_pc], cp.ret.data()};
+}
+
 // The context of a compiled program's runs on ws: the fields that stay the same from run to run
 // (run() sets the others).
-inline void prepare(Ctx& c, const Compiled& cp, int32_t entry_pc, const VMConfig& cfg, Workspace& ws) {
+inline void prepare(Ctx& c, const Ready& cp, const VMConfig& cfg, Workspace& ws) {
   c.st = ws.stack;
   c.frames = ws.frames;
   c.ws = &ws;
   c.cfg = &cfg;
-  c.ret_at = cp.ret.data();
-  c.entry = cp.fentry[entry_pc];
+  c.ret_at = cp.ret_at;
+  c.entry = cp.entry;
   c.st_end = ws.stack + cfg.stack_size;
   c.fuel64 = cfg.fuel;
   c.fuel = cfg.fuel, c.max_depth = cfg.max_depth, c.minus1 = -1;
@@ -2270,7 +2285,7 @@ inline void prepare(Ctx& c, const Compiled& cp, int32_t entry_pc, const VMConfig
 
 // Run function `entry_pc` of a compiled program on one encoded input, as vm::run does, in the
 // context prepare() made for them (want: as load_args).
-inline RunResult run(Ctx& c, const Compiled& cp, const uint32_t* code, int32_t len, int32_t entry_pc,
+inline RunResult run(Ctx& c, const Ready& cp, const uint32_t* code, int32_t len, int32_t entry_pc,
                      const int32_t* in, int32_t in_len, const VMConfig& cfg, Workspace& ws,
                      const int8_t* want = nullptr) {
   RunResult res;
@@ -2279,7 +2294,7 @@ inline RunResult run(Ctx& c, const Compiled& cp, const uint32_t* code, int32_t l
   res.steps = 0;
   if (res.status != TRAP_OK) return res;
   const int32_t nl = func_nlocals(code[entry_pc]);
-  if (!c.entry || (int64_t)nl + cp.fmax[entry_pc] > cfg.stack_size || cfg.fuel <= 0)
+  if (!c.entry || (int64_t)nl + cp.fmax > cfg.stack_size || cfg.fuel <= 0)
     return run_from(code, len, cfg, ws, entry_pc + 1, nl, 0, nl, 0, 0);
   c.steps = 0, c.status = TRAP_OK, c.result = 0, c.cyc = -1, c.depth = 0;
   c.base = 0, c.pc = c.sp = c.obase = 0;
@@ -2298,10 +2313,10 @@ inline RunResult run(Ctx& c, const Compiled& cp, const uint32_t* code, int32_t l
 }
 
 // One run alone.
-inline RunResult run(const Compiled& cp, const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* in,
+inline RunResult run(const Ready& cp, const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* in,
                      int32_t in_len, const VMConfig& cfg, Workspace& ws) {
   Ctx c;
-  prepare(c, cp, entry_pc, cfg, ws);
+  prepare(c, cp, cfg, ws);
   return run(c, cp, code, len, entry_pc, in, in_len, cfg, ws);
 }
 
