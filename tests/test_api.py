@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from vramgym.compiler import CompileError, compile_batch, compile_source, compile_tokens, tokenize
-from vramgym.vm import (BackendUnavailable, Encoded, Program, ProgramBatch, Trap, VMConfig, encode_results,
-                        encode_tuples, execute, opcodes as oc, run_batch)
+from vramgym.vm import (BackendUnavailable, BatchResult, Encoded, Program, ProgramBatch, Trap, VMConfig,
+                        encode_results, encode_tuples, execute, opcodes as oc, run_batch)
 
 SRC = """\
 def scale(xs: list[int], k: int) -> list[int]:
@@ -230,26 +230,79 @@ def test_run_batch_list_results_and_explicit_runs():
     assert list(res.passed) == [True, True]
 
 
-@pytest.mark.parametrize("lockstep", [True, False])
-def test_run_batch_out_list_rows_end_in_zeros(lockstep):
-    """Each out_list row holds the list's first out_cap elements and zeros after them; a run that
-    traps, or returns an int, gets a row of zeros (the core writes every element: the array comes
-    uninitialized)."""
+@pytest.mark.parametrize("lockstep, nthreads", [(True, 1), (False, 1), (True, 2), (False, 2)])
+def test_run_batch_list_results(lockstep, nthreads):
+    """List results come ragged: run r's first out_cap elements are out_words[out_off[r]:out_off[r + 1]]
+    (none for a run that traps or returns an int), in run order even when threads run the tasks
+    out of order; out_list holds them as rows, zeros after each list (the core writes no row: the
+    array comes from the ragged one)."""
     lp = compile_source("def f(xs: list[int], n: int) -> list[int]:\n    ys = []\n    for i in range(n):\n"
                         "        ys.append(xs[i] * 2 - 1)\n    return ys\n")
     ip = compile_source("def f(xs: list[int], n: int) -> int:\n    return n - 5\n")
     programs = ProgramBatch.from_programs([lp, ip], "f")
     rows = [([-7, 3, 9, 4, 1, 8], n) for n in (0, 2, 6, 7)]
     inputs = encode_tuples(rows, ("list", "int"))
-    runs = (np.repeat([0, 1], 4 * 8), np.tile(np.arange(4), 16))
+    # tasks of 1 to 3 runs, the two programs in turn: threads take them in chunks
+    sizes = np.random.default_rng(1).integers(1, 4, 120)
+    runs = (np.repeat(np.arange(120) % 2, sizes), np.arange(int(sizes.sum())) % 4)
     for _ in range(3):  # (memory just freed with junk in it: what np.empty hands out next)
         junk = np.full((len(runs[0]), 5), -99, dtype=np.int32)
         del junk
-        res = run_batch(programs, inputs, runs, out_cap=5, lockstep=lockstep)
+        res = run_batch(programs, inputs, runs, out_cap=5, lockstep=lockstep, nthreads=nthreads)
+        assert res.out_off[0] == 0 and res.out_off[-1] == len(res.out_words) and res.out_off.dtype == np.int64
         for r in range(len(runs[0])):
             p, (xs, n) = runs[0][r], rows[runs[1][r]]
             want = [x * 2 - 1 for x in xs[:n]] if p == 0 and n <= len(xs) else []
+            assert res.out_row(r).tolist() == want[:5], (r, p, n)
             assert res.out_list[r].tolist() == (want + [0] * 5)[:5], (r, p, n)
+            assert res.value[r] == (len(want) if p == 0 and n <= len(xs) else 0 if p == 0 else n - 5)
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_run_batch_long_list_results(nthreads):
+    """Lists of up to 700 elements, more than out_cap and more in all than a thread's first buffer
+    holds (it grows while it keeps what it has): each run's first out_cap elements, in run order."""
+    p = compile_source("def f(n: int) -> list[int]:\n    ys = []\n    for i in range(n):\n"
+                       "        ys.append(i * 3 - n)\n    return ys\n")
+    ns = np.random.default_rng(2).integers(0, 700, 300)
+    inputs = encode_tuples([(int(n),) for n in ns], ("int",))
+    res = run_batch(ProgramBatch.from_programs([p], "f"), inputs, out_cap=500, nthreads=nthreads)
+    assert res.out_off[-1] == np.minimum(ns, 500).sum() > 4 * 16384
+    for r, n in enumerate(ns.tolist()):
+        assert res.value[r] == n and res.out_row(r).tolist() == [i * 3 - n for i in range(min(n, 500))], r
+
+
+def test_batch_result_ragged_helpers():
+    """BatchResult.from_rows (the GPU's rows) gives the CPU's ragged lists back from its out_list;
+    concat of the results of consecutive parts of the runs is the whole call's; drop_lists takes
+    some runs' elements out (the others' stay in order)."""
+    rng = np.random.default_rng(5)
+    src = ("def f(xs: list[int], n: int) -> list[int]:\n    ys = []\n    for i in range(min(n % 9, len(xs))):\n"
+           "        ys.append(xs[i])\n    return ys\n\n"
+           "def g(xs: list[int], n: int) -> int:\n    return 7 // n\n")
+    p = compile_source(src)
+    programs = ProgramBatch(np.concatenate([p.code, p.code]), [0, len(p.code), 2 * len(p.code)],
+                            [p.function("f").index, p.function("g").index],
+                            [oc.KIND_LIST, oc.KIND_INT])
+    rows = [(rng.integers(-9, 9, int(rng.integers(0, 8))).tolist(), int(rng.integers(-3, 20))) for _ in range(30)]
+    inputs = encode_tuples(rows, ("list", "int"))
+    runs = (rng.integers(0, 2, 200).astype(np.int32), rng.integers(0, 30, 200).astype(np.int32))
+    whole = run_batch(programs, inputs, runs, out_cap=4)
+    assert whole.out_words.dtype == np.int32 and len(whole.out_words) > 0
+    listed = (whole.status == 0) & (runs[0] == 0)
+    again = BatchResult.from_rows(whole.status, whole.value, whole.steps, None, whole.out_list, listed)
+    assert np.array_equal(again.out_words, whole.out_words) and np.array_equal(again.out_off, whole.out_off)
+    cuts = [0, 1, 1, 77, 150, 200]
+    parts = [run_batch(programs, inputs, (runs[0][a:b], runs[1][a:b]), out_cap=4) for a, b in zip(cuts, cuts[1:])]
+    joined = BatchResult.concat(parts)
+    for field in ("status", "value", "steps", "out_words", "out_off", "out_list"):
+        assert np.array_equal(getattr(joined, field), getattr(whole, field)), field
+    gone = np.flatnonzero(listed)[::3]
+    whole.drop_lists(gone)
+    for r in range(200):
+        want = [] if r in set(gone.tolist()) or not listed[r] else rows[runs[1][r]][0][:rows[runs[1][r]][1] % 9][:4]
+        assert whole.out_row(r).tolist() == want, r
+        assert whole.out_list[r].tolist() == (want + [0] * 4)[:4], r
 
 
 def test_run_batch_bad_input_encodings_trap():

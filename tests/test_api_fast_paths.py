@@ -89,19 +89,24 @@ def random_results(rng):
             value[r] = rng.integers(0, 2 * cap + 2)
             if value[r] > cap:
                 long_lists[r] = rng.integers(-9, 9, value[r]).tolist()
-    out_list = rng.integers(-2**31, 2**31, (runs, cap), dtype=np.int64).astype(np.int32) if cap else None
+    # run_batch's ragged lists: each list result's first cap elements, one list after another
+    lens = np.array([min(int(value[r]), cap) if kinds[r // m] == oc.KIND_LIST and status[r] == 0 else 0
+                     for r in range(runs)], dtype=np.int64)
+    out_off = np.zeros(runs + 1, dtype=np.int64)
+    np.cumsum(lens, out=out_off[1:])
+    out_words = rng.integers(-2**31, 2**31, int(out_off[-1]), dtype=np.int64).astype(np.int32)
     if cap == 0 and rng.random() < 0.5:
-        out_list = np.zeros((runs, 0), dtype=np.int32)
-    return status, value, steps, out_list, cap, kinds, m, long_lists
+        out_words = out_off = None
+    return status, value, steps, out_words, out_off, kinds, m, long_lists
 
 
 @pytest.mark.skipif(EXECUTE._native is None, reason="the _decode extension is not built")
 def test_native_decode_equals_the_python_decode():
     rng = np.random.default_rng(SEED)
     for i in range(400):
-        status, value, steps, out_list, cap, kinds, m, long_lists = random_results(rng)
+        status, value, steps, out_words, out_off, kinds, m, long_lists = random_results(rng)
         for with_steps in (False, True):
-            args = (status, value, steps, out_list, cap, kinds, m, EXECUTE._TRAP_TABLE, EXECUTE._BAD_BYTECODE,
+            args = (status, value, steps, out_words, out_off, kinds, m, EXECUTE._TRAP_TABLE, EXECUTE._BAD_BYTECODE,
                     long_lists, with_steps)
             got, want = EXECUTE._native.decode(*args), EXECUTE._decode_python(*args)
             assert got == want, f"seed {SEED}, call {i}"
@@ -121,21 +126,29 @@ def test_native_decode_equals_the_python_decode():
 def test_native_decode_refuses_malformed_calls():
     decode = EXECUTE._native.decode
     z = np.zeros(6, dtype=np.int32)
-    good = (z, z, z, np.zeros((6, 2), np.int32), 2, bytes([2, 0]), 3, EXECUTE._TRAP_TABLE, EXECUTE._BAD_BYTECODE,
+    off = np.zeros(7, np.int64)
+    good = (z, z, z, np.zeros(0, np.int32), off, bytes([2, 0]), 3, EXECUTE._TRAP_TABLE, EXECUTE._BAD_BYTECODE,
             {}, False)
     assert decode(*good) == [[[], [], []], [0, 0, 0]]
+    words = np.array([5, 6, 7], np.int32)
+    assert decode(z, np.array([0, 2, 1, 0, 0, 0], np.int32), z, words, np.array([0, 0, 2, 3, 3, 3, 3], np.int64),
+                  *good[5:]) == [[[], [5, 6], [7]], [0, 0, 0]]
 
     def call(**kw):
-        names = ("status", "value", "steps", "out_list", "out_cap", "kinds", "m", "traps", "fallback", "long_lists",
+        names = ("status", "value", "steps", "out_words", "out_off", "kinds", "m", "traps", "fallback", "long_lists",
                  "with_steps")
         return decode(*(kw.get(n, g) for n, g in zip(names, good)))
     for bad in (dict(status=z[:5]), dict(value=z.astype(np.int64)), dict(steps=z.astype(np.float32)),
-                dict(out_list=np.zeros((6, 1), np.int32)), dict(out_list=None), dict(m=4), dict(kinds=bytes([2])),
-                dict(value=np.full(6, 3, np.int32)),   # lists longer than out_cap that long_lists lacks
+                dict(out_off=off[:6]), dict(out_off=off.astype(np.int32)), dict(out_off=None), dict(out_words=None),
+                dict(out_words=words, out_off=np.arange(7)),             # offsets past the words' end
+                dict(out_words=words, out_off=np.array([1, 1, 1, 1, 1, 1, 1])),  # not from 0
+                dict(out_words=words, out_off=np.array([0, 2, 1, 3, 3, 3, 3])),  # going back
+                dict(m=4), dict(kinds=bytes([2])),
+                dict(value=np.full(6, 3, np.int32)),   # lists longer than out_words holds, that long_lists lacks
                 dict(value=np.full(6, -1, np.int32))):   # a negative list length
         with pytest.raises(ValueError):
             call(**bad)
-    for bad in (dict(kinds="ab"), dict(traps=[]), dict(long_lists=[]), dict(out_cap=-1), dict(m=-1),
+    for bad in (dict(kinds="ab"), dict(traps=[]), dict(long_lists=[]), dict(m=-1),
                 dict(status=[0] * 6)):
         with pytest.raises((TypeError, ValueError)):
             call(**bad)

@@ -266,6 +266,9 @@ def assert_same_runs(batch, inputs, runs=None, expected=None, config=None, out_c
         if x is not None:
             bad = np.flatnonzero((x != y).reshape(len(x), -1).any(axis=1))
             assert not len(bad), f"{what}: cpu and cuda differ in {field} at runs {bad[:5].tolist()} (seed {SEED})"
+    for field in ("out_words", "out_off"):  # (the ragged lists behind out_list)
+        x, y = getattr(a, field), getattr(b, field)
+        assert (x is None) == (y is None) and (x is None or np.array_equal(x, y)), f"{what}: {field} (seed {SEED})"
     return a
 
 

@@ -20,16 +20,16 @@ def local_ray():
     ray.shutdown()
 
 
-def batch(n_programs: int, n_inputs: int, seed: int):
+def batch(n_programs: int, n_inputs: int, seed: int, ret: str = "int"):
     """Random programs of one signature, compiled, with inputs and expected values (from the
     CPU backend, half of them perturbed so that some runs fail the comparison)."""
-    cfg = GeneratorConfig(entry_name="entry", entry_params=("int", "list"), entry_ret="int")
+    cfg = GeneratorConfig(entry_name="entry", entry_params=("int", "list"), entry_ret=ret)
     rng = np.random.default_rng(seed)
     progs = [generate_program(rng, cfg) for _ in range(n_programs)]
     compiled = compile_batch([p.source for p in progs], code_cap=8192)
     assert compiled.ok.all(), compiled.errors[~compiled.ok]
     entry = np.array([[f.name for f in compile_source(p.source).functions].index("entry") for p in progs])
-    programs = compiled.to_programs(entry=entry, ret_kind="int")
+    programs = compiled.to_programs(entry=entry, ret_kind=ret)
     args = random_args(rng, ("int", "list"), n_inputs)
     inputs = encode_tuples(args, ("int", "list"))
     expected = encode_results(list(rng.integers(-3, 3, n_inputs)), "int")
@@ -47,6 +47,11 @@ def test_cpu_actors_give_what_one_process_gives(local_ray):
         for name in ("status", "value", "steps", "passed"):
             np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=f"{name} (seed {SEED})")
         assert len(got.status) == (40 * 37 if runs is None else 120)
+    programs, inputs, _ = batch(20, 37, SEED + 2, "list")   # list results: each actor's ragged part, joined
+    got, want = ev.run_batch(programs, inputs, out_cap=6), run_batch(programs, inputs, out_cap=6)
+    assert want.out_off[-1] > 0
+    for name in ("status", "value", "out_words", "out_off", "out_list"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=f"{name} (seed {SEED})")
 
 
 def test_empty_batch_and_clear_errors(local_ray):
@@ -54,6 +59,8 @@ def test_empty_batch_and_clear_errors(local_ray):
     ev = RayEvaluator(backend="cpu", num_workers=2)
     res = ev.run_batch(programs, inputs, (np.zeros(0, np.int32), np.zeros(0, np.int32)), expected=expected)
     assert len(res.status) == 0
+    res = ev.run_batch(programs, inputs, (np.zeros(0, np.int32), np.zeros(0, np.int32)), out_cap=3)
+    assert res.out_list.shape == (0, 3) and res.out_off.tolist() == [0] and len(res.out_words) == 0
     with pytest.raises(RuntimeError, match="no GPU"):
         RayEvaluator(backend="cuda")
     with pytest.raises(NotImplementedError, match="CUDA"):

@@ -392,7 +392,7 @@ def test_core_caps_a_huge_thread_count_itself():
     inputs = encode_tuples([(1,), (2,)], ("int",))
     b = ProgramBatch.from_programs([p], "g")
     rp, ri = np.zeros(2, np.int32), np.arange(2, dtype=np.int32)
-    status, value, _, _, _ = cpu.run_batch(b.code, b.offsets, b.entry, b.ret_kind, inputs.words, inputs.offsets,
+    status, value, *_ = cpu.run_batch(b.code, b.offsets, b.entry, b.ret_kind, inputs.words, inputs.offsets,
                                            rp, ri, None, None, VMConfig().as_array(), 0, 2**31 - 1)
     assert status.tolist() == [0, 0] and value.tolist() == [2, 3]
     code, lengths, _, _ = cpu.compile_batch(INC.encode(), np.array([0, len(INC)], np.int64), 256, 2**31 - 1)

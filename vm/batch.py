@@ -187,13 +187,76 @@ class ProgramBatch:
 class BatchResult:
     """Per run (R,): status (0 ok, else a trap code), value (int/bool value, or the length of a
     list result), steps (executed instructions); passed (R,) bool when expected values were
-    given; out_list (R, out_cap) int32 holding list results' first out_cap elements."""
+    given. List results, ragged (None when out_cap is 0): run r's first out_cap elements are
+    out_words[out_off[r]:out_off[r + 1]] (int32, and int64 offsets (R + 1,) from 0; no elements
+    for other runs). `out_list` is the same as an (R, out_cap) int32 matrix, zeros past each list
+    (made on first use: a batch of mostly int results writes no rows)."""
 
     status: np.ndarray
     value: np.ndarray
     steps: np.ndarray
     passed: np.ndarray | None = None
-    out_list: np.ndarray | None = None
+    out_words: np.ndarray | None = None
+    out_off: np.ndarray | None = None
+    out_cap: int = 0
+
+    @property
+    def out_list(self) -> np.ndarray | None:
+        if self.out_off is None:
+            return None
+        made = self.__dict__.get("_out_list")
+        if made is None or made[0] is not self.out_words or made[1] is not self.out_off:
+            lens = np.diff(self.out_off)
+            rows = np.zeros((len(lens), self.out_cap), dtype=np.int32)
+            rows[np.arange(self.out_cap) < lens[:, None]] = self.out_words
+            made = self.__dict__["_out_list"] = (self.out_words, self.out_off, rows)
+        return made[2]
+
+    def out_row(self, r: int) -> np.ndarray:
+        """Run r's list elements (the first out_cap), a view of out_words."""
+        return self.out_words[self.out_off[r]:self.out_off[r + 1]]
+
+    @classmethod
+    def from_rows(cls, status, value, steps, passed, out_list: np.ndarray | None, listed: np.ndarray) -> "BatchResult":
+        """A result from list results as (R, out_cap) rows (the GPU's): listed (R,) bool marks the
+        runs that returned a list (status 0 and a list-returning program); each gives its first
+        min(value, out_cap) elements."""
+        if out_list is None:
+            return cls(status, value, steps, passed)
+        cap = out_list.shape[1]
+        lens = np.where(listed, np.minimum(value, cap), 0).astype(np.int64)
+        off = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=off[1:])
+        words = np.ascontiguousarray(out_list[np.arange(cap) < lens[:, None]], dtype=np.int32)
+        return cls(status, value, steps, passed, words, off, cap)
+
+    @classmethod
+    def concat(cls, parts: list["BatchResult"]) -> "BatchResult":
+        """The results of consecutive parts of one batch's runs (same out_cap), as one."""
+        cat = lambda name: (None if getattr(parts[0], name) is None
+                            else np.concatenate([getattr(p, name) for p in parts]))
+        off = None
+        if parts[0].out_off is not None:
+            off = np.zeros(1 + sum(len(p.out_off) - 1 for p in parts), dtype=np.int64)
+            at, base = 1, 0
+            for p in parts:
+                off[at:at + len(p.out_off) - 1] = p.out_off[1:] + base
+                at += len(p.out_off) - 1
+                base += int(p.out_off[-1])
+        return cls(cat("status"), cat("value"), cat("steps"), cat("passed"), cat("out_words"), off, parts[0].out_cap)
+
+    def drop_lists(self, runs: np.ndarray) -> None:
+        """Take the list elements of `runs` (indices) out (their runs trapped after all)."""
+        if self.out_off is None or not len(runs):
+            return
+        lens = np.diff(self.out_off)
+        gone = np.zeros(len(lens), dtype=bool)
+        gone[runs] = True
+        self.out_words = self.out_words[~np.repeat(gone, lens)]
+        lens[gone] = 0
+        off = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=off[1:])
+        self.out_off = off
 
 
 def cross_runs(n_prog: int, n_in: int) -> tuple[np.ndarray, np.ndarray]:
@@ -319,5 +382,4 @@ def _trap_kind_mismatches(res: BatchResult, programs: ProgramBatch, inputs: Enco
         res.steps[bad] = 0
         if res.passed is not None:
             res.passed[bad] = False
-        if res.out_list is not None:
-            res.out_list[bad] = 0
+        res.drop_lists(bad)

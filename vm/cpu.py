@@ -73,14 +73,14 @@ def load_library(path) -> ctypes.CDLL:
     so.vg_run_batch.restype = ctypes.c_int32
     so.vg_run_batch.argtypes = [_u32p, _i64p, ctypes.c_int32, _i32p, _i32p, _i8p, _i32p, _i64p, ctypes.c_int32, _i32p,
                                 _i32p, ctypes.c_int64, _i32p, _i64p, _i32p, _i32p, _i32p, _i32p, _u8p, _i32p,
-                                ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
+                                _i64p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
     so.vg_score_tokens.restype = ctypes.c_int32
     so.vg_score_tokens.argtypes = [_i32p, _i64p, ctypes.c_int32, _i64p, ctypes.c_int32, _i32p, _i32p, _i64p, _i32p,
                                    _i64p, ctypes.c_int32, _i32p, ctypes.c_int32, ctypes.c_int32, _u8p, _i32p, _i64p,
                                    ctypes.c_int32]
     so.vg_func_meta.restype = ctypes.c_int32
     so.vg_abi_version.restype = ctypes.c_int32
-    if so.vg_func_meta() != 6 + oc.LIMITS["MAX_PARAMS"] or so.vg_abi_version() != 5:
+    if so.vg_func_meta() != 6 + oc.LIMITS["MAX_PARAMS"] or so.vg_abi_version() != 6:
         raise ImportError("the C++ core is out of date with vm/opcodes.py: reinstall vramgym")
     return so
 
@@ -219,16 +219,20 @@ def validate_batch(code: np.ndarray, offsets: np.ndarray, entry: np.ndarray, nth
 def run_batch(code, code_off, entry, ret_kind, in_words, in_off, run_prog, run_in, exp_words, exp_off, config,
               out_cap: int, nthreads: int, lockstep: bool = True, params: np.ndarray | None = None):
     n_runs = len(run_prog)
-    # (the core writes every element of these, out_list's zeros past each list included)
+    # (the core writes every element of these; each list first at its run's row of out_list,
+    # which it then moves to the lists before it: the pages of int results' rows stay untouched)
     status = np.empty(n_runs, dtype=np.int32)
     value = np.empty(n_runs, dtype=np.int32)
     steps = np.empty(n_runs, dtype=np.int32)
     passed = np.empty(n_runs, dtype=np.uint8) if exp_words is not None else None
-    out_list = np.empty((n_runs, out_cap), dtype=np.int32) if out_cap > 0 else None
+    out_list = np.empty(n_runs * out_cap, dtype=np.int32) if out_cap > 0 else None
+    out_off = np.empty(n_runs + 1, dtype=np.int64) if out_cap > 0 else None
     _check(lib().vg_run_batch(ptr(code, _u32p), ptr(code_off, _i64p), len(code_off) - 1, ptr(entry, _i32p),
                        ptr(ret_kind, _i32p), ptr(params, _i8p), ptr(in_words, _i32p), ptr(in_off, _i64p), len(in_off) - 1,
                        ptr(run_prog, _i32p), ptr(run_in, _i32p), n_runs, ptr(exp_words, _i32p), ptr(exp_off, _i64p),
                        ptr(config, _i32p), ptr(status, _i32p), ptr(value, _i32p), ptr(steps, _i32p),
-                       ptr(passed, _u8p), ptr(out_list, _i32p), out_cap, nthreads, 0 if lockstep else 1),
+                       ptr(passed, _u8p), ptr(out_list, _i32p), ptr(out_off, _i64p), out_cap, nthreads,
+                       0 if lockstep else 1),
            "run_batch", "lower the VMConfig limits (heap_size, max_lists, stack_size, max_depth) or nthreads")
-    return status, value, steps, passed, out_list
+    out_words = out_list[:out_off[-1]].copy() if out_cap > 0 else None   # (the lists alone: a small copy)
+    return status, value, steps, passed, out_words, out_off

@@ -628,7 +628,7 @@ def run_batch(programs, inputs, run_prog, run_in, expected, config, out_cap, nth
     passed = np.zeros(n_runs, dtype=bool) if expected is not None else None
     out_list = np.zeros((n_runs, out_cap), dtype=np.int32) if out_cap > 0 else None
     if n_runs == 0:
-        return BatchResult(status, value, steps, passed, out_list)
+        return BatchResult.from_rows(status, value, steps, passed, out_list, np.zeros(0, dtype=bool))
     n_prog, n_in = len(programs), len(inputs)
     code = cp.asarray(programs.code) if len(programs.code) else cp.zeros(1, cp.uint32)
     code_off = cp.asarray(programs.offsets)
@@ -669,7 +669,10 @@ def run_batch(programs, inputs, run_prog, run_in, expected, config, out_cap, nth
         if out_list is not None:
             out_list[r0:r1] = d_list.get()
         t0 = t1
-    return BatchResult(status, value, steps, passed, out_list)
+    # (a run whose program index is out of range trapped bad_input: status is not 0)
+    kinds = np.take(programs.ret_kind, run_prog, mode="clip") if n_prog else np.full(n_runs, -1)
+    listed = (status == 0) & (kinds == oc.KIND_LIST)
+    return BatchResult.from_rows(status, value, steps, passed, out_list, listed)
 
 
 # --- evaluate: compile + execute + compare, on the device -------------------------------------

@@ -42,17 +42,13 @@ def _cached_config(*limits) -> VMConfig:
     return VMConfig(*limits)
 
 
-def _decode_python(status, value, steps, out_list, out_cap, kinds, m, traps, fallback, long_lists, with_steps):
+def _decode_python(status, value, steps, out_words, out_off, kinds, m, traps, fallback, long_lists, with_steps):
     """vm/csrc/decode_py.cpp's decode in Python (a source tree used without building): one list of
     results per program from run_batch's arrays, runs program-major, m per program."""
     status, value, nsteps = status.tolist(), value.tolist(), steps.tolist()
-    if out_cap:  # the list elements of every run that returned a list, flat, in run order
-        lists = np.repeat(np.frombuffer(kinds, dtype=np.uint8) == oc.KIND_LIST, m) & (np.asarray(status) == 0)
-        lens = np.where(lists, np.minimum(value, out_cap), 0)
-        flat = out_list[np.arange(out_cap) < lens[:, None]].tolist()
-        starts = np.concatenate(([0], np.cumsum(lens))).tolist()
-    else:   # (lists of no elements, or all in long_lists)
-        flat, starts = [], [0] * (len(status) + 1)
+    # the list elements of every run that returned a list, flat, in run order
+    flat = out_words.tolist() if out_words is not None else []
+    starts = out_off.tolist() if out_off is not None else [0] * (len(status) + 1)
     results = []
     for p, kind in enumerate(kinds):
         lo, hi = p * m, p * m + m
@@ -126,10 +122,10 @@ def execute(program_or_programs: Program | Sequence[Program], entry: str, args_l
             cap = int(res.value[long[i]])
             part = long[i: i + max(1, _RERUN_CELLS // cap)]
             again = run(run_prog[part], run_in[part], out_cap=cap)
-            long_lists.update((int(r), again.out_list[k, : again.value[k]].tolist()) for k, r in enumerate(part))
+            long_lists.update((int(r), again.out_row(k).tolist()) for k, r in enumerate(part))
             i += len(part)
     decode = _native.decode if _native is not None else _decode_python
-    results = decode(res.status, res.value, res.steps, res.out_list, _OUT_CAP if has_list else 0, kinds, m,
-                     _TRAP_TABLE, _BAD_BYTECODE, long_lists, steps)
+    results = decode(res.status, res.value, res.steps, res.out_words, res.out_off, kinds, m, _TRAP_TABLE,
+                     _BAD_BYTECODE, long_lists, steps)
     return results[0] if single else results
 

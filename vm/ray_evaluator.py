@@ -145,10 +145,9 @@ class RayEvaluator:
         if not parts:
             z = np.zeros(0, dtype=np.int32)  # an empty batch
             return BatchResult(z, z.copy(), z.copy(), np.zeros(0, bool) if expected is not None else None,
-                               np.zeros((0, out_cap), np.int32) if out_cap > 0 else None)
-        cat = lambda name: (None if getattr(parts[0], name) is None
-                            else np.concatenate([getattr(p, name) for p in parts]))
-        return BatchResult(cat("status"), cat("value"), cat("steps"), cat("passed"), cat("out_list"))
+                               z.copy() if out_cap > 0 else None, np.zeros(1, np.int64) if out_cap > 0 else None,
+                               out_cap)
+        return BatchResult.concat(parts)
 
     def evaluate(self, tokens, offsets, inputs, expected, **kwargs):
         """vramgym.vm.cuda.evaluate over every GPU, host arrays in and (passed, steps, reward,

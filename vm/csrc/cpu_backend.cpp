@@ -295,22 +295,84 @@ struct Translation {
   bool full = false;  // fx and xop hold its whole translation
 };
 
-// Write one run's outputs: a list result is checked and copied out of its workspace, and the
-// result compared with the expected value. (In line: a call with 16 arguments a run cost more.)
+// A thread's list results in a run_batch call, one after another (run_batch then copies them to
+// the caller's out_list in run order): a small buffer written in order stays in cache, where
+// rows of the caller's array (each list where its run's row starts) cost a cache miss each.
+struct ListBuf {
+  std::unique_ptr<int32_t[]> d;  // (uninitialized)
+  size_t n = 0, cap = 0;
+  int32_t* room(size_t k) {  // room for k more elements, at the end
+    if (n + k > cap) {
+      const size_t c = std::max({2 * cap, n + k, (size_t)1 << 14});
+      std::unique_ptr<int32_t[]> e(new int32_t[c]);
+      if (n) std::memcpy(e.get(), d.get(), sizeof(int32_t) * n);
+      d = std::move(e), cap = c;
+    }
+    return d.get() + n;
+  }
+};
+
+// The threads' ListBufs, kept between calls (their megabytes' page faults cost more than a
+// short batch); at most a few.
+struct ListPool {
+  std::mutex mu;
+  std::vector<ListBuf*> kept;
+  ListBuf* take() {
+    {
+      std::lock_guard<std::mutex> g(mu);
+      if (!kept.empty()) {
+        ListBuf* b = kept.back();
+        kept.pop_back();
+        b->n = 0;
+        return b;
+      }
+    }
+    return new ListBuf();
+  }
+  void give(ListBuf* b) {
+    if (!b) return;
+    {
+      std::lock_guard<std::mutex> g(mu);
+      if (kept.size() < 64 && b->cap <= ((size_t)64 << 20)) {
+        kept.push_back(b);
+        return;
+      }
+    }
+    delete b;
+  }
+};
+ListPool& list_pool() {
+  static ListPool* p = [] {
+    ListPool* q = new ListPool();  // never destroyed (as scratch_pool)
+    pthread_atfork([] { list_pool().mu.lock(); }, [] { list_pool().mu.unlock(); }, [] { list_pool().mu.unlock(); });
+    return q;
+  }();
+  return *p;
+}
+
+// Write one run's outputs: a list result is checked, its first out_cap elements appended to lb
+// (when not null; their count to out_off[r + 1]), and the result compared with the expected
+// value. (In line: a call with 16 arguments a run cost more.)
 inline __attribute__((always_inline)) void finish_run(RunResult res, const Workspace& ws, int32_t p, int32_t n_prog,
                                                       const int32_t* ret_kind, int32_t j, int32_t n_in,
                                                       const int32_t* exp_words, const int64_t* exp_off, int64_t r,
                                                       int32_t* status, int32_t* value, int32_t* steps, uint8_t* passed,
-                                                      int32_t* out_list, int32_t out_cap) {
+                                                      ListBuf* lb, int64_t* out_off, int32_t out_cap) {
   int32_t rk = (uint32_t)p < (uint32_t)n_prog ? ret_kind[p] : KIND_INT;
   bool have_exp = exp_words && (uint32_t)j < (uint32_t)n_in;
   bool ok;
-  int32_t* row = out_list ? out_list + r * out_cap : nullptr;
+  const int32_t ref = res.value;  // (a list result's reference: finish_run makes value its length)
   res = finish_run(res, rk, ws, have_exp ? exp_words + exp_off[j] : nullptr,
-                   have_exp ? (int32_t)(exp_off[j + 1] - exp_off[j]) : 0, row, out_cap, &ok);
-  if (row) {  // zeros past the list (the caller's array is not zeroed: one pass over it, not two)
+                   have_exp ? (int32_t)(exp_off[j + 1] - exp_off[j]) : 0, nullptr, 0, &ok);
+  if (lb) {
     const int32_t w = res.status == TRAP_OK && rk == KIND_LIST ? std::min(res.value, out_cap) : 0;
-    for (int32_t k = w; k < out_cap; k++) row[k] = 0;
+    if (w) {
+      const int32_t* src = ws.heap + ws.lists[ref].off;
+      int32_t* d = lb->room((size_t)w);
+      for (int32_t k = 0; k < w; k++) d[k] = src[k];
+      lb->n += (size_t)w;
+    }
+    out_off[r + 1] = w;
   }
   if (passed) passed[r] = ok;
   status[r] = res.status;
@@ -430,8 +492,8 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
                   const int32_t* ret_kind, const int8_t* params, const int32_t* in_words, const int64_t* in_off,
                   int32_t n_in, const int32_t* run_prog, const int32_t* run_in, int64_t n_runs,
                   const int32_t* exp_words, const int64_t* exp_off, const int32_t* config, int32_t* status,
-                  int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap,
-                  int32_t nthreads, int32_t mode);
+                  int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int64_t* out_off,
+                  int32_t out_cap, int32_t nthreads, int32_t mode);
 
 }  // namespace
 
@@ -439,7 +501,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
 
 extern "C" {
 
-VG_EXPORT int32_t vg_abi_version() { return 5; }
+VG_EXPORT int32_t vg_abi_version() { return 6; }
 VG_EXPORT int32_t vg_func_meta() { return FUNC_META; }
 
 // The lockstep interpreter's build (lanes.h): isa 1 the x86-64-v3 one where the CPU has it (the
@@ -593,9 +655,11 @@ VG_EXPORT int32_t vg_validate_batch(const uint32_t* code, const int64_t* code_of
 // MAX_PARAMS + 1 int8 each (-1 past the last; a row of -2: unchecked): a run whose input has
 // other kinds traps bad_input. Inputs: encoded words with offsets in_off[n_in + 1]. Run r executes
 // program run_prog[r] on input run_in[r]. Outputs per run: status, value (int/bool value, or
-// the length of a list result, whose first out_cap elements go to out_list[r * out_cap ...]),
-// steps, and, when exp_words is not null, passed[r] = the result equals expected value
-// run_in[r] (encoded like an argument, offsets exp_off[n_in + 1]).
+// the length of a list result), steps, and, when exp_words is not null, passed[r] = the result
+// equals expected value run_in[r] (encoded like an argument, offsets exp_off[n_in + 1]). When
+// out_list is not null (room for n_runs * out_cap ints), the first out_cap elements of the list
+// results, one list after another (run r's at out_list[out_off[r]], out_off[r + 1] - out_off[r]
+// of them: none for other runs; out_off has n_runs + 1 offsets from 0).
 // mode 0: consecutive runs of one program go through the lockstep lane interpreter (up to 32
 // at once), mode 1: every run through the scalar interpreter; both with superinstructions
 // (fuse.h) where they pay. Modes 2 and 3: the same without superinstructions (the tests'
@@ -608,11 +672,12 @@ VG_EXPORT int32_t vg_run_batch(const uint32_t* code, const int64_t* code_off, in
                   const int32_t* ret_kind, const int8_t* params, const int32_t* in_words, const int64_t* in_off,
                   int32_t n_in, const int32_t* run_prog, const int32_t* run_in, int64_t n_runs,
                   const int32_t* exp_words, const int64_t* exp_off, const int32_t* config, int32_t* status,
-                  int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap,
-                  int32_t nthreads, int32_t mode) {
+                  int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int64_t* out_off,
+                  int32_t out_cap, int32_t nthreads, int32_t mode) {
   try {
     return run_batch(code, code_off, n_prog, entry, ret_kind, params, in_words, in_off, n_in, run_prog, run_in, n_runs,
-                     exp_words, exp_off, config, status, value, steps, passed, out_list, out_cap, nthreads, mode);
+                     exp_words, exp_off, config, status, value, steps, passed, out_list, out_off, out_cap, nthreads,
+                     mode);
   } catch (const std::bad_alloc&) {
     return -1;
   }
@@ -668,7 +733,7 @@ VG_EXPORT int32_t vg_score_tokens(const int32_t* toks, const int64_t* tok_off, i
     }
     if (run_batch(words.data(), code_off.data(), g, entry.data(), ret.data(), nullptr, in_words, in_off,
                   n_tasks * n_tests, run_prog.data(), run_in.data(), n_runs, exp_words, exp_off, config, status.data(),
-                  value.data(), run_steps.data(), pass.data(), nullptr, 0, nthreads, 0) != 0)
+                  value.data(), run_steps.data(), pass.data(), nullptr, nullptr, 0, nthreads, 0) != 0)
       return -1;
     for (int32_t k = 0; k < g; k++) {
       int32_t p = 0;
@@ -720,8 +785,8 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
                   const int32_t* ret_kind, const int8_t* params, const int32_t* in_words, const int64_t* in_off,
                   int32_t n_in, const int32_t* run_prog, const int32_t* run_in, int64_t n_runs,
                   const int32_t* exp_words, const int64_t* exp_off, const int32_t* config, int32_t* status,
-                  int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int32_t out_cap,
-                  int32_t nthreads, int32_t mode) {
+                  int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int64_t* out_off,
+                  int32_t out_cap, int32_t nthreads, int32_t mode) {
   VMConfig cfg = make_config(config);
   std::vector<int32_t> entry_pc(n_prog);
 #ifdef VG_JIT
@@ -761,6 +826,14 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
   std::vector<RunScratch*> scratch(nt, nullptr);
   std::vector<LaneScratch*> lane_scratch(nt, nullptr);
   std::vector<Translation*> trans(nt, nullptr);
+  struct Src {  // where a task's lists start: its thread's buffer, and the position in it
+    int32_t tid;
+    int64_t at;
+  };
+  std::vector<ListBuf*> lists(nt, nullptr);
+  std::vector<Src> task_src(out_list ? ntasks : 0);
+  if (out_list)
+    for (auto& b : lists) b = list_pool().take();
 #ifdef VG_JIT
   std::vector<JitScratch*> jits(nt, nullptr);
   std::vector<float> long_runs(nt, JIT_LONG_CAP);  // per thread: see JIT_LONG_RUNS
@@ -768,6 +841,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
   ok = ok && parallel_for(ntasks, nt, 4, [&](int32_t tid, int64_t t) {
     int64_t r0 = task_start[t], r1 = task_start[t + 1];
     int32_t p = run_prog[r0];
+    if (out_list) task_src[t] = Src{tid, (int64_t)lists[tid]->n};
     // Runs whose input's kinds are not the entry's parameter kinds (params row p; a row of -2 is
     // not checked) trap bad_input, before any other outcome (as the Python check of other backends).
     const bool check = params && (uint32_t)p < (uint32_t)n_prog && params[(int64_t)p * (MAX_PARAMS + 1)] != -2;
@@ -827,8 +901,8 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
                        cfg, ws, inline_kinds ? want.row : nullptr);
           if (inline_kinds && x.steps == 0 && x.status != TRAP_OK && wrong_kinds(r)) x.status = TRAP_BAD_INPUT;
         }
-        finish_run(x, ws, p, n_prog, ret_kind, j, n_in, exp_words, exp_off, r, status, value, steps, passed, out_list,
-                   out_cap);
+        finish_run(x, ws, p, n_prog, ret_kind, j, n_in, exp_words, exp_off, r, status, value, steps, passed, lists[tid],
+                   out_off, out_cap);
       }
       learn();
       return;
@@ -905,11 +979,11 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
           if (!scratch[tid]) scratch[tid] = scratch_pool().take<RunScratch>(scratch_pool().runs, cfg);
           Workspace& ws = scratch[tid]->ws;
           finish_run(again(r, ws), ws, p, n_prog, ret_kind, run_in[r], n_in, exp_words, exp_off, r, status,
-                     value, steps, passed, out_list, out_cap);
+                     value, steps, passed, lists[tid], out_off, out_cap);
           continue;
         }
         finish_run(res[r - r0], S.lane[r - r0], p, n_prog, ret_kind, run_in[r], n_in, exp_words, exp_off, r, status,
-                   value, steps, passed, out_list, out_cap);
+                   value, steps, passed, lists[tid], out_off, out_cap);
       }
 #ifdef VG_JIT
       learn();
@@ -929,13 +1003,25 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
         x = run(pcode, len, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]), rcfg, ws, fx, xop);
       if (fused && trans[tid]) trans[tid]->steps += x.steps;
       if (capped(x)) x = again(r, ws);
-      finish_run(x, ws, p, n_prog, ret_kind, j, n_in, exp_words, exp_off, r, status, value, steps, passed, out_list,
-                 out_cap);
+      finish_run(x, ws, p, n_prog, ret_kind, j, n_in, exp_words, exp_off, r, status, value, steps, passed, lists[tid],
+                 out_off, out_cap);
     }
 #ifdef VG_JIT
     learn();
 #endif
   });
+  if (out_list) {  // the tasks' lists in run order (each task's are one piece of its thread's buffer)
+    out_off[0] = 0;
+    int64_t at = 0;
+    for (int64_t t = 0; t < ntasks; t++) {
+      const int64_t from = at;
+      for (int64_t r = task_start[t]; r < task_start[t + 1]; r++)
+        out_off[r + 1] = at += ok ? out_off[r + 1] : 0;  // (not ok: runs may not have set theirs)
+      if (at > from)
+        std::memcpy(out_list + from, lists[task_src[t].tid]->d.get() + task_src[t].at, sizeof(int32_t) * (size_t)(at - from));
+    }
+  }
+  for (auto* b : lists) list_pool().give(b);
   for (auto* s : scratch) scratch_pool().give(scratch_pool().runs, cfg, s);
   for (auto* s : lane_scratch) scratch_pool().give(scratch_pool().lanes, cfg, s);
   for (auto* s : trans) delete s;
