@@ -25,6 +25,7 @@ aborts on any difference.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import json
 import multiprocessing as mp
@@ -43,7 +44,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from vramgym.compiler import compile_batch, compile_source  # noqa: E402
-from vramgym.vm import Encoded, encode_results, encode_tuples, run_batch  # noqa: E402
+from vramgym.vm import Encoded, cpu, encode_results, encode_tuples, run_batch  # noqa: E402
 from vramgym.vm import opcodes as oc  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # (bench_out, when loaded by path as in the tests)
 from bench_out import OUT_HELP, results_dir  # noqa: E402
@@ -780,7 +781,8 @@ def markdown(results) -> str:
              f"{'passed' if results['correct'] else 'FAILED'}."
              + (f" The corpus holds {results['distinct_programs']} distinct programs (bytecode and entry; the "
                 "others differ from one of them in names, layout or comments only): run_batch compiles each "
-                "once, and the row 'distinct programs once each' runs only those."
+                "once and runs its copies on that code; the row 'copies not sharing code' compiles every "
+                "program as if it had none."
                 if results.get("distinct_programs") else ""), ""]
     for section in results["sections"]:
         lines += [f"## {section['title']}", ""]
@@ -877,25 +879,36 @@ def bench_workload(tasks, repeat, label, with_e2e, code_cap=1024):
     return rows, e2e
 
 
-def distinct_row(tasks, repeat):
-    """Execute on one copy of each distinct program of the corpus (the same bytecode and entry:
-    candidates that differ in names, layout or comments only), beside CPython on the same: the
-    batch's copies share their native code (run_batch compiles each distinct program once), and
-    this row shows the ratio without that. Returns (row, number of distinct programs)."""
+def distinct_programs(tasks) -> int:
+    """How many distinct programs (bytecode and entry) the corpus holds: the others are copies of
+    one of them that differ in names, layout or comments only."""
     _, progs = vg_programs(tasks, 1)
-    first = {}
-    for i in range(len(tasks)):
-        key = (progs.code[progs.offsets[i]:progs.offsets[i + 1]].tobytes(), int(progs.entry[i]))
-        first.setdefault(key, i)
-    ts = [tasks[i] for i in sorted(first.values())]
-    codes = [compile(t.source, "<bench>", "exec") for t in ts]
-    entries, inputs_list = [t.entry for t in ts], [t.inputs for t in ts]
-    _, dprogs = vg_programs(ts, 1)
-    inputs, _, runs = vg_encode(ts, False)
-    out_cap = 64 if any(t.ret == "list" for t in ts) else 0
-    tc, tv, _, _ = best_pair(lambda: cpy_execute(codes, entries, inputs_list),
-                             lambda: run_batch(dprogs, inputs, runs, out_cap=out_cap, nthreads=1), repeat)
-    return row(f"execute (corpus, its {len(ts)} distinct programs once each)", "runs", tc, tv, len(runs[0])), len(ts)
+    return len({(progs.code[progs.offsets[i]:progs.offsets[i + 1]].tobytes(), int(progs.entry[i]))
+                for i in range(len(tasks))})
+
+
+def unshared_row(tasks, repeat):
+    """Execute on the corpus with each program compiled as if it had no copies (vg_jit_cache's
+    share 0), beside CPython: run_batch compiles a distinct program once and its copies run that
+    code; this row shows the ratio without it. None where the JIT is not built."""
+    lib = cpu.lib()
+    lib.vg_jit_cache.restype = ctypes.c_int64
+    lib.vg_jit_cache.argtypes = [ctypes.c_int32, ctypes.c_int64, ctypes.c_int32]
+    if lib.vg_jit_cache(-1, -1, -1) < 0:
+        return None
+    m = len(tasks[0].inputs)
+    codes = [compile(t.source, "<bench>", "exec") for t in tasks]
+    entries, inputs_list = [t.entry for t in tasks], [t.inputs for t in tasks]
+    _, progs = vg_programs(tasks, 1)
+    inputs, _, runs = vg_encode(tasks, False)
+    out_cap = 64 if any(t.ret == "list" for t in tasks) else 0
+    lib.vg_jit_cache(0, -1, -1)
+    try:
+        tc, tv, _, _ = best_pair(lambda: cpy_execute(codes, entries, inputs_list),
+                                 lambda: run_batch(progs, inputs, runs, out_cap=out_cap, nthreads=1), repeat)
+    finally:
+        lib.vg_jit_cache(1, -1, -1)
+    return row(f"execute (corpus, {m} inputs/program, copies not sharing code)", "runs", tc, tv, len(tasks) * m)
 
 
 def per_template(tasks, repeat):
@@ -1021,8 +1034,10 @@ def main(argv=None) -> dict:
     if pc != pv:
         raise SystemExit(f"bench: end-to-end pass counts differ: CPython {pc}, vramgym {pv}")
     results["pass_counts"] = {"cpython": pc, "vramgym": pv}
-    drow, results["distinct_programs"] = distinct_row(tasks, args.repeat)
-    rows.insert(2, drow)
+    results["distinct_programs"] = distinct_programs(tasks)
+    urow = unshared_row(tasks, args.repeat)
+    if urow:
+        rows.insert(2, urow)
     if rtasks:
         rrows, _ = bench_workload(rtasks, args.repeat, "random", False, RANDOM_CODE_CAP)
         rows += rrows

@@ -750,17 +750,17 @@ def c(n: int, xs: list[int]) -> int:
 """
 
 
-@pytest.mark.parametrize("arena, hash_bits", [(-1, -1), (1, -1), (-1, 0), (1, 0)],
-                         ids=["default", "emptied by every new program", "one hash", "both"])
-def test_duplicate_programs(arena, hash_bits, monkeypatch):
+@pytest.mark.parametrize("share, arena, hash_bits", [(-1, -1, -1), (-1, 1, -1), (-1, -1, 0), (-1, 1, 0), (0, -1, -1)],
+                         ids=["default", "emptied by every new program", "one hash", "both", "copies not shared"])
+def test_duplicate_programs(share, arena, hash_bits, monkeypatch):
     """A run_batch compiles each distinct program (code and entry) once per thread and runs its
     copies on that code: random programs repeated in random order (runs of one copy split across
     tasks too), one code with three entries, under the cache's test settings (a buffer that each
-    program not met before empties; every hash equal, so that only the words tell programs apart),
-    then one program per call (nothing may carry over from a call to the next)."""
+    program not met before empties; every hash equal, so that only the words tell programs apart;
+    no sharing), then one program per call (nothing may carry over from a call to the next)."""
     lib = _lib()
     lib.vg_jit_cache.restype = ctypes.c_int64
-    lib.vg_jit_cache.argtypes = [ctypes.c_int64, ctypes.c_int32]
+    lib.vg_jit_cache.argtypes = [ctypes.c_int32, ctypes.c_int64, ctypes.c_int32]
     rng = np.random.default_rng(SEED + 900)
     kinds = []   # (code words, entry index, result kind, parameter kinds, inputs)
     for _ in range(8):
@@ -806,12 +806,12 @@ def test_duplicate_programs(arena, hash_bits, monkeypatch):
         b = ProgramBatch(words, [0, len(words)], [index], [KIND_BY_NAME[r]])
         alone.append((b, encode_tuples(args, params)))
     refs_alone = [run_as(MODES["plain scalar"], b, i, None) for b, i in alone]
-    before = lib.vg_jit_cache(-1, -1)
+    before = lib.vg_jit_cache(-1, -1, -1)
     try:
-        lib.vg_jit_cache(arena, hash_bits)
+        lib.vg_jit_cache(share, arena, hash_bits)
         for mode in (JIT, MODES["lockstep or jit"]):
             assert_same_runs(run_as(mode), ref, f"mode {mode} and the interpreter", SEED)
         for k in rng.permutation(len(alone)).tolist() * 2:
             assert_same_runs(run_as(JIT, *alone[k], None), refs_alone[k], f"program {k} alone", SEED)
     finally:
-        lib.vg_jit_cache(before, 64)
+        lib.vg_jit_cache(1, before, 64)

@@ -145,9 +145,13 @@ inline uint64_t program_hash(const uint32_t* w, int32_t len, int32_t entry_pc) {
   return x ^ x >> 29;
 }
 
-// The tests' settings of the JIT's code cache (vg_jit_cache): the bytes of its buffer, and a
-// mask of the program hash's bits (fewer bits: more programs share a hash, which copies() must
-// tell apart by their words).
+// The settings of the JIT's code cache (vg_jit_cache, for tests and benchmarks): whether copies
+// share their code at all, the bytes of its buffer, and a mask of the program hash's bits (fewer
+// bits: more programs share a hash, which find_copies must tell apart by their words).
+inline std::atomic<int32_t>& jit_share() {
+  static std::atomic<int32_t> on(1);
+  return on;
+}
 constexpr int64_t JIT_ARENA = 2 << 20;
 inline std::atomic<int64_t>& jit_arena() {
   static std::atomic<int64_t> a(JIT_ARENA);
@@ -160,7 +164,7 @@ inline std::atomic<uint64_t>& jit_hash_mask() {
 
 // The copies among a batch's valid programs (entry_pc >= 0): canon[p], the first program with
 // p's words and entry function, and whether p has others (shared). A batch of candidates often
-// holds one program many times: those that differ in names only compile alike.
+// holds one program many times: those that differ in names or layout only compile alike.
 void find_copies(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry_pc,
                  const uint64_t* hash, std::vector<int32_t>& canon, std::vector<uint8_t>& shared) {
   canon.resize(n_prog), shared.assign(n_prog, 0);
@@ -522,18 +526,20 @@ VG_EXPORT int32_t vg_jit(int32_t on) {
 #endif
 }
 
-// The JIT's code cache of a run_batch call (JitScratch), for tests: its buffer's bytes (the
-// smallest: every program not met before empties it) and the bits of the program hash it keeps
-// (0: every program has the same; 64: all), where >= 0. Returns the buffer's bytes before, or -1
-// without the JIT. Not during a run_batch.
-VG_EXPORT int64_t vg_jit_cache(int64_t arena_bytes, int32_t hash_bits) {
+// The JIT's code cache of a run_batch call (JitScratch), for tests and benchmarks, where >= 0:
+// whether a program's copies share its code (0: each is compiled as if it had none, 1: they
+// share, the default), its buffer's bytes (the smallest: every program not met before empties
+// it) and the bits of the program hash it keeps (0: every program has the same; 64: all).
+// Returns the buffer's bytes before, or -1 without the JIT. Not during a run_batch.
+VG_EXPORT int64_t vg_jit_cache(int32_t share, int64_t arena_bytes, int32_t hash_bits) {
 #ifdef VG_JIT
   const int64_t before = jit_arena().load();
+  if (share >= 0) jit_share().store(share ? 1 : 0);
   if (arena_bytes >= 0) jit_arena().store(arena_bytes);
   if (hash_bits >= 0) jit_hash_mask().store(hash_bits >= 64 ? ~0ull : (1ull << hash_bits) - 1);
   return before;
 #else
-  (void)arena_bytes, (void)hash_bits;
+  (void)share, (void)arena_bytes, (void)hash_bits;
   return -1;
 #endif
 }
@@ -806,7 +812,12 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
 #ifdef VG_JIT
   std::vector<int32_t> canon;  // the JIT compiles each program with copies once (JitScratch)
   std::vector<uint8_t> shared;
-  if (jit_on) find_copies(code, code_off, n_prog, entry_pc.data(), hash.data(), canon, shared);
+  if (jit_on && jit_share().load(std::memory_order_relaxed)) {
+    find_copies(code, code_off, n_prog, entry_pc.data(), hash.data(), canon, shared);
+  } else if (jit_on) {  // (each program its own: as if no two were the same)
+    canon.resize(n_prog), shared.assign(n_prog, 0);
+    for (int32_t p = 0; p < n_prog; p++) canon[p] = p;
+  }
 #endif
   // Tasks: up to LANES consecutive runs of the same program (one run each in scalar mode, or
   // when the limits make a lockstep scratch, 33 runs' memory, too large: same results).
