@@ -900,6 +900,8 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
       // the kinds checked as the arguments load (when the row has one per parameter); a run that
       // then ends before its first step is checked in full (bad_input before any other trap)
       const bool inline_kinds = check && want.ok && want.n == func_nparams(jcode[entry_pc[p]]);
+      const int32_t nl = func_nlocals(jcode[entry_pc[p]]);
+      const bool checked = cp.entry && (int64_t)nl + cp.fmax <= cfg.stack_size && cfg.fuel > 0;  // (for every run)
       for (int64_t r = r0; r < r1; r++) {
         const int32_t j = run_in[r];
         RunResult x;
@@ -907,6 +909,10 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
         ws.nlists = 0;
         if ((uint32_t)j >= (uint32_t)n_in || (!inline_kinds && wrong_kinds(r))) {
           x.status = TRAP_BAD_INPUT;
+        } else if (checked) {
+          x = jit::run_checked(ctx, cp, jcode, jlen, entry_pc[p], in_words + in_off[j],
+                               (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws, inline_kinds ? want.row : nullptr);
+          if (inline_kinds && x.steps == 0 && x.status != TRAP_OK && wrong_kinds(r)) x.status = TRAP_BAD_INPUT;
         } else {
           x = jit::run(ctx, cp, jcode, jlen, entry_pc[p], in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]),
                        cfg, ws, inline_kinds ? want.row : nullptr);

@@ -2312,6 +2312,34 @@ inline RunResult run(Ctx& c, const Ready& cp, const uint32_t* code, int32_t len,
   }
 }
 
+// run() for a program whose entry the caller checked once for all its runs (valid, compiled,
+// its frame and deepest stack within stack_size, fuel > 0): the checks of each run left.
+inline RunResult run_checked(Ctx& c, const Ready& cp, const uint32_t* code, int32_t len, int32_t entry_pc,
+                             const int32_t* in, int32_t in_len, const VMConfig& cfg, Workspace& ws,
+                             const int8_t* want = nullptr) {
+  RunResult res;
+  ws.nlists = 0;
+  ws.hp = 0;
+  res.status = load_args(code[entry_pc], in, in_len, cfg, ws, ws.stack, 1, want);
+  res.value = 0;
+  res.steps = 0;
+  if (res.status != TRAP_OK) return res;
+  c.steps = 0, c.status = TRAP_OK, c.result = 0, c.cyc = -1, c.depth = 0;
+  c.base = 0, c.pc = c.sp = c.obase = 0;
+  switch (cp.run(&c)) {
+    case EXIT_RETURN:
+      res.value = c.result;
+      res.steps = c.steps;
+      return res;
+    case EXIT_TRAP:
+      res.status = c.status;
+      res.steps = c.steps;
+      return res;
+    default:
+      return run_from(code, len, cfg, ws, c.pc, c.sp, c.base, c.obase, c.depth, c.steps);
+  }
+}
+
 // One run alone.
 inline RunResult run(const Ready& cp, const uint32_t* code, int32_t len, int32_t entry_pc, const int32_t* in,
                      int32_t in_len, const VMConfig& cfg, Workspace& ws) {
