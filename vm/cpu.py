@@ -219,8 +219,8 @@ def validate_batch(code: np.ndarray, offsets: np.ndarray, entry: np.ndarray, nth
 def run_batch(code, code_off, entry, ret_kind, in_words, in_off, run_prog, run_in, exp_words, exp_off, config,
               out_cap: int, nthreads: int, lockstep: bool = True, params: np.ndarray | None = None):
     n_runs = len(run_prog)
-    # (the core writes every element of these; each list first at its run's row of out_list,
-    # which it then moves to the lists before it: the pages of int results' rows stay untouched)
+    # (the core writes every element of these, and of out_list as far as the lists reach: it
+    # copies each thread's lists in after the runs, in run order; the rest stays untouched)
     status = np.empty(n_runs, dtype=np.int32)
     value = np.empty(n_runs, dtype=np.int32)
     steps = np.empty(n_runs, dtype=np.int32)

@@ -317,7 +317,7 @@ struct ListBuf {
 };
 
 // The threads' ListBufs, kept between calls (their megabytes' page faults cost more than a
-// short batch); at most a few.
+// short batch): at most 64, of at most 8 MiB each.
 struct ListPool {
   std::mutex mu;
   std::vector<ListBuf*> kept;
@@ -337,7 +337,7 @@ struct ListPool {
     if (!b) return;
     {
       std::lock_guard<std::mutex> g(mu);
-      if (kept.size() < 64 && b->cap <= ((size_t)64 << 20)) {
+      if (kept.size() < 64 && b->cap <= ((size_t)2 << 20)) {  // (2 Mi elements)
         kept.push_back(b);
         return;
       }
