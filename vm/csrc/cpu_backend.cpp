@@ -125,6 +125,47 @@ struct LaneScratch {
   }
 };
 
+// Objects of the run_batch calls before, kept for the next ones (a fresh mapping costs a system
+// call and its first page faults): at most 64, one per thread at a time. T::reuse() readies a
+// kept one for a new call; T::keep() says whether it is worth keeping.
+template <class T>
+struct Kept {
+  std::mutex mu;
+  std::vector<T*> kept;
+  T* take() {
+    {
+      std::lock_guard<std::mutex> g(mu);
+      if (!kept.empty()) {
+        T* s = kept.back();
+        kept.pop_back();
+        s->reuse();
+        return s;
+      }
+    }
+    return new T();
+  }
+  void give(T* s) {
+    if (!s) return;
+    {
+      std::lock_guard<std::mutex> g(mu);
+      if (kept.size() < 64 && s->keep()) {
+        kept.push_back(s);
+        return;
+      }
+    }
+    delete s;
+  }
+  static Kept& pool() {
+    static Kept* p = [] {
+      Kept* q = new Kept();  // never destroyed (as scratch_pool)
+      // (a fork() while another thread holds the lock: see scratch_pool)
+      pthread_atfork([] { pool().mu.lock(); }, [] { pool().mu.unlock(); }, [] { pool().mu.unlock(); });
+      return q;
+    }();
+    return *p;
+  }
+};
+
 #ifdef VG_JIT
 // A 64-bit hash of a program's words and entry (four independent lanes: some 0.1 ns a word).
 inline uint64_t program_hash(const uint32_t* w, int32_t len, int32_t entry_pc) {
@@ -213,6 +254,8 @@ struct JitScratch {
     for (size_t k = 0; k < n; k++) slot[entries[k].canon] = 0;
     n = 0, used = 0, last = -1;
   }
+  void reuse() { clear(); }  // (Kept: nothing of a call before)
+  bool keep() const { return true; }
   // Whether program p (canon c) has been compiled in this call (more runs cost no compile).
   bool seen(int64_t p, int32_t c) {
     if (p == last) return true;
@@ -251,43 +294,7 @@ struct JitScratch {
   }
 };
 
-// The threads' code buffers, kept between run_batch calls (a fresh mapping costs a system call
-// and its first page faults); at most a few, one per thread at a time.
-struct JitPool {
-  std::mutex mu;
-  std::vector<JitScratch*> kept;
-  JitScratch* take() {
-    {
-      std::lock_guard<std::mutex> g(mu);
-      if (!kept.empty()) {
-        JitScratch* s = kept.back();
-        kept.pop_back();
-        s->clear();
-        return s;
-      }
-    }
-    return new JitScratch();
-  }
-  void give(JitScratch* s) {
-    if (!s) return;
-    {
-      std::lock_guard<std::mutex> g(mu);
-      if (kept.size() < 64) {
-        kept.push_back(s);
-        return;
-      }
-    }
-    delete s;
-  }
-};
-JitPool& jit_pool() {
-  static JitPool* p = [] {
-    JitPool* q = new JitPool();  // never destroyed (as scratch_pool)
-    pthread_atfork([] { jit_pool().mu.lock(); }, [] { jit_pool().mu.unlock(); }, [] { jit_pool().mu.unlock(); });
-    return q;
-  }();
-  return *p;
-}
+inline Kept<JitScratch>& jit_pool() { return Kept<JitScratch>::pool(); }
 #endif
 
 // A program's superinstructions (fuse.h), per thread.
@@ -314,45 +321,11 @@ struct ListBuf {
     }
     return d.get() + n;
   }
+  void reuse() { n = 0; }
+  bool keep() const { return cap <= ((size_t)2 << 20); }  // (Kept: at most 8 MiB each)
 };
 
-// The threads' ListBufs, kept between calls (their megabytes' page faults cost more than a
-// short batch): at most 64, of at most 8 MiB each.
-struct ListPool {
-  std::mutex mu;
-  std::vector<ListBuf*> kept;
-  ListBuf* take() {
-    {
-      std::lock_guard<std::mutex> g(mu);
-      if (!kept.empty()) {
-        ListBuf* b = kept.back();
-        kept.pop_back();
-        b->n = 0;
-        return b;
-      }
-    }
-    return new ListBuf();
-  }
-  void give(ListBuf* b) {
-    if (!b) return;
-    {
-      std::lock_guard<std::mutex> g(mu);
-      if (kept.size() < 64 && b->cap <= ((size_t)2 << 20)) {  // (2 Mi elements)
-        kept.push_back(b);
-        return;
-      }
-    }
-    delete b;
-  }
-};
-ListPool& list_pool() {
-  static ListPool* p = [] {
-    ListPool* q = new ListPool();  // never destroyed (as scratch_pool)
-    pthread_atfork([] { list_pool().mu.lock(); }, [] { list_pool().mu.unlock(); }, [] { list_pool().mu.unlock(); });
-    return q;
-  }();
-  return *p;
-}
+inline Kept<ListBuf>& list_pool() { return Kept<ListBuf>::pool(); }
 
 // Write one run's outputs: a list result is checked, its first out_cap elements appended to lb
 // (when not null; their count to out_off[r + 1]), and the result compared with the expected

@@ -2283,33 +2283,32 @@ inline void prepare(Ctx& c, const Ready& cp, const VMConfig& cfg, Workspace& ws)
   c.lists = ws.lists, c.heap = ws.heap;
 }
 
+// A run whose arguments are loaded, from the entry's native code on (the rest of it in the
+// interpreter where the code hands it over).
+inline RunResult call(Ctx& c, const Ready& cp, const uint32_t* code, int32_t len, const VMConfig& cfg, Workspace& ws) {
+  c.steps = 0, c.status = TRAP_OK, c.result = 0, c.cyc = -1, c.depth = 0;
+  c.base = 0, c.pc = c.sp = c.obase = 0;
+  switch (cp.run(&c)) {
+    case EXIT_RETURN:
+      return RunResult{TRAP_OK, c.result, c.steps};
+    case EXIT_TRAP:
+      return RunResult{c.status, 0, c.steps};
+    default:
+      return run_from(code, len, cfg, ws, c.pc, c.sp, c.base, c.obase, c.depth, c.steps);
+  }
+}
+
 // Run function `entry_pc` of a compiled program on one encoded input, as vm::run does, in the
 // context prepare() made for them (want: as load_args).
 inline RunResult run(Ctx& c, const Ready& cp, const uint32_t* code, int32_t len, int32_t entry_pc,
                      const int32_t* in, int32_t in_len, const VMConfig& cfg, Workspace& ws,
                      const int8_t* want = nullptr) {
-  RunResult res;
-  res.status = start_run(code, len, entry_pc, in, in_len, cfg, ws, want);
-  res.value = 0;
-  res.steps = 0;
-  if (res.status != TRAP_OK) return res;
+  const int32_t status = start_run(code, len, entry_pc, in, in_len, cfg, ws, want);
+  if (status != TRAP_OK) return RunResult{status, 0, 0};
   const int32_t nl = func_nlocals(code[entry_pc]);
   if (!c.entry || (int64_t)nl + cp.fmax > cfg.stack_size || cfg.fuel <= 0)
     return run_from(code, len, cfg, ws, entry_pc + 1, nl, 0, nl, 0, 0);
-  c.steps = 0, c.status = TRAP_OK, c.result = 0, c.cyc = -1, c.depth = 0;
-  c.base = 0, c.pc = c.sp = c.obase = 0;
-  switch (cp.run(&c)) {
-    case EXIT_RETURN:
-      res.value = c.result;
-      res.steps = c.steps;
-      return res;
-    case EXIT_TRAP:
-      res.status = c.status;
-      res.steps = c.steps;
-      return res;
-    default:
-      return run_from(code, len, cfg, ws, c.pc, c.sp, c.base, c.obase, c.depth, c.steps);
-  }
+  return call(c, cp, code, len, cfg, ws);
 }
 
 // run() for a program whose entry the caller checked once for all its runs (valid, compiled,
@@ -2317,27 +2316,11 @@ inline RunResult run(Ctx& c, const Ready& cp, const uint32_t* code, int32_t len,
 inline RunResult run_checked(Ctx& c, const Ready& cp, const uint32_t* code, int32_t len, int32_t entry_pc,
                              const int32_t* in, int32_t in_len, const VMConfig& cfg, Workspace& ws,
                              const int8_t* want = nullptr) {
-  RunResult res;
   ws.nlists = 0;
   ws.hp = 0;
-  res.status = load_args(code[entry_pc], in, in_len, cfg, ws, ws.stack, 1, want);
-  res.value = 0;
-  res.steps = 0;
-  if (res.status != TRAP_OK) return res;
-  c.steps = 0, c.status = TRAP_OK, c.result = 0, c.cyc = -1, c.depth = 0;
-  c.base = 0, c.pc = c.sp = c.obase = 0;
-  switch (cp.run(&c)) {
-    case EXIT_RETURN:
-      res.value = c.result;
-      res.steps = c.steps;
-      return res;
-    case EXIT_TRAP:
-      res.status = c.status;
-      res.steps = c.steps;
-      return res;
-    default:
-      return run_from(code, len, cfg, ws, c.pc, c.sp, c.base, c.obase, c.depth, c.steps);
-  }
+  const int32_t status = load_args(code[entry_pc], in, in_len, cfg, ws, ws.stack, 1, want);
+  if (status != TRAP_OK) return RunResult{status, 0, 0};
+  return call(c, cp, code, len, cfg, ws);
 }
 
 // One run alone.
