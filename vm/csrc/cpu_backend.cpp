@@ -843,7 +843,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
     // whole budget, each run that reached the cap.
     VMConfig rcfg = cfg;  // the interpreters' limits
 #ifdef VG_JIT
-    const bool jit_here = (mode == 0 || mode == 6) && jit_on && (uint32_t)p < (uint32_t)n_prog && entry_pc[p] >= 0;
+    const bool jit_here = jit_on && (uint32_t)p < (uint32_t)n_prog && entry_pc[p] >= 0;  // (jit_on: modes 0 and 6)
     const uint32_t* jcode = jit_here ? code + code_off[p] : nullptr;
     const int32_t jlen = jit_here ? (int32_t)(code_off[p + 1] - code_off[p]) : 0;
     // (after the task's runs: how long they were for the program's size, into the average)
