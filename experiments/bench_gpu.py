@@ -148,9 +148,10 @@ def steady_row(n, args, flat, offsets, ev, t_comp, t_eval, n_iter, check, wps):
     return row
 
 
-# (cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS): the plain VM; with superinstructions; and with them in
-# the plain VM's 48 registers (10 resident blocks of 128 threads on an H100)
-FUSE_VARIANTS = ((False, 0), (True, 0), (True, 10))
+# (cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS): the plain VM in 48 registers (10 resident blocks of 128
+# threads on an H100; its default) and unbounded (56); with superinstructions, unbounded (their
+# default) and in 48 registers
+FUSE_VARIANTS = ((False, 10), (False, 0), (True, 0), (True, 10))
 
 
 def switch_fuse_rows(workloads, repeat: int):

@@ -51,8 +51,10 @@ NVRTC_OPTIONS = ("-std=c++17", f"-DVG_LOCAL_STACK={LOCAL_STACK}")
 # per VM step, for a larger kernel (sm_90: evaluate's takes 56 registers a thread, not 48). Off until
 # a GPU benchmark shows the gain (bench_gpu.py --switch-fuse); VRAMGYM_SWITCH_FUSE=1 turns it on.
 SWITCH_FUSE = os.environ.get("VRAMGYM_SWITCH_FUSE", "0") == "1"
-EXEC_MIN_BLOCKS = 0  # > 0: __launch_bounds__(EXEC_BLOCK, this) on the execute kernels, capping their
-# registers so that many blocks fit an SM (10 on an H100: 48 registers, 40 warps, with SWITCH_FUSE too)
+EXEC_MIN_BLOCKS: int | None = None  # > 0: __launch_bounds__(EXEC_BLOCK, this) on the execute kernels,
+# capping their registers so that many blocks fit an SM (10 on an H100: 48 registers, 40 warps); 0: no
+# bound. None: 10 for the plain VM (unbounded it takes 56 registers since its traps return in place,
+# with no spill at 48: experiments/sass_steps.py), 0 with SWITCH_FUSE (faster unbounded, session 6).
 COMPILE_BLOCK = 64     # threads per block of the compile kernels (one program per thread)
 COMPILE_PER_SM = 256   # resident compile threads per SM worth their scratch
 EXEC_BLOCK = 128       # 4 warps per block of the execute kernels
@@ -166,9 +168,16 @@ class _Device:
         return self._resident[kernel]
 
 
-def nvrtc_options(switch_fuse: bool = False, min_blocks: int = 0) -> tuple[str, ...]:
+def exec_min_blocks(switch_fuse: bool, min_blocks: int | None = None) -> int:
+    """The execute kernels' __launch_bounds__ minimum of blocks: min_blocks, else EXEC_MIN_BLOCKS,
+    else (None) the variant's default."""
+    v = min_blocks if min_blocks is not None else EXEC_MIN_BLOCKS
+    return int(v) if v is not None else (0 if switch_fuse else 10)
+
+
+def nvrtc_options(switch_fuse: bool = False, min_blocks: int | None = None) -> tuple[str, ...]:
     return NVRTC_OPTIONS + (f"-DVG_SWITCH_FUSE={int(bool(switch_fuse))}", f"-DVG_EXEC_BLOCK={EXEC_BLOCK}",
-                            f"-DVG_EXEC_MIN_BLOCKS={int(min_blocks)}")
+                            f"-DVG_EXEC_MIN_BLOCKS={exec_min_blocks(switch_fuse, min_blocks)}")
 
 
 _devices: dict[tuple[int, bool, int], _Device] = {}
@@ -181,7 +190,7 @@ def device(device_id: int | None = None) -> _Device:
     import cupy as cp
     if device_id is None:
         device_id = cp.cuda.Device().id
-    key = (device_id, bool(SWITCH_FUSE), int(EXEC_MIN_BLOCKS))
+    key = (device_id, bool(SWITCH_FUSE), exec_min_blocks(bool(SWITCH_FUSE)))
     with _lock:
         if key not in _devices:
             _devices[key] = _Device(*key)
