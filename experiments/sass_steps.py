@@ -54,7 +54,8 @@ def find_tool(name: str) -> str:
     raise SystemExit(f"{name} not found: on PATH or `pip install nvidia-cuda-{name}`")
 
 
-def build_cubin(defines: list[str], out: Path) -> None:
+def build_cubin(defines: list[str], out: Path) -> str:
+    """nvcc -cubin of the kernels; returns ptxas's -v report (registers, spills)."""
     from vramgym.vm import cuda
     opts = list(cuda.nvrtc_options())
     for d in defines:  # -D NAME=V overrides the option of the same name
