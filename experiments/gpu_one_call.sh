@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The GPU checks that fit one device `run` call of a 15-device-minute lease (gpu_check.sh's stages
+# assume 30): install, every VM variant built at once, the benchmarks alone on the GPU, then the
+# GPU tests, compute-sanitizer and one Nsight Compute profile side by side until DEADLINE.
+#
+#   run(command="bash experiments/gpu_one_call.sh", carry=[".whl"], timeout_s=480)
+#
+# DEADLINE (seconds after the start, default 420) bounds the last phase, so the script ends, and
+# packs its logs into $OUT/gpu_check.tgz beside $OUT/summary.txt, before the call's limit.
+# .whl holds gymnasium and farama-notifications (see gpu_check.sh); the image has the rest.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu_check_out}
+WORK=${GPU_CHECK_WORK:-/tmp/gpu_check}
+DEADLINE=${DEADLINE:-420}
+mkdir -p "$OUT" "$WORK"
+export PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-/tmp/cupy_cache}
+fails=0
+log() { echo "$*" | tee -a "$WORK/summary.txt"; }
+step() {  # step NAME LIMIT COMMAND...
+  local name=$1 lim=$2; shift 2
+  log "== $name (limit ${lim} s, at ${SECONDS} s): $*"
+  local t0=$SECONDS
+  if timeout "$lim" "$@" >"$WORK/$name.log" 2>&1; then log "   ok ($((SECONDS - t0)) s)"
+  else log "   FAILED rc=$? ($((SECONDS - t0)) s, see $name.log)"; tail -n 20 "$WORK/$name.log"; fails=$((fails + 1)); fi
+}
+left() { echo $((DEADLINE - SECONDS)); }
+finish() {
+  cp -r experiments/results "$WORK/results" 2>/dev/null
+  tar czf "$OUT/gpu_check.tgz" -C "$WORK" .
+  cp "$WORK/summary.txt" "$OUT/summary.txt"
+}
+trap finish EXIT
+touch "$WORK/summary.txt"
+
+nvidia-smi >"$WORK/nvidia-smi.txt" 2>&1
+compgen -G ".whl/*.whl" >/dev/null && step wheels 60 python -m pip install -q --no-index --no-deps --no-compile .whl/*.whl
+step install 150 python -m pip install -q --no-index --no-deps --no-build-isolation -e .
+
+# NVRTC builds each variant of the VM module in one thread (~30 s): all of them at once, into
+# CuPy's on-disk cache, which every later process reads.
+prebuild() {
+  local pids=() v
+  for v in "False None" "False 0" "True None" "True 10"; do
+    set -- $v
+    python -c "from vramgym.vm import cuda; cuda.SWITCH_FUSE = $1; cuda.EXEC_MIN_BLOCKS = $2; d = cuda.device(); \
+print('switch_fuse', $1, 'min_blocks', d.min_blocks, 'execute regs', d.k['vg_execute_local_eval'].num_regs, \
+'tasks regs', d.k['vg_execute_tasks_local'].num_regs, 'local warps/SM', d.resident_warps('vg_execute_local_eval'), \
+'tasks warps/SM', d.resident_warps('vg_execute_tasks_local'))" & pids+=($!)
+  done
+  python -c "from vramgym.envs import grammar_cuda; grammar_cuda.kernels(0); print('grammar kernels built')" & pids+=($!)
+  local bad=0; for p in "${pids[@]}"; do wait "$p" || bad=1; done
+  return $bad
+}
+step prebuild 180 prebuild
+
+# timings, with nothing else on the GPU
+step bench 150 python experiments/bench_gpu.py --sizes 1 1000 100000 1000000 --repeat 2 --warps-per-sm 0 \
+  --switch-fuse 100000 --out "$WORK"
+step bench_envs 90 python experiments/bench_envs.py --env token --device cuda-graph cuda --num-envs 16384 65536 \
+  --seconds 3 --name bench_envs_gpu --out "$WORK"
+
+# correctness, side by side, each process with a share of the GPU's memory
+lim=$(left); [ "$lim" -lt 30 ] && lim=30
+(VRAMGYM_GPU_MEMORY_FRACTION=0.1 VRAMGYM_GPU_RANDOM_PROGRAMS=300 VRAMGYM_GPU_TASK_PROGRAMS=300 \
+  step memcheck "$lim" compute-sanitizer --tool memcheck --leak-check no --error-exitcode 99 \
+  python -m pytest -q -p no:cacheprovider tests/test_cuda_backend.py tests/test_evaluate_tasks.py \
+  -k "corpus or fuzzed or random_programs or evaluate or switch_fuse or outside or gpu") &
+(VRAMGYM_GPU_MEMORY_FRACTION=0.05 step ncu 90 ncu --section SpeedOfLight --section Occupancy \
+  --section LaunchStats --section WarpStateStats --section InstructionStats -k regex:vg_execute_local_eval -c 1 \
+  python -c "import sys; sys.path.insert(0, 'experiments'); import bench_gpu as b; print(b.steady_rows([10000], 1, 2000, check=10))") &
+VRAMGYM_GPU_MEMORY_FRACTION=0.05 step gpu_tests "$lim" python -m pytest -v -rfEs --durations=25 -n 10 \
+  --dist loadfile -p no:cacheprovider tests/test_cuda_backend.py "tests/test_differential.py::test_cuda_matches_cpu" \
+  tests/test_step_graph.py tests/test_envs_device.py tests/test_evaluate_tasks.py tests/test_token_slots.py \
+  tests/test_grammar_native.py tests/test_grammar_torch.py tests/test_cycle_check.py tests/test_envs_ops.py \
+  tests/test_corpus.py tests/test_api.py tests/test_env_bad_input.py
+wait
+log "failed steps: $fails (at ${SECONDS} s)"
+exit $fails
