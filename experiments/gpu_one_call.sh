@@ -42,14 +42,15 @@ step install 150 python -m pip install -q --no-index --no-deps --no-build-isolat
 
 # NVRTC builds each variant of the VM module in one thread (~30 s): all of them at once, into
 # CuPy's on-disk cache, which every later process reads.
-prebuild() {
+prebuild() {  # bench_gpu.py's FUSE_VARIANTS (the default build is the first)
   local pids=() v
-  for v in "False None" "False 0" "True None" "True 10"; do
-    set -- $v
-    python -c "from vramgym.vm import cuda; cuda.SWITCH_FUSE = $1; cuda.EXEC_MIN_BLOCKS = $2; d = cuda.device(); \
-print('switch_fuse', $1, 'min_blocks', d.min_blocks, 'execute regs', d.k['vg_execute_local_eval'].num_regs, \
-'tasks regs', d.k['vg_execute_tasks_local'].num_regs, 'local warps/SM', d.resident_warps('vg_execute_local_eval'), \
-'tasks warps/SM', d.resident_warps('vg_execute_tasks_local'))" & pids+=($!)
+  for v in $(python -c "import sys; sys.path.insert(0, 'experiments'); import bench_gpu as b; \
+print(' '.join(','.join(map(str, v)) for v in b.FUSE_VARIANTS))"); do
+    python -c "from vramgym.vm import cuda; cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS, cuda.PREFETCH = $v; d = cuda.device(); \
+print('switch_fuse, min_blocks, prefetch', ($v), 'execute regs', d.k['vg_execute_local_eval'].num_regs, \
+'local bytes', d.k['vg_execute_local_eval'].local_size_bytes, 'tasks regs', d.k['vg_execute_tasks_local'].num_regs, \
+'local warps/SM', d.resident_warps('vg_execute_local_eval'), 'tasks warps/SM', d.resident_warps('vg_execute_tasks_local'))" \
+      & pids+=($!)
   done
   python -c "from vramgym.envs import grammar_cuda; grammar_cuda.kernels(0); print('grammar kernels built')" & pids+=($!)
   local bad=0; for p in "${pids[@]}"; do wait "$p" || bad=1; done
@@ -80,9 +81,14 @@ done
 memcheck tasks tests/test_evaluate_tasks.py gpu &
 memcheck token_slots tests/test_token_slots.py "gpu or cuda" &
 memcheck grammar tests/test_grammar_native.py "gpu or cuda" &
-(VRAMGYM_GPU_MEMORY_FRACTION=0.03 step ncu 90 ncu --section SpeedOfLight --section Occupancy \
-  --section LaunchStats --section WarpStateStats --section InstructionStats -k regex:vg_execute_local_eval -c 1 \
-  python -c "import sys; sys.path.insert(0, 'experiments'); import bench_gpu as b; print(b.steady_rows([10000], 1, 2000, check=10))") &
+# Nsight Compute's full set on one steady-state execute launch, then the stall samples per SASS
+# instruction (which loads a step waits on) from the report
+(export VRAMGYM_GPU_MEMORY_FRACTION=0.03
+ step ncu 120 ncu --set full -k regex:vg_execute_local_eval -c 1 -f -o "$WORK/exec_loop" python -c \
+   "import sys; sys.path.insert(0, 'experiments'); import bench_gpu as b; print(b.steady_rows([10000], 1, 2000, check=10))"
+ step ncu_details 60 ncu -i "$WORK/exec_loop.ncu-rep" --page details
+ step ncu_sass 60 ncu -i "$WORK/exec_loop.ncu-rep" --page source --csv --print-source sass
+ rm -f "$WORK/exec_loop.ncu-rep") &
 VRAMGYM_GPU_MEMORY_FRACTION=0.05 step gpu_tests "$lim" python -m pytest -v -rfEs --durations=25 -n 10 \
   --dist loadfile -p no:cacheprovider tests/test_cuda_backend.py "tests/test_differential.py::test_cuda_matches_cpu" \
   tests/test_step_graph.py tests/test_envs_device.py tests/test_evaluate_tasks.py tests/test_token_slots.py \

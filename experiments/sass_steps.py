@@ -232,6 +232,17 @@ def op_mix(workload: str, n: int = 64) -> dict[int, int]:
     return mix
 
 
+# The interpreter's roofline on an H100 or H200 (SXM): 132 SMs x 4 warp schedulers x ~1.98 GHz, one
+# instruction issued per scheduler and cycle at best, one VM step per lane of a warp step (32 when
+# no lane has diverged or finished). Session 41's profile on an H200 measured 0.5 issued.
+SMS, SCHEDULERS, CLOCK_HZ, LANES = 132, 4, 1.98e9, 32
+
+
+def ceiling(sass_per_step: float, issue: float = 1.0, lanes: float = LANES) -> float:
+    """VM steps per second that `sass_per_step` allows at `issue` instructions per scheduler-cycle."""
+    return SMS * SCHEDULERS * CLOCK_HZ * issue * lanes / sass_per_step
+
+
 def main() -> None:
     from vramgym.vm import opcodes
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -270,12 +281,15 @@ def main() -> None:
         top = sorted(mix.items(), key=lambda kv: -kv[1])[:8]
         print(f"{w}: {weighted[w]:.1f} SASS instructions per VM step (weighted by the executed opcodes); "
               "top: " + ", ".join(f"{opcodes.OP_BY_CODE[k].name} {v / total:.0%}" for k, v in top))
+        print(f"  ceiling on an H100/H200, 32 lanes a warp step: {ceiling(weighted[w]):.3g} VM steps/s at one "
+              f"instruction issued per scheduler-cycle, {ceiling(weighted[w], 0.5):.3g} at 0.5 (measured, session 41)")
     if a.out:
         a.out.mkdir(parents=True, exist_ok=True)
         (a.out / "sass_steps.json").write_text(json.dumps(
             {"kernel": a.kernel, "defines": a.defines, "registers": int(regs.group(2)) if regs else None,
              "spill_store_bytes": int(regs.group(1)) if regs else None,
-             "per_opcode": rows, "weighted": weighted}, indent=1))
+             "per_opcode": rows, "weighted": weighted,
+             "ceiling_issue_1": {w: ceiling(v) for w, v in weighted.items()}}, indent=1))
 
 
 if __name__ == "__main__":

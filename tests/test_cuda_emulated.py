@@ -43,11 +43,13 @@ SANITIZE = ["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"] \
     if os.environ.get("VRAMGYM_EMU_SANITIZE") == "1" else []
 
 
-def _library(switch_fuse: bool = False) -> Path:
+def _library(switch_fuse: bool = False, prefetch: bool = False) -> Path:
     """Build (or reuse) the emulator; the key covers its source, every header and the flags.
-    switch_fuse: the VM with its peephole superinstructions (cuda.SWITCH_FUSE)."""
+    switch_fuse: the VM with its peephole superinstructions (cuda.SWITCH_FUSE); prefetch: each
+    step's next word loaded ahead (cuda.PREFETCH)."""
     return native_build.build("vramgym-cuda-emu", "cuda_emu.so", EMU,
-                              [*FLAGS, *SANITIZE, f"-DVG_SWITCH_FUSE={int(switch_fuse)}"],
+                              [*FLAGS, *SANITIZE, f"-DVG_SWITCH_FUSE={int(switch_fuse)}",
+                               f"-DVG_PREFETCH={int(prefetch)}"],
                               INCLUDES, sorted(f for d in INCLUDES for f in list(d.glob("*.h")) + list(d.glob("*.cu"))))
 
 
@@ -122,9 +124,9 @@ def _fake_cupy() -> types.ModuleType:
     return cp
 
 
-@pytest.fixture(params=[False, True], ids=["plain", "switch-fuse"])
+@pytest.fixture(params=[(False, False), (True, False), (False, True)], ids=["plain", "switch-fuse", "prefetch"])
 def emu(request, monkeypatch):
-    dev = _EmuDevice(ctypes.CDLL(str(_library(request.param))))
+    dev = _EmuDevice(ctypes.CDLL(str(_library(*request.param))))
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
     monkeypatch.setattr(cuda, "device", lambda device_id=None: dev)
     return dev

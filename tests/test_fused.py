@@ -41,7 +41,9 @@ class _ModeLib:
 
 ROOT = Path(__file__).resolve().parent.parent
 SWITCH_BUILDS = {"switch": ["-DVG_NO_THREADED_DISPATCH"],
-                 "switch fused": ["-DVG_NO_THREADED_DISPATCH", "-DVG_SWITCH_FUSE=1"]}
+                 "switch fused": ["-DVG_NO_THREADED_DISPATCH", "-DVG_SWITCH_FUSE=1"],
+                 "switch prefetch": ["-DVG_NO_THREADED_DISPATCH", "-DVG_PREFETCH=1"],
+                 "switch fused prefetch": ["-DVG_NO_THREADED_DISPATCH", "-DVG_SWITCH_FUSE=1", "-DVG_PREFETCH=1"]}
 
 
 @lru_cache(maxsize=None)

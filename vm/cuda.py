@@ -51,6 +51,11 @@ NVRTC_OPTIONS = ("-std=c++17", f"-DVG_LOCAL_STACK={LOCAL_STACK}")
 # per VM step, for a larger kernel (sm_90: evaluate's takes 56 registers a thread, not 48). Off until
 # a GPU benchmark shows the gain (bench_gpu.py --switch-fuse); VRAMGYM_SWITCH_FUSE=1 turns it on.
 SWITCH_FUSE = os.environ.get("VRAMGYM_SWITCH_FUSE", "0") == "1"
+# The switch interpreter loads each step's next word while the step runs (vm.h, VG_PREFETCH): a
+# shorter chain of dependent loads a step for 7 more SASS instructions (experiments/sass_steps.py),
+# and 12 bytes of spill under the 48-register bound. Off until a GPU benchmark shows a gain
+# (bench_gpu.py --switch-fuse has rows with it); VRAMGYM_PREFETCH=1 turns it on.
+PREFETCH = os.environ.get("VRAMGYM_PREFETCH", "0") == "1"
 EXEC_MIN_BLOCKS: int | None = None  # > 0: __launch_bounds__(EXEC_BLOCK, this) on the execute kernels,
 # capping their registers so that many blocks fit an SM (10 on an H100: 48 registers, 40 warps); 0: no
 # bound. None: 10 for the plain VM (unbounded it takes 56 registers since its traps return in place,
@@ -124,11 +129,11 @@ def available() -> bool:
 class _Device:
     """The compiled module and launch geometry of one device."""
 
-    def __init__(self, device_id: int, switch_fuse: bool = False, min_blocks: int = 0):
+    def __init__(self, device_id: int, switch_fuse: bool = False, min_blocks: int = 0, prefetch: bool = False):
         import cupy as cp
-        self.id, self.switch_fuse, self.min_blocks = device_id, switch_fuse, min_blocks
+        self.id, self.switch_fuse, self.min_blocks, self.prefetch = device_id, switch_fuse, min_blocks, prefetch
         with cp.cuda.Device(device_id):
-            self.module = cp.RawModule(code=kernel_source(), options=nvrtc_options(switch_fuse, min_blocks))
+            self.module = cp.RawModule(code=kernel_source(), options=nvrtc_options(switch_fuse, min_blocks, prefetch))
             self.module.compile()
             self.k = {name: self.module.get_function(name) for name in (
                 "vg_sizes", "vg_compile", "vg_validate_programs", "vg_execute_local",
@@ -175,9 +180,10 @@ def exec_min_blocks(switch_fuse: bool, min_blocks: int | None = None) -> int:
     return int(v) if v is not None else (0 if switch_fuse else 10)
 
 
-def nvrtc_options(switch_fuse: bool = False, min_blocks: int | None = None) -> tuple[str, ...]:
+def nvrtc_options(switch_fuse: bool = False, min_blocks: int | None = None, prefetch: bool = False) -> tuple[str, ...]:
     return NVRTC_OPTIONS + (f"-DVG_SWITCH_FUSE={int(bool(switch_fuse))}", f"-DVG_EXEC_BLOCK={EXEC_BLOCK}",
-                            f"-DVG_EXEC_MIN_BLOCKS={exec_min_blocks(switch_fuse, min_blocks)}")
+                            f"-DVG_EXEC_MIN_BLOCKS={exec_min_blocks(switch_fuse, min_blocks)}",
+                            f"-DVG_PREFETCH={int(bool(prefetch))}")
 
 
 _devices: dict[tuple[int, bool, int], _Device] = {}
@@ -186,11 +192,11 @@ _lock = threading.Lock()
 
 def device(device_id: int | None = None) -> _Device:
     """The compiled kernels for a device (the current one by default) in the variant that
-    SWITCH_FUSE and EXEC_MIN_BLOCKS name at the moment, built on first use."""
+    SWITCH_FUSE, EXEC_MIN_BLOCKS and PREFETCH name at the moment, built on first use."""
     import cupy as cp
     if device_id is None:
         device_id = cp.cuda.Device().id
-    key = (device_id, bool(SWITCH_FUSE), exec_min_blocks(bool(SWITCH_FUSE)))
+    key = (device_id, bool(SWITCH_FUSE), exec_min_blocks(bool(SWITCH_FUSE)), bool(PREFETCH))
     with _lock:
         if key not in _devices:
             _devices[key] = _Device(*key)

@@ -238,6 +238,11 @@ constexpr bool CYCLE_CHECK = true;
 #ifndef VG_SWITCH_FUSE
 #define VG_SWITCH_FUSE 0
 #endif
+// -DVG_PREFETCH=1: the switch interpreter loads each step's next word ahead (run_from; the GPU
+// kernels' variant vramgym.vm.cuda.PREFETCH). Off by default until a GPU measures it.
+#ifndef VG_PREFETCH
+#define VG_PREFETCH 0
+#endif
 #if VG_SWITCH_FUSE
 // Superinstructions of the switch interpreter (CUDA's), found by peeking at the words after the
 // one just fetched, so they need no translation pass and no memory: an operand push with what
@@ -556,13 +561,27 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
 #else
 #define VG_TRY_FUSED(f)
 #endif
+#if VG_PREFETCH
+  // The word after this one is loaded while this one's handler runs (`nw`, the word at `npc`):
+  // on the GPU a step's fetch is a round trip through L1 that the decode and the handler wait
+  // for (L1TEX waits were 55% of a warp's stall, session 41). A step that falls through finds
+  // its word loaded; after a jump, pc != npc and the word is fetched as before.
+  int32_t npc = -1;
+  uint32_t nw = 0;
+#endif
   for (;;) {
     // VG_FETCH with its two checks as one branch (one compare-and-branch fewer a step)
     if ((steps >= fuel) | ((uint32_t)pc >= (uint32_t)len)) {
       if (steps >= fuel) VG_TRAP(TRAP_OUT_OF_FUEL);
       VG_TRAP(TRAP_BAD_BYTECODE);
     }
+#if VG_PREFETCH
+    w = pc == npc ? nw : code[pc];
+    npc = ++pc;
+    nw = code[pc < len - 1 ? pc : len - 1];  // in bounds: len > 0 here; a pc at len traps above first
+#else
     w = code[pc++];
+#endif
     arg = (int32_t)(w >> 8);
     VG_ON_STEP(w);
     steps++;
