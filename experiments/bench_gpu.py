@@ -148,50 +148,62 @@ def steady_row(n, args, flat, offsets, ev, t_comp, t_eval, n_iter, check, wps):
     return row
 
 
-# (cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS, cuda.PREFETCH): the plain VM in 48 registers (10 resident
-# blocks of 128 threads on an H100; its default) and unbounded (56); with superinstructions,
-# unbounded (their default) and in 48 registers; each word fetched a step ahead, bounded and not,
-# plain and with superinstructions. The first is the reference the others must equal.
-FUSE_VARIANTS = ((False, 10, False), (False, 0, False), (True, 0, False), (True, 10, False),
-                 (False, 10, True), (False, 0, True), (True, 10, True))
+# (cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS, cuda.PREFETCH, cuda.JUMP_TABLES): the plain VM in 48
+# registers (10 resident blocks of 128 threads on an H100; its default) and unbounded (56); with
+# superinstructions, unbounded (their default) and in 48 registers; each word fetched a step ahead;
+# the dispatch as a jump table, plain, with superinstructions and with prefetch. The first is the
+# reference the others must equal.
+FUSE_VARIANTS = ((False, 10, False, False), (False, 0, False, False), (True, 0, False, False),
+                 (True, 10, False, False), (False, 10, True, False), (False, 10, False, True),
+                 (True, 10, False, True), (False, 10, True, True))
+VARIANT_FLAGS = ("SWITCH_FUSE", "EXEC_MIN_BLOCKS", "PREFETCH", "JUMP_TABLES")
 
 
 def switch_fuse_rows(workloads, repeat: int):
-    """The VM's build variants (FUSE_VARIANTS: superinstructions, register bound, prefetch) side by
-    side on the same candidates: evaluate's time, VM instructions per second, the execute kernel's
-    registers and resident warps per SM. Pass counts and steps must be equal in all."""
+    """The VM's build variants (FUSE_VARIANTS: superinstructions, register bound, prefetch, jump
+    tables) side by side on the same candidates: evaluate's time, VM instructions per second, the
+    execute kernel's registers and resident warps per SM. Pass counts and steps must be equal in
+    all. A variant that does not build (an NVRTC without --jump-table-density) is reported and
+    skipped."""
     import torch
     sync = torch.cuda.synchronize
     rows = []
-    saved = cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS, cuda.PREFETCH
+    saved = [getattr(cuda, f) for f in VARIANT_FLAGS]
     try:
         for name, n, sources, inputs, expected, sig in workloads:
             flat, offsets = pack_tokens(sources)
             tok, off = torch.from_numpy(flat).cuda(), torch.from_numpy(offsets).cuda()
             warm = [torch.from_numpy(a).cuda() for a in pack_tokens(sources[:64])]
             results = {}
-            for fuse, min_blocks, prefetch in FUSE_VARIANTS:
-                cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS, cuda.PREFETCH = fuse, min_blocks, prefetch
-                cuda.evaluate(*warm, inputs, expected, signature=sig)  # build the module first
+            for v in FUSE_VARIANTS:
+                fuse, min_blocks, prefetch, jump_tables = v
+                for f, x in zip(VARIANT_FLAGS, v):
+                    setattr(cuda, f, x)
+                try:
+                    cuda.evaluate(*warm, inputs, expected, signature=sig)  # build the module first
+                except Exception as e:  # noqa: BLE001 (reported, and the other variants go on)
+                    print(f"variant {v} did not build or run: {e!r:.300}")
+                    continue
                 t_comp, _ = timed(lambda: cuda.compile_device("tokens", tok, off), repeat, sync)
                 t_eval, ev = timed(lambda: cuda.evaluate(tok, off, inputs, expected, signature=sig), repeat, sync)
-                results[fuse, min_blocks, prefetch] = ev
+                results[v] = ev
                 steps = int(ev.steps.sum().item())
                 rows.append({"workload": name, "N": n, "switch_fuse": fuse, "min_blocks": min_blocks,
-                             "prefetch": prefetch, "vm_instructions": steps,
+                             "prefetch": prefetch, "jump_tables": jump_tables, "vm_instructions": steps,
                              "registers": cuda.device().k["vg_execute_local_eval"].num_regs,
                              "warps_per_sm": cuda.device().resident_warps("vg_execute_local_eval"),
                              "gpu_compile_s": t_comp, "gpu_evaluate_s": t_eval, "gpu_evals_per_s": n / t_eval,
                              "gpu_vm_instructions_per_s": steps / max(t_eval - t_comp, 1e-9)})
                 print(json.dumps(rows[-1]))
             a = results[FUSE_VARIANTS[0]]
-            for v in FUSE_VARIANTS[1:]:
+            for v in [v for v in FUSE_VARIANTS[1:] if v in results]:
                 b = results[v]
                 if not (torch.equal(a.passed, b.passed) and torch.equal(a.steps, b.steps)):
                     raise SystemExit(f"switch_fuse {name} N={n}: pass counts or steps differ in variant {v}")
-            del tok, off, warm, results, a, b
+            del tok, off, warm, results, a
     finally:
-        cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS, cuda.PREFETCH = saved
+        for f, x in zip(VARIANT_FLAGS, saved):
+            setattr(cuda, f, x)
     return rows
 
 
@@ -349,11 +361,12 @@ def main():
                   f"{r['gpu_vm_instructions_per_s']:.3g} | {r['gpu_evaluate_s']:.3g} |" for r in steady]
     if fuse:
         lines += ["", "The VM's build variants side by side: superinstructions (cuda.SWITCH_FUSE), register bound "
-                  "(cuda.EXEC_MIN_BLOCKS), next word fetched ahead (cuda.PREFETCH)",
-                  "", "| workload | N | switch_fuse | min blocks | prefetch | registers | warps per SM | "
+                  "(cuda.EXEC_MIN_BLOCKS), next word fetched ahead (cuda.PREFETCH), jump tables (cuda.JUMP_TABLES)",
+                  "", "| workload | N | switch_fuse | min blocks | prefetch | jump tables | registers | warps per SM | "
                   "gpu_vm_instructions_per_s | gpu_evals_per_s | gpu_evaluate_s |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         lines += [f"| {r['workload']} | {r['N']} | {int(r['switch_fuse'])} | {r['min_blocks']} | {int(r['prefetch'])} | "
+                  f"{int(r['jump_tables'])} | "
                   f"{r['registers']} | {r['warps_per_sm']} | {r['gpu_vm_instructions_per_s']:.3g} | "
                   f"{r['gpu_evals_per_s']:.3g} | {r['gpu_evaluate_s']:.3g} |" for r in fuse]
     (out / "bench_gpu.md").write_text("\n".join(lines) + "\n")

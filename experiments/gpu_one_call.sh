@@ -46,8 +46,8 @@ prebuild() {  # bench_gpu.py's FUSE_VARIANTS (the default build is the first)
   local pids=() v
   for v in $(python -c "import sys; sys.path.insert(0, 'experiments'); import bench_gpu as b; \
 print(' '.join(','.join(map(str, v)) for v in b.FUSE_VARIANTS))"); do
-    python -c "from vramgym.vm import cuda; cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS, cuda.PREFETCH = $v; d = cuda.device(); \
-print('switch_fuse, min_blocks, prefetch', ($v), 'execute regs', d.k['vg_execute_local_eval'].num_regs, \
+    python -c "from vramgym.vm import cuda; cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS, cuda.PREFETCH, cuda.JUMP_TABLES = $v; \
+d = cuda.device(); print('switch_fuse, min_blocks, prefetch, jump_tables', ($v), 'execute regs', d.k['vg_execute_local_eval'].num_regs, \
 'local bytes', d.k['vg_execute_local_eval'].local_size_bytes, 'tasks regs', d.k['vg_execute_tasks_local'].num_regs, \
 'local warps/SM', d.resident_warps('vg_execute_local_eval'), 'tasks warps/SM', d.resident_warps('vg_execute_tasks_local'))" \
       & pids+=($!)
@@ -64,6 +64,11 @@ step bench 240 python experiments/bench_gpu.py --sizes 1 1000 100000 1000000 --r
   --switch-fuse 100000 --out "$WORK"
 step bench_envs 90 python experiments/bench_envs.py --env token --device cuda-graph cuda --num-envs 16384 65536 \
   --seconds 3 --name bench_envs_gpu --out "$WORK"
+# the scorer's variants in the env (its launch lasts as long as its slowest candidate: latency)
+VRAMGYM_PREFETCH=1 step bench_envs_prefetch 60 python experiments/bench_envs.py --env token --device cuda-graph \
+  --num-envs 65536 --seconds 3 --name bench_envs_gpu_prefetch --out "$WORK"
+VRAMGYM_JUMP_TABLES=1 step bench_envs_jump_tables 60 python experiments/bench_envs.py --env token --device cuda-graph \
+  --num-envs 65536 --seconds 3 --name bench_envs_gpu_jump_tables --out "$WORK"
 
 # correctness, side by side, each process with a share of the GPU's memory; the sanitizer is
 # ~100x slower, so small random corpora and one process per group of tests

@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 INSN = re.compile(r"/\*([0-9a-f]+)\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z0-9_.]+)\s*([^;]*);")
 LABEL = re.compile(r"^(\.L_x_\d+):")
+JUMP_TARGETS = re.compile(r'BRANCH_TARGETS ([^"]*)"')
 ISETP = re.compile(r"ISETP\.(EQ|NE|LT|LE|GT|GE)(\.U32)?\.AND$")
 
 
@@ -54,10 +55,11 @@ def find_tool(name: str) -> str:
     raise SystemExit(f"{name} not found: on PATH or `pip install nvidia-cuda-{name}`")
 
 
-def build_cubin(defines: list[str], out: Path) -> str:
-    """nvcc -cubin of the kernels; returns ptxas's -v report (registers, spills)."""
+def build_cubin(defines: list[str], out: Path, extra: list[str] = ()) -> str:
+    """nvcc -cubin of the kernels (the backend's NVRTC options, then `extra`); returns ptxas's -v
+    report (registers, spills)."""
     from vramgym.vm import cuda
-    opts = list(cuda.nvrtc_options())
+    opts = list(cuda.nvrtc_options()) + list(extra)
     for d in defines:  # -D NAME=V overrides the option of the same name
         name = d.split("=")[0]
         opts = [o for o in opts if not o.startswith(f"-D{name}=")] + [f"-D{d}"]
@@ -108,11 +110,27 @@ def dest_reg(op: str, ops: str) -> str | None:
     return first if re.fullmatch(r"R\d+", first) else None
 
 
+def jump_table(insns, i: int, reg: str, span: int = 30) -> tuple[int, int] | None:
+    """(index of the BRX, first case) when the `w & 0xFF` at i feeds a jump table (nvcc
+    --jump-table-density): a BRX with its BRANCH_TARGETS within `span` instructions, the case
+    index being reg plus the constant of the `VIADD Rx, reg, c` between them (c = -first case)."""
+    base = 0
+    for k in range(i + 1, min(i + span, len(insns))):
+        _, _, op, ops = insns[k]
+        m = re.match(rf"R\d+, {reg}, (0x[0-9a-f]+)$", ops)
+        if op == "VIADD" and m:
+            c = int(m.group(1), 16)
+            base = -(c - (1 << 32) if c >= 1 << 31 else c)
+        if op == "BRX":
+            return (k, base) if JUMP_TARGETS.search(ops) else None
+    return None
+
+
 def find_dispatch(insns, labels) -> tuple[int, str]:
     """The interpreter's w & 0xFF: among the `LOP3.LUT Rd, Rw, 0xff` whose result many branches
-    compare with constants, the first (most compared first) from which LOAD_CONST's walk comes
-    back (a register number is reused across a kernel, so the count alone can pick another
-    decode). Returns (instruction index, register)."""
+    compare with constants (a compare tree) or that feeds a jump table (a BRX), the first (most
+    compared first) from which LOAD_CONST's walk comes back (a register number is reused across a
+    kernel, so the count alone can pick another decode). Returns (instruction index, register)."""
     from vramgym.vm import opcodes
     cands = []
     for i, (_, _, op, ops) in enumerate(insns):
@@ -120,6 +138,9 @@ def find_dispatch(insns, labels) -> tuple[int, str]:
             rd = ops.split(",")[0]
             n = sum(1 for _, _, o2, a2 in insns[i:i + 400]
                     if ISETP.match(o2) and re.match(rf"P\d, PT, {rd}, (0x[0-9a-f]+|\d+), PT", a2))
+            jt = jump_table(insns, i, rd)
+            if jt:
+                n = max(n, len(JUMP_TARGETS.search(insns[jt[0]][3]).group(1).split(",")))
             if n >= 8:
                 cands.append((-n, i, rd))
     for _, i, rd in sorted(cands):
@@ -149,7 +170,9 @@ def predicate_value(insns, i: int, pred: str, reg: str, op_value: int) -> bool |
 def step_cost(insns, labels, d: int, reg: str, op_value: int, limit: int = 400,
               trace: list | None = None) -> tuple[int, bool]:
     """Instructions on the shortest way from the dispatch at d back to it for opcode op_value,
-    and whether that way leaves the interpreter loop (passes an EXIT or the run's end)."""
+    and whether that way leaves the interpreter loop (passes an EXIT or the run's end). A jump
+    table's BRX goes to the opcode's own target."""
+    jt = jump_table(insns, d, reg)
     # state: (instruction index, whether reg still holds the opcode)
     dist = {(d + 1, True): 1}
     prev = {}
@@ -175,7 +198,12 @@ def step_cost(insns, labels, d: int, reg: str, op_value: int, limit: int = 400,
         v2 = valid and dest_reg(op, ops) != reg
         if op == "EXIT" and not guard:
             continue
-        if op.startswith("BRA"):
+        if op == "BRX":   # an indirect branch: the dispatch's jump table, else a dead end
+            m = JUMP_TARGETS.search(ops)
+            targets = m.group(1).split(",") if m and jt and i == jt[0] else []
+            k = op_value - (jt[1] if jt else 0)
+            nxt = [labels.get(targets[k])] if 0 <= k < len(targets) else []
+        elif op.startswith("BRA"):
             t = branch_target(ops, labels)
             if not guard:
                 nxt = [t]
@@ -248,12 +276,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kernel", default="vg_execute_local_eval")
     ap.add_argument("-D", dest="defines", action="append", default=[], help="NAME=VALUE for nvcc (repeatable)")
+    ap.add_argument("--nvcc", action="append", default=[], help="one more nvcc option (repeatable), e.g. "
+                    "--nvcc=--jump-table-density=0")
     ap.add_argument("--trace", action="append", default=[], help="print an opcode's path (repeatable)")
     ap.add_argument("--out", type=Path, default=None, help="write sass_steps.json here")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "k.cubin"
-        log = build_cubin(a.defines, cubin)
+        log = build_cubin(a.defines, cubin, a.nvcc)
         insns, labels = disassemble(cubin, a.kernel)
     regs = re.search(rf"entry function '{a.kernel}'.*?(\d+) bytes spill stores.*?Used (\d+) registers", log, re.S)
     d, reg = find_dispatch(insns, labels)

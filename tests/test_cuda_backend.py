@@ -56,13 +56,14 @@ gpu = pytest.mark.skipif(_gpu_reason() is not None, reason=f"GPU test: {_gpu_rea
 # --- CI-safe: the device code compiles ---------------------------------------------------------
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-@pytest.mark.parametrize("switch_fuse,min_blocks,prefetch", [(0, 0, 0), (1, 10, 0), (0, 10, 1)])
-def test_nvcc_compiles_kernels(tmp_path, switch_fuse, min_blocks, prefetch):
+@pytest.mark.parametrize("switch_fuse,min_blocks,prefetch,jump_tables", [(0, 0, 0, 0), (1, 10, 0, 0), (0, 10, 1, 1)])
+def test_nvcc_compiles_kernels(tmp_path, switch_fuse, min_blocks, prefetch, jump_tables):
     # PTX without NVVM optimisation: every front-end and device-code error still fails, in
     # seconds (test_compile_kernels_have_a_static_stack runs the full object compile).
     r = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", f"-DVG_LOCAL_STACK={cuda.LOCAL_STACK}",
                         f"-DVG_SWITCH_FUSE={switch_fuse}", f"-DVG_EXEC_MIN_BLOCKS={min_blocks}",
-                        f"-DVG_PREFETCH={prefetch}", f"-I{ROOT / 'vm' / 'csrc'}", f"-I{ROOT / 'compiler' / 'csrc'}", "-ptx", "-Xcicc", "-O0",
+                        f"-DVG_PREFETCH={prefetch}", *(["--jump-table-density=50"] if jump_tables else []),
+                        f"-I{ROOT / 'vm' / 'csrc'}", f"-I{ROOT / 'compiler' / 'csrc'}", "-ptx", "-Xcicc", "-O0",
                         str(ROOT / "vm" / "csrc" / "cuda_kernels.cu"), "-o", str(tmp_path / "k.ptx")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -189,14 +190,15 @@ def _nvrtc():
 
 
 @pytest.mark.skipif(_nvrtc() is None, reason="NVRTC is unavailable (pip install cupy-cuda13x nvidia-cuda-nvrtc)")
-@pytest.mark.parametrize("switch_fuse,min_blocks,prefetch", [(False, 0, False), (True, 10, False), (False, 10, True)])
-def test_nvrtc_compiles_kernel_source(switch_fuse, min_blocks, prefetch):
+@pytest.mark.parametrize("switch_fuse,min_blocks,prefetch,jump_tables",
+                         [(False, 0, False, False), (True, 10, False, False), (False, 10, True, True)])
+def test_nvrtc_compiles_kernel_source(switch_fuse, min_blocks, prefetch, jump_tables):
     """The exact text and options cuda.py gives CuPy's RawModule, through NVRTC (no GPU needed)."""
     nvrtc = _nvrtc()
     prog = nvrtc.createProgram(cuda.kernel_source(), "cuda_kernels.cu", [], [])
     try:
         # RawModule adds the architecture and --device-as-default-execution-space itself.
-        nvrtc.compileProgram(prog, [*cuda.nvrtc_options(switch_fuse, min_blocks, prefetch), "-arch=compute_90",
+        nvrtc.compileProgram(prog, [*cuda.nvrtc_options(switch_fuse, min_blocks, prefetch, jump_tables), "-arch=compute_90",
                                     "--device-as-default-execution-space"])
         ptx = nvrtc.getPTX(prog)
     except Exception as e:

@@ -93,3 +93,47 @@ def test_predicate_value_only_from_the_switch_register():
     assert m.predicate_value(insns, br, "P0", "R3", 5) is True    # 5 > 2
     assert m.predicate_value(insns, br, "P0", "R3", 2) is False
     assert m.predicate_value(insns, br, "P0", "R9", 5) is None    # another register: unknown
+
+
+# The same loop with nvcc's jump table (--jump-table-density): the case index is the opcode minus
+# 1, a range check sends others to the default (EXIT), and BRX goes to the opcode's own target.
+JT = [
+    ".L_x_0:",
+    "ISETP.GE.AND P0, PT, R4, R5, PT",       # fuel
+    "@P0 BRA `(.L_x_9)",
+    "LDG.E.CONSTANT R2, desc[UR4][R6.64]",
+    "LOP3.LUT R3, R2, 0xff, RZ, 0xc0, !PT",  # the dispatch
+    "VIADD R3, R3, 0xffffffff",              # first case 1
+    "ISETP.GT.U32.AND P0, PT, R3, 0x7, PT",
+    "@P0 BRA `(.L_x_9)",
+    "LDC R8, c[0x2][R3]",                    # opcodes 4 .. 8: the default's label
+    'BRX R8 -0x90 (*"BRANCH_TARGETS .L_x_1,.L_x_2,.L_x_3,.L_x_9,.L_x_9,.L_x_9,.L_x_9,.L_x_9"*)',
+    ".L_x_1:",
+    "VIADD R4, R4, 0x1",                     # op 1: 2
+    "BRA `(.L_x_0)",
+    ".L_x_2:",
+    "NOP",                                   # op 2: 3
+    "VIADD R4, R4, 0x1",
+    "BRA `(.L_x_0)",
+    ".L_x_3:",
+    "NOP",                                   # op 3: 4
+    "NOP",
+    "VIADD R4, R4, 0x1",
+    "BRA `(.L_x_0)",
+    ".L_x_9:",
+    "EXIT",
+]
+
+
+def test_walk_follows_a_jump_table():
+    m = _load()
+    insns, labels = m.parse_listing(_listing(JT), "k")
+    d, reg = m.find_dispatch(insns, labels)   # found by its jump table: no compares with constants
+    assert (d, reg) == (3, "R3") and m.jump_table(insns, d, reg) == (8, 1)
+    # dispatch(1) + VIADD, range check and branch, LDC, BRX (5) + handler + fuel check(2) + fetch(1)
+    assert m.step_cost(insns, labels, d, reg, 1) == (11, False)
+    assert m.step_cost(insns, labels, d, reg, 2) == (12, False)
+    assert m.step_cost(insns, labels, d, reg, 3) == (13, False)
+    # the default's targets and outside the table: EXIT only
+    for op in (4, 8, 9, 0):
+        assert m.step_cost(insns, labels, d, reg, op, limit=50)[1] is True

@@ -56,6 +56,12 @@ SWITCH_FUSE = os.environ.get("VRAMGYM_SWITCH_FUSE", "0") == "1"
 # and 12 bytes of spill under the 48-register bound. Off until a GPU benchmark shows a gain
 # (bench_gpu.py --switch-fuse has rows with it); VRAMGYM_PREFETCH=1 turns it on.
 PREFETCH = os.environ.get("VRAMGYM_PREFETCH", "0") == "1"
+# Switches compiled to jump tables (NVRTC's --jump-table-density): the VM's dispatch becomes a
+# table load and one indirect branch (BRX) instead of a tree of ~5 compares and branches, 36.7 ->
+# 33.2 SASS instructions a step on bench_gpu's gcd candidates (sass_steps.py). Off until a GPU
+# benchmark shows a gain; VRAMGYM_JUMP_TABLES=1 turns it on.
+JUMP_TABLES = os.environ.get("VRAMGYM_JUMP_TABLES", "0") == "1"
+JUMP_TABLE_DENSITY = 50   # percent of a switch's value range that its cases fill: the VM's is dense
 EXEC_MIN_BLOCKS: int | None = None  # > 0: __launch_bounds__(EXEC_BLOCK, this) on the execute kernels,
 # capping their registers so that many blocks fit an SM (10 on an H100: 48 registers, 40 warps); 0: no
 # bound. None: 10 for the plain VM (unbounded it takes 56 registers since its traps return in place,
@@ -129,11 +135,14 @@ def available() -> bool:
 class _Device:
     """The compiled module and launch geometry of one device."""
 
-    def __init__(self, device_id: int, switch_fuse: bool = False, min_blocks: int = 0, prefetch: bool = False):
+    def __init__(self, device_id: int, switch_fuse: bool = False, min_blocks: int = 0, prefetch: bool = False,
+                 jump_tables: bool = False):
         import cupy as cp
-        self.id, self.switch_fuse, self.min_blocks, self.prefetch = device_id, switch_fuse, min_blocks, prefetch
+        self.id, self.switch_fuse, self.min_blocks = device_id, switch_fuse, min_blocks
+        self.prefetch, self.jump_tables = prefetch, jump_tables
         with cp.cuda.Device(device_id):
-            self.module = cp.RawModule(code=kernel_source(), options=nvrtc_options(switch_fuse, min_blocks, prefetch))
+            self.module = cp.RawModule(code=kernel_source(),
+                                       options=nvrtc_options(switch_fuse, min_blocks, prefetch, jump_tables))
             self.module.compile()
             self.k = {name: self.module.get_function(name) for name in (
                 "vg_sizes", "vg_compile", "vg_validate_programs", "vg_execute_local",
@@ -180,10 +189,13 @@ def exec_min_blocks(switch_fuse: bool, min_blocks: int | None = None) -> int:
     return int(v) if v is not None else (0 if switch_fuse else 10)
 
 
-def nvrtc_options(switch_fuse: bool = False, min_blocks: int | None = None, prefetch: bool = False) -> tuple[str, ...]:
+def nvrtc_options(switch_fuse: bool = False, min_blocks: int | None = None, prefetch: bool = False,
+                  jump_tables: bool = False) -> tuple[str, ...]:
+    """NVRTC's options for a variant of the kernels (nvcc takes the same ones)."""
     return NVRTC_OPTIONS + (f"-DVG_SWITCH_FUSE={int(bool(switch_fuse))}", f"-DVG_EXEC_BLOCK={EXEC_BLOCK}",
                             f"-DVG_EXEC_MIN_BLOCKS={exec_min_blocks(switch_fuse, min_blocks)}",
-                            f"-DVG_PREFETCH={int(bool(prefetch))}")
+                            f"-DVG_PREFETCH={int(bool(prefetch))}") + \
+        ((f"--jump-table-density={JUMP_TABLE_DENSITY}",) if jump_tables else ())
 
 
 _devices: dict[tuple[int, bool, int], _Device] = {}
@@ -192,11 +204,11 @@ _lock = threading.Lock()
 
 def device(device_id: int | None = None) -> _Device:
     """The compiled kernels for a device (the current one by default) in the variant that
-    SWITCH_FUSE, EXEC_MIN_BLOCKS and PREFETCH name at the moment, built on first use."""
+    SWITCH_FUSE, EXEC_MIN_BLOCKS, PREFETCH and JUMP_TABLES name at the moment, built on first use."""
     import cupy as cp
     if device_id is None:
         device_id = cp.cuda.Device().id
-    key = (device_id, bool(SWITCH_FUSE), exec_min_blocks(bool(SWITCH_FUSE)), bool(PREFETCH))
+    key = (device_id, bool(SWITCH_FUSE), exec_min_blocks(bool(SWITCH_FUSE)), bool(PREFETCH), bool(JUMP_TABLES))
     with _lock:
         if key not in _devices:
             _devices[key] = _Device(*key)
