@@ -3,10 +3,14 @@
 # assume 30): install, every VM variant built at once, the benchmarks alone on the GPU, then the
 # GPU tests, compute-sanitizer and one Nsight Compute profile side by side until DEADLINE.
 #
-#   run(command="bash experiments/gpu_one_call.sh", carry=[".whl"], timeout_s=600)
+#   run(command="bash experiments/gpu_one_call.sh bench", carry=[".whl"], timeout_s=600)
+#   run(command="DEADLINE=360 bash experiments/gpu_one_call.sh checks", carry=[".whl"], timeout_s=400)  # warm
 #
-# DEADLINE (seconds after the start, default 540) bounds the last phase, so the script ends, and
-# packs its logs into $OUT/gpu_check.tgz beside $OUT/summary.txt, before the call's limit.
+# Phases: bench (install, the variants built, bench_gpu and bench_envs: ~450 s) and checks (the
+# GPU tests, memcheck and ncu: ~200 s; installs first where the machine is fresh); none named:
+# both, which overruns one 600 s call with today's eight variants. DEADLINE (seconds after the
+# start, default 540) bounds the checks, so the script ends, and packs its logs into
+# $OUT/gpu_check.tgz beside $OUT/summary.txt, before the call's limit.
 # Session 41 on an H200 (a machine started in ~30 s): install 50 s, the VM variants 97 s in
 # parallel, bench ~150 s, bench_envs 33 s, the GPU tests 184 s on 10 workers (869 tests), each
 # memcheck group under 75 s.
@@ -35,10 +39,14 @@ finish() {
 }
 trap finish EXIT
 touch "$WORK/summary.txt"
+phases=" ${*:-bench checks} "
+for p in $phases; do case $p in bench|checks) ;; *) echo "unknown phase: $p" >&2; exit 2 ;; esac; done
 
 nvidia-smi >"$WORK/nvidia-smi.txt" 2>&1
-compgen -G ".whl/*.whl" >/dev/null && step wheels 60 python -m pip install -q --no-index --no-deps --no-compile .whl/*.whl
-step install 150 python -m pip install -q --no-index --no-deps --no-build-isolation -e .
+if ! python -c "import gymnasium, vramgym.vm._core" 2>/dev/null; then  # (a warm machine has both)
+  compgen -G ".whl/*.whl" >/dev/null && step wheels 60 python -m pip install -q --no-index --no-deps --no-compile .whl/*.whl
+  step install 150 python -m pip install -q --no-index --no-deps --no-build-isolation -e .
+fi
 
 # NVRTC builds each variant of the VM module in one thread (~30 s): all of them at once, into
 # CuPy's on-disk cache, which every later process reads.
@@ -57,6 +65,7 @@ d = cuda.device(); print('switch_fuse, min_blocks, prefetch, jump_tables', ($v),
   return $bad
 }
 export -f prebuild  # (timeout runs commands, not shell functions)
+if [[ $phases == *" bench "* ]]; then
 step prebuild 180 bash -c prebuild
 
 # timings, with nothing else on the GPU
@@ -69,6 +78,8 @@ VRAMGYM_PREFETCH=1 step bench_envs_prefetch 60 python experiments/bench_envs.py 
   --num-envs 65536 --seconds 3 --name bench_envs_gpu_prefetch --out "$WORK"
 VRAMGYM_JUMP_TABLES=1 step bench_envs_jump_tables 60 python experiments/bench_envs.py --env token --device cuda-graph \
   --num-envs 65536 --seconds 3 --name bench_envs_gpu_jump_tables --out "$WORK"
+fi
+[[ $phases == *" checks "* ]] || exit $fails
 
 # correctness, side by side, each process with a share of the GPU's memory; the sanitizer is
 # ~100x slower, so small random corpora and one process per group of tests
