@@ -4,8 +4,11 @@ both ways, and the shortest way back to the dispatch is one VM step."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
+
+import pytest
 
 SCRIPT = Path(__file__).resolve().parent.parent / "experiments" / "sass_steps.py"
 
@@ -137,3 +140,40 @@ def test_walk_follows_a_jump_table():
     # the default's targets and outside the table: EXIT only
     for op in (4, 8, 9, 0):
         assert m.step_cost(insns, labels, d, reg, op, limit=50)[1] is True
+
+
+def _tool(m, name):
+    try:
+        return m.find_tool(name)
+    except SystemExit:
+        return None
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory):
+    """The default build's cubin (nvcc, sm_90, the backend's NVRTC options) and ptxas's report."""
+    m = _load()
+    if not _tool(m, "nvcc") or not _tool(m, "nvdisasm"):
+        pytest.skip("needs nvcc and nvdisasm (pip install nvidia-cuda-nvdisasm)")
+    cubin = tmp_path_factory.mktemp("sass") / "k.cubin"
+    return m, cubin, m.build_cubin([], cubin)
+
+
+HOT = ("LOAD_VAR", "LOAD_CONST", "STORE_VAR", "JUMP_IF_FALSE", "BINARY_ADD", "COMPARE_NE")
+
+
+def test_scorer_step_is_evaluates_step(kernels):
+    """The environments' scorer (vg_execute_tasks_local) runs the same VM step as evaluate's
+    kernel: its program's code address stays in a register (cuda_kernels.cu's hold) instead of
+    being recomputed, a 64-bit multiply-add, at every step (11 more instructions before it)."""
+    from vramgym.vm import opcodes
+    m, cubin, report = kernels
+    cost = {}
+    for k in ("vg_execute_local_eval", "vg_execute_tasks_local"):
+        insns, labels = m.disassemble(cubin, k)
+        d, reg = m.find_dispatch(insns, labels)
+        cost[k] = {o: m.step_cost(insns, labels, d, reg, opcodes.OP_BY_NAME[o].code)[0] for o in HOT}
+        # and the default build spills nothing under its register bound
+        spill = re.search(rf"entry function '{k}'.*?(\d+) bytes spill stores", report, re.S)
+        assert spill and spill.group(1) == "0", f"{k} spills under the default register bound"
+    assert cost["vg_execute_tasks_local"] == cost["vg_execute_local_eval"], cost
