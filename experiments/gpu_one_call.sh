@@ -97,6 +97,11 @@ done
 memcheck tasks tests/test_evaluate_tasks.py gpu &
 memcheck token_slots tests/test_token_slots.py "gpu or cuda" &
 memcheck grammar tests/test_grammar_native.py "gpu or cuda" &
+# the opt-in variants (prefetch: a load ahead of the pc; jump tables) against the CPU, and under memcheck
+(export VRAMGYM_PREFETCH=1 VRAMGYM_JUMP_TABLES=1
+ memcheck variants tests/test_cuda_backend.py "corpus_runs or fuzzed_bytecode or random_programs"
+ VRAMGYM_GPU_MEMORY_FRACTION=0.05 step gpu_tests_variants "$lim" python -m pytest -q -rfEs -p no:cacheprovider \
+   tests/test_cuda_backend.py tests/test_evaluate_tasks.py -k "corpus_runs or random_programs or fuzzed or gpu") &
 # Nsight Compute's full set on one steady-state execute launch, then the stall samples per SASS
 # instruction (which loads a step waits on) from the report
 (export VRAMGYM_GPU_MEMORY_FRACTION=0.03
