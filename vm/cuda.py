@@ -198,7 +198,7 @@ def nvrtc_options(switch_fuse: bool = False, min_blocks: int | None = None, pref
         ((f"--jump-table-density={JUMP_TABLE_DENSITY}",) if jump_tables else ())
 
 
-_devices: dict[tuple[int, bool, int], _Device] = {}
+_devices: dict[tuple[int, bool, int, bool, bool], _Device] = {}
 _lock = threading.Lock()
 
 

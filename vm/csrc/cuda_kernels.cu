@@ -64,10 +64,10 @@ __device__ inline void write_err(int32_t* err, int64_t i, const CompileError& e)
   err[4 * i + 3] = e.arg;
 }
 
-// The value as an opaque register from here on. ptxas otherwise recomputed the scorer's code
+// The value as an opaque register from here on. ptxas otherwise recomputed a program's code
 // address (code + p * code_cap, 64-bit: 12 instructions) at every VM step rather than keep two
-// registers: 47.7 -> 36.7 SASS instructions per step (experiments/sass_steps.py). No-op on the
-// host (the kernel emulator).
+// registers: the scorer's step took 47.7 SASS instructions instead of 36.7
+// (experiments/sass_steps.py). No-op on the host (the kernel emulator).
 template <class T>
 __device__ inline void hold(T*& ptr) {
 #if defined(__CUDA_ARCH__)
@@ -94,6 +94,7 @@ __device__ inline ProgRef prog_ref(const uint32_t* code, const int64_t* code_off
     r.code = code + (int64_t)p * code_stride;
     r.len = code_len[p];
   }
+  hold(r.code);
   return r;
 }
 
@@ -267,7 +268,6 @@ __device__ inline void execute_tasks(const uint32_t* __restrict__ code, int32_t 
     if (jj < n_tests) {
       int64_t j = task * n_tests + jj;
       ProgRef pr = prog_ref(code, nullptr, code_cap, code_len, p);
-      hold(pr.code);
       ok = run_one(pr, p, n_prog, entry_pc, task_ret[task], in_words, in_off, j < n_in ? (int32_t)j : n_in, n_in,
                    n_in_words, exp_words, exp_off, n_exp_words, cfg, ws, 0, nullptr, nullptr, nullptr, nullptr,
                    nullptr, 0, &ns);
