@@ -192,6 +192,36 @@ def test_execute_tasks_emulated_equals_cpu(emu, n_tests, monkeypatch):
     assert want[2].sum() > 30 and (not n_tests or want[0].sum() > 0)
 
 
+@pytest.mark.parametrize("config", [VMConfig(fuel=3000), VMConfig(fuel=3000, stack_size=oc.DEFAULT_STACK + 1)],
+                         ids=["local-stack", "global-stack"])
+def test_task_budgets_emulated_equal_cpu(emu, config):
+    """evaluate_tasks and execute_tasks with a step budget per task (task_fuel: budgets of 1 and
+    a few dozen steps cut many runs short, one of 2**31 - 1 none) on the emulated kernels: the
+    CPU backend's results; a budget given as a device array (unchecked) below 1 counts as 1."""
+    from test_task_fuel import budgets
+    rng = np.random.default_rng([SEED, 30])
+    inputs, expected, ret_kinds = make_bank(rng, 11)
+    task_fuel = budgets(rng, len(ret_kinds))
+    progs = make_programs(rng, 200)
+    imgs = make_images(rng, 200)
+    for cpu_fn, gpu_fn, args in ((evaluate_tasks_cpu, cuda.evaluate_tasks, progs),
+                                 (execute_tasks_cpu, cuda.execute_tasks, imgs)):
+        want = cpu_fn(*args, inputs, expected, 11, ret_kinds, config=config, task_fuel=task_fuel)
+        got = gpu_fn(*args, inputs, expected, 11, ret_kinds, config=config, task_fuel=task_fuel)
+        for name, g, w in zip(("passed", "steps", "ok"), got, want):
+            assert g.dtype == w.dtype and np.array_equal(g, w), (gpu_fn.__name__, name, np.flatnonzero(g != w)[:5], SEED)
+        assert not np.array_equal(want[1], cpu_fn(*args, inputs, expected, 11, ret_kinds, config=config)[1])
+        low = sys.modules["cupy"].asarray(np.minimum(task_fuel, 1) - 1)   # 0: taken as 1, as the CPU takes 1
+        got = gpu_fn(*args, inputs, expected, 11, ret_kinds, config=config, task_fuel=low)
+        want = cpu_fn(*args, inputs, expected, 11, ret_kinds, config=config, task_fuel=np.ones_like(task_fuel))
+        assert all(np.array_equal(g, w) for g, w in zip(got, want)), gpu_fn.__name__
+        with pytest.raises(ValueError, match=r"task_fuel must have shape \(4,\)"):
+            gpu_fn(*args, inputs, expected, 11, ret_kinds, config=config, task_fuel=sys.modules["cupy"].asarray(
+                np.ones(5, np.int32)))
+        with pytest.raises(ValueError, match="task_fuel"):
+            gpu_fn(*args, inputs, expected, 11, ret_kinds, config=config, task_fuel=np.zeros(4, np.int32))
+
+
 # --- the GPU suite of test_cuda_backend.py, on the emulator -----------------------------------
 
 import test_cuda_backend as gpu_suite  # noqa: E402

@@ -162,18 +162,31 @@ def kernels(tmp_path_factory):
 HOT = ("LOAD_VAR", "LOAD_CONST", "STORE_VAR", "JUMP_IF_FALSE", "BINARY_ADD", "COMPARE_NE")
 
 
-def test_scorer_step_is_evaluates_step(kernels):
-    """The environments' scorer (vg_execute_tasks_local) runs the same VM step as evaluate's
+def test_scorer_step_is_no_longer_than_evaluates(kernels):
+    """The environments' scorer (vg_execute_tasks_local) runs a VM step no longer than evaluate's
     kernel: its program's code address stays in a register (cuda_kernels.cu's hold) instead of
-    being recomputed, a 64-bit multiply-add, at every step (11 more instructions before it)."""
-    from vramgym.vm import opcodes
+    being recomputed, a 64-bit multiply-add, at every step (11 more instructions before it). Its
+    fuel, a task's budget, is in a register too, where evaluate's comes from the constant bank at
+    every step (2 instructions), so it may be shorter. Neither reloads a spilled register in a
+    step: evaluate spills nothing under the default register bound, the scorer at most a word
+    that it stores and reloads once per run."""
+    from vramgym.vm import cuda, opcodes
     m, cubin, report = kernels
     cost = {}
     for k in ("vg_execute_local_eval", "vg_execute_tasks_local"):
         insns, labels = m.disassemble(cubin, k)
         d, reg = m.find_dispatch(insns, labels)
-        cost[k] = {o: m.step_cost(insns, labels, d, reg, opcodes.OP_BY_NAME[o].code)[0] for o in HOT}
-        # and the default build spills nothing under its register bound
+        cost[k] = {}
+        for o in HOT:
+            walk = []
+            cost[k][o] = m.step_cost(insns, labels, d, reg, opcodes.OP_BY_NAME[o].code, trace=walk)[0]
+            # spill slots lie past the local VM stack in the thread's frame ([R1 + offset])
+            for i in walk:
+                _, _, op, ops = insns[i]
+                slot = re.search(r"\[R1\+(0x[0-9a-f]+)\]", ops)
+                assert not (op.startswith(("LDL", "STL")) and slot and int(slot.group(1), 16) >= 4 * cuda.LOCAL_STACK), \
+                    (k, o, insns[i])
         spill = re.search(rf"entry function '{k}'.*?(\d+) bytes spill stores", report, re.S)
-        assert spill and spill.group(1) == "0", f"{k} spills under the default register bound"
-    assert cost["vg_execute_tasks_local"] == cost["vg_execute_local_eval"], cost
+        assert spill and int(spill.group(1)) <= (4 if k == "vg_execute_tasks_local" else 0), (k, spill.group(1))
+    for o in HOT:
+        assert cost["vg_execute_tasks_local"][o] <= cost["vg_execute_local_eval"][o], cost

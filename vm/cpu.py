@@ -72,15 +72,15 @@ def load_library(path) -> ctypes.CDLL:
     so.vg_validate_batch.argtypes = [_u32p, _i64p, ctypes.c_int32, _i32p, _i32p, _i32p, ctypes.c_int32]
     so.vg_run_batch.restype = ctypes.c_int32
     so.vg_run_batch.argtypes = [_u32p, _i64p, ctypes.c_int32, _i32p, _i32p, _i8p, _i32p, _i64p, ctypes.c_int32, _i32p,
-                                _i32p, ctypes.c_int64, _i32p, _i64p, _i32p, _i32p, _i32p, _i32p, _u8p, _i32p,
-                                _i64p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
+                                _i32p, ctypes.c_int64, _i32p, _i64p, _i32p, _i32p, _i32p, _i32p, _i32p, _u8p,
+                                _i32p, _i64p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
     so.vg_score_tokens.restype = ctypes.c_int32
     so.vg_score_tokens.argtypes = [_i32p, _i64p, ctypes.c_int32, _i64p, ctypes.c_int32, _i32p, _i32p, _i64p, _i32p,
-                                   _i64p, ctypes.c_int32, _i32p, ctypes.c_int32, ctypes.c_int32, _u8p, _i32p, _i64p,
-                                   ctypes.c_int32]
+                                   _i64p, ctypes.c_int32, _i32p, _i32p, ctypes.c_int32, ctypes.c_int32, _u8p, _i32p,
+                                   _i64p, ctypes.c_int32]
     so.vg_func_meta.restype = ctypes.c_int32
     so.vg_abi_version.restype = ctypes.c_int32
-    if so.vg_func_meta() != 6 + oc.LIMITS["MAX_PARAMS"] or so.vg_abi_version() != 6:
+    if so.vg_func_meta() != 6 + oc.LIMITS["MAX_PARAMS"] or so.vg_abi_version() != 7:
         raise ImportError("the C++ core is out of date with vm/opcodes.py: reinstall vramgym")
     return so
 
@@ -176,11 +176,13 @@ def compile_tokens_batch(tokens: np.ndarray, offsets: np.ndarray, code_cap: int,
 
 
 def score_tokens(tokens: np.ndarray, offsets: np.ndarray, task: np.ndarray, ret_kind: np.ndarray, inputs, expected,
-                 n_tests: int, config: np.ndarray, code_cap: int, chunk: int, nthreads: int):
+                 n_tests: int, config: np.ndarray, code_cap: int, chunk: int, nthreads: int,
+                 task_fuel: np.ndarray | None = None):
     """(ok (N,) bool, passed (N,) int32, steps (N,) int64) of N token programs, tokens[offsets[i]:
     offsets[i + 1]] (T, 4) int32, on the n_tests tests of task[i] (int64, each in [0, T) for T =
     len(ret_kind)): compiled `chunk` rows at a time and run in one core call (vg_score_tokens).
-    inputs and expected: Encoded with T * n_tests items."""
+    inputs and expected: Encoded with T * n_tests items. task_fuel: None, or (T,) int32 step
+    budgets that cap config's fuel per task."""
     n = len(offsets) - 1
     # (the core reads by these without checking them: cheap guards for a caller's slip)
     if tokens.ndim != 2 or tokens.shape[1] != 4 or offsets[0] != 0 or offsets[-1] != len(tokens) or len(task) != n:
@@ -189,11 +191,13 @@ def score_tokens(tokens: np.ndarray, offsets: np.ndarray, task: np.ndarray, ret_
         raise ValueError("score_tokens: inputs and expected need len(ret_kind) * n_tests items each")
     if n and (int(task.min()) < 0 or int(task.max()) >= len(ret_kind)):
         raise ValueError(f"score_tokens: task ids must be in [0, {len(ret_kind)})")
+    if task_fuel is not None and task_fuel.shape != (len(ret_kind),):
+        raise ValueError("score_tokens: task_fuel needs one value per task")
     ok, passed, steps = np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int64)
     _check(lib().vg_score_tokens(ptr(tokens, _i32p), ptr(offsets, _i64p), n, ptr(task, _i64p), len(ret_kind),
                                  ptr(ret_kind, _i32p), ptr(inputs.words, _i32p), ptr(inputs.offsets, _i64p),
                                  ptr(expected.words, _i32p), ptr(expected.offsets, _i64p), n_tests, ptr(config, _i32p),
-                                 code_cap, chunk, ptr(ok, _u8p), ptr(passed, _i32p), ptr(steps, _i64p), nthreads),
+                                 ptr(task_fuel, _i32p), code_cap, chunk, ptr(ok, _u8p), ptr(passed, _i32p), ptr(steps, _i64p), nthreads),
            "score_tokens")
     return ok.view(bool), passed, steps
 
@@ -217,8 +221,13 @@ def validate_batch(code: np.ndarray, offsets: np.ndarray, entry: np.ndarray, nth
 
 
 def run_batch(code, code_off, entry, ret_kind, in_words, in_off, run_prog, run_in, exp_words, exp_off, config,
-              out_cap: int, nthreads: int, lockstep: bool = True, params: np.ndarray | None = None):
+              out_cap: int, nthreads: int, lockstep: bool = True, params: np.ndarray | None = None,
+              prog_fuel: np.ndarray | None = None):
+    """vg_run_batch's outputs (status, value, steps, passed, list words, list offsets).
+    prog_fuel: None, or (P,) int32 step budgets that cap config's fuel per program."""
     n_runs = len(run_prog)
+    if prog_fuel is not None and prog_fuel.shape != (len(code_off) - 1,):
+        raise ValueError("run_batch: prog_fuel needs one value per program")
     # (the core writes every element of these, and of out_list as far as the lists reach: it
     # copies each thread's lists in after the runs, in run order; the rest stays untouched)
     status = np.empty(n_runs, dtype=np.int32)
@@ -230,7 +239,7 @@ def run_batch(code, code_off, entry, ret_kind, in_words, in_off, run_prog, run_i
     _check(lib().vg_run_batch(ptr(code, _u32p), ptr(code_off, _i64p), len(code_off) - 1, ptr(entry, _i32p),
                        ptr(ret_kind, _i32p), ptr(params, _i8p), ptr(in_words, _i32p), ptr(in_off, _i64p), len(in_off) - 1,
                        ptr(run_prog, _i32p), ptr(run_in, _i32p), n_runs, ptr(exp_words, _i32p), ptr(exp_off, _i64p),
-                       ptr(config, _i32p), ptr(status, _i32p), ptr(value, _i32p), ptr(steps, _i32p),
+                       ptr(config, _i32p), ptr(prog_fuel, _i32p), ptr(status, _i32p), ptr(value, _i32p), ptr(steps, _i32p),
                        ptr(passed, _u8p), ptr(out_list, _i32p), ptr(out_off, _i64p), out_cap, nthreads,
                        0 if lockstep else 1),
            "run_batch", "lower the VMConfig limits (heap_size, max_lists, stack_size, max_depth) or nthreads")

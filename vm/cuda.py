@@ -824,6 +824,20 @@ def _task_args_dev(n: int, sizes_name: str, sizes, task_ids, active, inputs, exp
     return sizes, task_of, act, task_ret, (in_words, in_off, exp_words, exp_off), n_in, n_task
 
 
+def _task_fuel_dev(task_fuel, n_task: int):
+    """task_fuel as an int32 device array of n_task step budgets, or the null pointer for None:
+    host arrays checked as the CPU backend checks them (each in [1, 2**31 - 1]); a device array
+    by dtype and shape only (the kernel takes a value below 1 as 1)."""
+    if task_fuel is None:
+        return _NULL
+    import cupy as cp
+    from .values import INT32_MAX
+    f = _ints(task_fuel, "task_fuel", cp.int32, 1, INT32_MAX)
+    if f.shape != (n_task,):
+        raise ValueError(f"task_fuel must have shape ({n_task},), one budget per task, got {tuple(f.shape)}")
+    return f
+
+
 # --- evaluate_tasks: token slots, each program on its own task's tests --------------------------
 
 def _compile_slots_launch(d: _Device, toks, count, active, n: int, code, code_len, code_cap: int, err=None):
@@ -839,7 +853,7 @@ def _compile_slots_launch(d: _Device, toks, count, active, n: int, code, code_le
 
 
 def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *, config=None,
-                   code_cap: int = 1024):
+                   code_cap: int = 1024, task_fuel=None):
     """Compile N programs given as token slots and run each on its own task's tests, on the
     device, with no host synchronisation (for environments that keep their state on the GPU).
 
@@ -853,6 +867,7 @@ def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: 
         Device pairs are not checked on the host (a sync): an item whose offsets fall outside
         its words traps bad_input (an input) or never matches (an expected value) in the kernel.
     ret_kinds (T,) int32: each task's return kind (opcodes.KIND_*), for comparing results.
+    task_fuel (T,) int (None: none): each task's step budget, which caps config.fuel for its runs.
     Returns (passed (N,) int32: tests whose result equals the expected value, steps (N,) int64:
     executed steps summed over the tests, ok (N,) bool: compiled); passed and steps are 0 where
     a row did not compile or is inactive. Torch CUDA tensors when tokens is one (on torch's
@@ -874,6 +889,7 @@ def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: 
         n = toks.shape[0]
         count, task_of, act, task_ret, tests, n_in, n_task = _task_args_dev(
             n, "counts", counts, task_ids, active, inputs, expected, n_tests, ret_kinds)
+        fuel_of = _task_fuel_dev(task_fuel, n_task)
         in_words, in_off, exp_words, exp_off = tests
         passed = cp.zeros(n, dtype=cp.int32)
         steps = cp.zeros(n, dtype=cp.uint64)
@@ -892,7 +908,7 @@ def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: 
                 continue
             entry_pc = _validate(d, code, None, code_cap, lengths[a:b], k, None, 0, None, None)
             kernel((blocks,), (EXEC_BLOCK,), (
-                code, _i32(code_cap), lengths[a:b], _i32(k), entry_pc, task_of[a:b], task_ret, _i32(n_task),
+                code, _i32(code_cap), lengths[a:b], _i32(k), entry_pc, task_of[a:b], task_ret, fuel_of, _i32(n_task),
                 _i32(n_tests), in_words, in_off, _i32(n_in), _i64(in_words.size), exp_words, exp_off,
                 _i64(exp_words.size), _i64(k * wpp), _i32(wpp),
                 *_cfg_args(config), scratch, passed[a:b], steps[a:b]))
@@ -902,13 +918,14 @@ def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: 
 
 # --- execute_tasks: bytecode images, each on its own task's tests --------------------------------
 
-def execute_tasks(code, code_len, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *, config=None):
+def execute_tasks(code, code_len, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *, config=None,
+                  task_fuel=None):
     """Validate N bytecode images and run each valid one on its own task's tests, on the device
     with no host synchronisation (NeuralCompile-v0 scores its envs' bytecode with it).
 
     code (N, W) uint32 or int32 (the same bits): image i in code[i, :code_len[i]]; code_len (N,)
-    int (< 0 or > W: invalid). task_ids, active, inputs, expected, n_tests, ret_kinds as in
-    evaluate_tasks. Returns (passed (N,) int32, steps (N,) int64 summed over the tests, valid
+    int (< 0 or > W: invalid). task_ids, active, inputs, expected, n_tests, ret_kinds and
+    task_fuel as in evaluate_tasks. Returns (passed (N,) int32, steps (N,) int64 summed over the tests, valid
     (N,) bool: passes the validator and has a function 0); passed and steps are 0 where a row is
     inactive or invalid. Torch CUDA tensors when code is one (on torch's current stream), else
     CuPy arrays. Exactly vramgym.vm.evaluate.execute_tasks_cpu."""
@@ -936,6 +953,7 @@ def execute_tasks(code, code_len, task_ids, active, inputs, expected, n_tests: i
         n, width = words.shape
         length, task_of, act, task_ret, tests, n_in, n_task = _task_args_dev(
             n, "code_len", code_len, task_ids, active, inputs, expected, n_tests, ret_kinds)
+        fuel_of = _task_fuel_dev(task_fuel, n_task)
         in_words, in_off, exp_words, exp_off = tests
         # Inactive rows and lengths outside [0, W] become -1: the validator marks them invalid.
         keep = (length >= 0) & (length <= width)
@@ -958,7 +976,7 @@ def execute_tasks(code, code_len, task_ids, active, inputs, expected, n_tests: i
             if not n_tests:
                 continue
             kernel((blocks,), (EXEC_BLOCK,), (
-                sub, _i32(width), lengths[a:b], _i32(k), pc, task_of[a:b], task_ret, _i32(n_task),
+                sub, _i32(width), lengths[a:b], _i32(k), pc, task_of[a:b], task_ret, fuel_of, _i32(n_task),
                 _i32(n_tests), in_words, in_off, _i32(n_in), _i64(in_words.size), exp_words, exp_off,
                 _i64(exp_words.size), _i64(k * wpp), _i32(wpp),
                 *_cfg_args(config), scratch, passed[a:b], steps[a:b]))

@@ -126,16 +126,32 @@ _KINDS_CHECKED: list = []  # the last (expected words, offsets, ret_kinds bytes,
 COMPILE_CHUNK = 4096
 
 
-def _run_on_tasks(programs, rows, task, inputs, expected, n_tests, config, passed, steps) -> None:
-    """Run programs[i] on the tests of task[rows[i]]; write the passes and step sums to rows."""
+def _run_on_tasks(programs, rows, task, inputs, expected, n_tests, config, passed, steps, task_fuel=None) -> None:
+    """Run programs[i] on the tests of task[rows[i]] (fuel capped by task_fuel[task] where
+    given); write the passes and step sums to rows."""
     if not len(rows) or not n_tests:
         return
     t = task[rows]
     run_prog = np.repeat(np.arange(len(rows), dtype=np.int32), n_tests)
     run_in = (t[:, None] * n_tests + np.arange(n_tests)[None, :]).ravel().astype(np.int32)
-    res = run_batch(programs, inputs, (run_prog, run_in), expected=expected, config=config, out_cap=0, backend="cpu")
-    passed[rows] = res.passed.reshape(-1, n_tests).sum(axis=1)
-    steps[rows] = res.steps.reshape(-1, n_tests).astype(np.int64).sum(axis=1)
+    if task_fuel is None:
+        res = run_batch(programs, inputs, (run_prog, run_in), expected=expected, config=config, out_cap=0, backend="cpu")
+        run_passed, run_steps = res.passed, res.steps
+    else:   # (the core's per-program budget: one call, whatever the tasks' budgets)
+        _, _, run_steps, run_passed, _, _ = cpu.run_batch(
+            programs.code, programs.offsets, programs.entry, programs.ret_kind, inputs.words, inputs.offsets, run_prog,
+            run_in, expected.words, expected.offsets, (config or VMConfig()).as_array(), 0, cpu.default_threads(),
+            params=programs.params, prog_fuel=np.ascontiguousarray(task_fuel[t], dtype=np.int32))
+    passed[rows] = run_passed.reshape(-1, n_tests).sum(axis=1)
+    steps[rows] = run_steps.reshape(-1, n_tests).astype(np.int64).sum(axis=1)
+
+
+def check_task_fuel(task_fuel, n_tasks: int) -> np.ndarray | None:
+    """task_fuel as checked host int32 (T,) step budgets in [1, 2**31 - 1], or None. A task's
+    runs take min(config.fuel, task_fuel[task]) steps at most."""
+    if task_fuel is None:
+        return None
+    return _vector(task_fuel, "task_fuel", n_tasks, 1, INT32_MAX, np.int32)
 
 
 def _out(as_torch: bool, *arrays):
@@ -146,10 +162,12 @@ def _out(as_torch: bool, *arrays):
 
 
 def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *,
-                       config: VMConfig | None = None, code_cap: int = 1024):
+                       config: VMConfig | None = None, code_cap: int = 1024, task_fuel=None):
     """The CPU backend's scores of N token-slot programs on their tasks' tests (see the module
-    docstring); the same signature and results as vramgym.vm.cuda.evaluate_tasks. Returns numpy
-    arrays, or torch CPU tensors when tokens is a torch tensor."""
+    docstring); the same signature and results as vramgym.vm.cuda.evaluate_tasks. task_fuel:
+    None, or (T,) step budgets, each in [1, 2**31 - 1], that cap config.fuel for their task's
+    runs (TaskBank.task_fuel). Returns numpy arrays, or torch CPU tensors when tokens is a torch
+    tensor."""
     code_cap = _code_cap(code_cap)
     toks = _host(tokens)
     if toks.ndim != 3 or toks.shape[2] != 4:
@@ -158,16 +176,20 @@ def evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tes
     n, slot = toks.shape[:2]
     count, task, act, ret, inputs, expected, n_tests = _task_args(n, "counts", counts, task_ids, active, inputs,
                                                                   expected, n_tests, ret_kinds)
-    passed, steps, ok = score_token_rows(toks, count, task, act, ret, inputs, expected, n_tests, config, code_cap)
+    task_fuel = check_task_fuel(task_fuel, len(ret))
+    passed, steps, ok = score_token_rows(toks, count, task, act, ret, inputs, expected, n_tests, config, code_cap,
+                                         task_fuel)
     return _out(type(tokens).__module__.startswith("torch"), passed, steps, ok)
 
 
 def score_token_rows(toks: np.ndarray, count: np.ndarray, task: np.ndarray, act: np.ndarray, ret: np.ndarray,
-                     inputs: Encoded, expected: Encoded, n_tests: int, config: VMConfig | None, code_cap: int):
+                     inputs: Encoded, expected: Encoded, n_tests: int, config: VMConfig | None, code_cap: int,
+                     task_fuel: np.ndarray | None = None):
     """evaluate_tasks_cpu after its checks, for callers whose arguments are checked already
     (TaskBank.evaluate: its own tests, and token slots it built): toks (N, S, 4) int32, count (N,)
     int64, task (N,) int64 (in [0, T) where act), act (N,) bool, ret (T,) int32 KIND_*, inputs
-    and expected Encoded with T * n_tests items of those kinds, code_cap in 1..MAX_CODE.
+    and expected Encoded with T * n_tests items of those kinds, code_cap in 1..MAX_CODE, task_fuel
+    None or (T,) int32 (check_task_fuel).
     Returns (passed, steps, ok) numpy arrays. The token rows go to the core packed in fresh
     arrays, so compile_tokens' copies and checks are not needed here."""
     n, slot = toks.shape[:2]
@@ -187,7 +209,8 @@ def score_token_rows(toks: np.ndarray, count: np.ndarray, task: np.ndarray, act:
         ok[rows], passed[rows], steps[rows] = cpu.score_tokens(
             np.ascontiguousarray(packed), offsets, np.ascontiguousarray(task[rows], dtype=np.int64),
             np.ascontiguousarray(ret, dtype=np.int32), inputs, expected, n_tests,
-            (config or VMConfig()).as_array(), code_cap, max(1, COMPILE_CHUNK * 1024 // code_cap), cpu.default_threads())
+            (config or VMConfig()).as_array(), code_cap, max(1, COMPILE_CHUNK * 1024 // code_cap), cpu.default_threads(),
+            task_fuel)
     return passed, steps, ok
 
 
@@ -197,13 +220,13 @@ def _images(words: np.ndarray, length: np.ndarray, rows: np.ndarray, ret: np.nda
 
 
 def execute_tasks_cpu(code, code_len, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *,
-                      config: VMConfig | None = None):
+                      config: VMConfig | None = None, task_fuel=None):
     """The CPU backend's scores of N bytecode images (e.g. a neural compiler's output) on their
     tasks' tests; the same signature and results as vramgym.vm.cuda.execute_tasks.
 
     code (N, W) uint32: image i in code[i, :code_len[i]]; code_len (N,) int: words used (< 0 or
     > W: not a valid image). task_ids, active, inputs, expected, n_tests, ret_kinds as in
-    evaluate_tasks_cpu. Returns passed (N,) int32, steps (N,) int64 (summed over the tests) and
+    evaluate_tasks_cpu (task_fuel too). Returns passed (N,) int32, steps (N,) int64 (summed over the tests) and
     valid (N,) bool: the image passes the bytecode validator and has a function 0; passed and
     steps are 0 where a row is inactive or invalid. Numpy arrays, or torch CPU tensors when code
     is a torch tensor."""
@@ -215,6 +238,7 @@ def execute_tasks_cpu(code, code_len, task_ids, active, inputs, expected, n_test
     n, width = words.shape
     length, task, act, ret, inputs, expected, n_tests = _task_args(n, "code_len", code_len, task_ids, active,
                                                                    inputs, expected, n_tests, ret_kinds)
+    task_fuel = check_task_fuel(task_fuel, len(ret))
     passed, steps, valid = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
     rows = np.flatnonzero(act & (length >= 0) & (length <= width))
     if len(rows):  # every candidate image through the validator in one call
@@ -226,5 +250,5 @@ def execute_tasks_cpu(code, code_len, task_ids, active, inputs, expected, n_test
             rows = rows[ok]
             programs = _images(words, length, rows, ret[task[rows]])
     if len(rows):
-        _run_on_tasks(programs, rows, task, inputs, expected, n_tests, config, passed, steps)
+        _run_on_tasks(programs, rows, task, inputs, expected, n_tests, config, passed, steps, task_fuel)
     return _out(type(code).__module__.startswith("torch"), passed, steps, valid)

@@ -468,9 +468,9 @@ int32_t validate_words(const uint32_t* code, int64_t len, int32_t entry, int32_t
 int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
                   const int32_t* ret_kind, const int8_t* params, const int32_t* in_words, const int64_t* in_off,
                   int32_t n_in, const int32_t* run_prog, const int32_t* run_in, int64_t n_runs,
-                  const int32_t* exp_words, const int64_t* exp_off, const int32_t* config, int32_t* status,
-                  int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int64_t* out_off,
-                  int32_t out_cap, int32_t nthreads, int32_t mode);
+                  const int32_t* exp_words, const int64_t* exp_off, const int32_t* config, const int32_t* prog_fuel,
+                  int32_t* status, int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list,
+                  int64_t* out_off, int32_t out_cap, int32_t nthreads, int32_t mode);
 
 }  // namespace
 
@@ -478,7 +478,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
 
 extern "C" {
 
-VG_EXPORT int32_t vg_abi_version() { return 6; }
+VG_EXPORT int32_t vg_abi_version() { return 7; }
 VG_EXPORT int32_t vg_func_meta() { return FUNC_META; }
 
 // The lockstep interpreter's build (lanes.h): isa 1 the x86-64-v3 one where the CPU has it (the
@@ -638,7 +638,8 @@ VG_EXPORT int32_t vg_validate_batch(const uint32_t* code, const int64_t* code_of
 // equals expected value run_in[r] (encoded like an argument, offsets exp_off[n_in + 1]). When
 // out_list is not null (room for n_runs * out_cap ints), the first out_cap elements of the list
 // results, one list after another (run r's at out_list[out_off[r]], out_off[r + 1] - out_off[r]
-// of them: none for other runs; out_off has n_runs + 1 offsets from 0).
+// of them: none for other runs; out_off has n_runs + 1 offsets from 0). prog_fuel (nullable):
+// a step budget per program, which caps config's fuel for its runs (values below 1 count as 1).
 // mode 0: consecutive runs of one program go through the lockstep lane interpreter (up to 32
 // at once), mode 1: every run through the scalar interpreter; both with superinstructions
 // (fuse.h) where they pay. Modes 2 and 3: the same without superinstructions (the tests'
@@ -650,13 +651,13 @@ VG_EXPORT int32_t vg_validate_batch(const uint32_t* code, const int64_t* code_of
 VG_EXPORT int32_t vg_run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
                   const int32_t* ret_kind, const int8_t* params, const int32_t* in_words, const int64_t* in_off,
                   int32_t n_in, const int32_t* run_prog, const int32_t* run_in, int64_t n_runs,
-                  const int32_t* exp_words, const int64_t* exp_off, const int32_t* config, int32_t* status,
-                  int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int64_t* out_off,
-                  int32_t out_cap, int32_t nthreads, int32_t mode) {
+                  const int32_t* exp_words, const int64_t* exp_off, const int32_t* config, const int32_t* prog_fuel,
+                  int32_t* status, int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list,
+                  int64_t* out_off, int32_t out_cap, int32_t nthreads, int32_t mode) {
   try {
     return run_batch(code, code_off, n_prog, entry, ret_kind, params, in_words, in_off, n_in, run_prog, run_in, n_runs,
-                     exp_words, exp_off, config, status, value, steps, passed, out_list, out_off, out_cap, nthreads,
-                     mode);
+                     exp_words, exp_off, config, prog_fuel, status, value, steps, passed, out_list, out_off, out_cap,
+                     nthreads, mode);
   } catch (const std::bad_alloc&) {
     return -1;
   }
@@ -669,12 +670,15 @@ VG_EXPORT int32_t vg_run_batch(const uint32_t* code, const int64_t* code_off, in
 // task[i] * n_tests + k (n_tasks * n_tests of each, encoded as vg_run_batch's), result kind
 // ret_kind[task[i]]. Outputs: ok[i] (it compiled), passed[i] (tests whose result equals the
 // expected value), steps[i] (executed steps summed over its tests); (0, 0, 0) where it did not
-// compile. The caller checks every task[i] in [0, n_tasks). Returns 0, or -1 when memory ran out.
+// compile. task_fuel (nullable, n_tasks values): a step budget per task, which caps config's fuel
+// for its runs (vg_run_batch's prog_fuel). The caller checks every task[i] in [0, n_tasks).
+// Returns 0, or -1 when memory ran out.
 VG_EXPORT int32_t vg_score_tokens(const int32_t* toks, const int64_t* tok_off, int32_t n, const int64_t* task,
                                   int32_t n_tasks, const int32_t* ret_kind, const int32_t* in_words,
                                   const int64_t* in_off, const int32_t* exp_words, const int64_t* exp_off,
-                                  int32_t n_tests, const int32_t* config, int32_t code_cap, int32_t chunk,
-                                  uint8_t* ok, int32_t* passed, int64_t* steps, int32_t nthreads) {
+                                  int32_t n_tests, const int32_t* config, const int32_t* task_fuel,
+                                  int32_t code_cap, int32_t chunk, uint8_t* ok, int32_t* passed, int64_t* steps,
+                                  int32_t nthreads) {
   try {
     for (int32_t i = 0; i < n; i++) ok[i] = 0, passed[i] = 0, steps[i] = 0;
     std::vector<uint32_t> words, code;  // the compiled programs one after another; a chunk's matrix
@@ -701,18 +705,20 @@ VG_EXPORT int32_t vg_score_tokens(const int32_t* toks, const int64_t* tok_off, i
     if (!g || n_tests <= 0) return 0;
     const int64_t n_runs = (int64_t)g * n_tests;
     std::vector<int32_t> entry(g, 0), ret(g), run_prog(n_runs), run_in(n_runs), status(n_runs), value(n_runs),
-        run_steps(n_runs);
+        run_steps(n_runs), fuel(task_fuel ? g : 0);
     std::vector<uint8_t> pass(n_runs);
     for (int32_t k = 0; k < g; k++) {
       ret[k] = ret_kind[task[rows[k]]];
+      if (task_fuel) fuel[k] = task_fuel[task[rows[k]]];
       for (int32_t t = 0; t < n_tests; t++) {
         run_prog[(int64_t)k * n_tests + t] = k;
         run_in[(int64_t)k * n_tests + t] = (int32_t)(task[rows[k]] * n_tests + t);
       }
     }
     if (run_batch(words.data(), code_off.data(), g, entry.data(), ret.data(), nullptr, in_words, in_off,
-                  n_tasks * n_tests, run_prog.data(), run_in.data(), n_runs, exp_words, exp_off, config, status.data(),
-                  value.data(), run_steps.data(), pass.data(), nullptr, nullptr, 0, nthreads, 0) != 0)
+                  n_tasks * n_tests, run_prog.data(), run_in.data(), n_runs, exp_words, exp_off, config,
+                  task_fuel ? fuel.data() : nullptr, status.data(), value.data(), run_steps.data(), pass.data(), nullptr,
+                  nullptr, 0, nthreads, 0) != 0)
       return -1;
     for (int32_t k = 0; k < g; k++) {
       int32_t p = 0;
@@ -763,10 +769,10 @@ bool kinds_match(const WantKinds& want, const int32_t* w, int64_t len) {
 int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog, const int32_t* entry,
                   const int32_t* ret_kind, const int8_t* params, const int32_t* in_words, const int64_t* in_off,
                   int32_t n_in, const int32_t* run_prog, const int32_t* run_in, int64_t n_runs,
-                  const int32_t* exp_words, const int64_t* exp_off, const int32_t* config, int32_t* status,
-                  int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list, int64_t* out_off,
-                  int32_t out_cap, int32_t nthreads, int32_t mode) {
-  VMConfig cfg = make_config(config);
+                  const int32_t* exp_words, const int64_t* exp_off, const int32_t* config, const int32_t* prog_fuel,
+                  int32_t* status, int32_t* value, int32_t* steps, uint8_t* passed, int32_t* out_list,
+                  int64_t* out_off, int32_t out_cap, int32_t nthreads, int32_t mode) {
+  const VMConfig base_cfg = make_config(config);  // (a program's own fuel, prog_fuel[p], in each task below)
   std::vector<int32_t> entry_pc(n_prog);
 #ifdef VG_JIT
   const bool jit_on = jit::enabled().load(std::memory_order_relaxed) && (mode == 0 || mode == 6);
@@ -794,7 +800,7 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
 #endif
   // Tasks: up to LANES consecutive runs of the same program (one run each in scalar mode, or
   // when the limits make a lockstep scratch, 33 runs' memory, too large: same results).
-  const bool lanes_fit = ScratchPool::bytes(cfg) <= LANE_SCRATCH_MAX;
+  const bool lanes_fit = ScratchPool::bytes(base_cfg) <= LANE_SCRATCH_MAX;
   std::vector<int64_t> task_start;
   for (int64_t r = 0; r < n_runs;) {
     task_start.push_back(r);
@@ -825,6 +831,10 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
   ok = ok && parallel_for(ntasks, nt, 4, [&](int32_t tid, int64_t t) {
     int64_t r0 = task_start[t], r1 = task_start[t + 1];
     int32_t p = run_prog[r0];
+    // The limits of p's runs: prog_fuel[p] (at least 1) caps the fuel where given. (The scratch
+    // pools key on the other limits only: every task's scratch fits base_cfg's.)
+    VMConfig cfg = base_cfg;
+    if (prog_fuel && (uint32_t)p < (uint32_t)n_prog) cfg.fuel = std::min(cfg.fuel, std::max(1, prog_fuel[p]));
     if (out_list) task_src[t] = Src{tid, (int64_t)lists[tid]->n};
     // Runs whose input's kinds are not the entry's parameter kinds (params row p; a row of -2 is
     // not checked) trap bad_input, before any other outcome (as the Python check of other backends).
@@ -1012,8 +1022,8 @@ int32_t run_batch(const uint32_t* code, const int64_t* code_off, int32_t n_prog,
     }
   }
   for (auto* b : lists) list_pool().give(b);
-  for (auto* s : scratch) scratch_pool().give(scratch_pool().runs, cfg, s);
-  for (auto* s : lane_scratch) scratch_pool().give(scratch_pool().lanes, cfg, s);
+  for (auto* s : scratch) scratch_pool().give(scratch_pool().runs, base_cfg, s);
+  for (auto* s : lane_scratch) scratch_pool().give(scratch_pool().lanes, base_cfg, s);
   for (auto* s : trans) delete s;
 #ifdef VG_JIT
   for (auto* s : jits) jit_pool().give(s);

@@ -243,12 +243,14 @@ __device__ inline void execute(const uint32_t* __restrict__ code, const int64_t*
 // j < n_tests, comparing results as task_ret[task_of[p]] (opcodes KIND_*). Work item t is
 // program t / wpp on tests (t % wpp) * 32 + lane; programs that did not compile (inactive ones
 // included: their code_len is -1) or name no task skip at once, uniformly across the warp. The
-// warp adds its passes and steps to pass_count[p] and step_sum[p].
+// warp adds its passes and steps to pass_count[p] and step_sum[p]. task_fuel (nullable): each
+// task's step budget, which caps cfg.fuel for its runs (uniform across the warp: one task).
 template <bool LOCAL>
 __device__ inline void execute_tasks(const uint32_t* __restrict__ code, int32_t code_cap,
                                      const int32_t* __restrict__ code_len, int32_t n_prog,
                                      const int32_t* __restrict__ entry_pc, const int64_t* __restrict__ task_of,
-                                     const int32_t* __restrict__ task_ret, int32_t n_task, int32_t n_tests,
+                                     const int32_t* __restrict__ task_ret, const int32_t* __restrict__ task_fuel,
+                                     int32_t n_task, int32_t n_tests,
                                      const int32_t* __restrict__ in_words, const int64_t* __restrict__ in_off,
                                      int32_t n_in, int64_t n_in_words, const int32_t* __restrict__ exp_words,
                                      const int64_t* __restrict__ exp_off, int64_t n_exp_words, int64_t n_items,
@@ -268,8 +270,13 @@ __device__ inline void execute_tasks(const uint32_t* __restrict__ code, int32_t 
     if (jj < n_tests) {
       int64_t j = task * n_tests + jj;
       ProgRef pr = prog_ref(code, nullptr, code_cap, code_len, p);
+      VMConfig tc = cfg;  // the task's budget caps the fuel (at least 1, as the CPU core takes it)
+      if (task_fuel) {
+        const int32_t f = task_fuel[task];
+        tc.fuel = f < 1 ? 1 : f < cfg.fuel ? f : cfg.fuel;
+      }
       ok = run_one(pr, p, n_prog, entry_pc, task_ret[task], in_words, in_off, j < n_in ? (int32_t)j : n_in, n_in,
-                   n_in_words, exp_words, exp_off, n_exp_words, cfg, ws, 0, nullptr, nullptr, nullptr, nullptr,
+                   n_in_words, exp_words, exp_off, n_exp_words, tc, ws, 0, nullptr, nullptr, nullptr, nullptr,
                    nullptr, 0, &ns);
     }
     warp_add(ok, ns, lane, pass_count + p, step_sum + p);
@@ -431,13 +438,15 @@ __global__ void VG_EXEC_BOUNDS vg_execute_global_eval(VG_EXEC_PARAMS) {
 #define VG_TASK_PARAMS                                                                                             \
   const uint32_t *__restrict__ code, int32_t code_cap, const int32_t *__restrict__ code_len, int32_t n_prog,     \
       const int32_t *__restrict__ entry_pc, const int64_t *__restrict__ task_of, const int32_t *__restrict__ task_ret, \
-      int32_t n_task, int32_t n_tests, const int32_t *__restrict__ in_words, const int64_t *__restrict__ in_off,   \
-      int32_t n_in, int64_t n_in_words, const int32_t *__restrict__ exp_words, const int64_t *__restrict__ exp_off, \
+      const int32_t *__restrict__ task_fuel, int32_t n_task, int32_t n_tests,                                    \
+      const int32_t *__restrict__ in_words, const int64_t *__restrict__ in_off, int32_t n_in,                     \
+      int64_t n_in_words, const int32_t *__restrict__ exp_words, const int64_t *__restrict__ exp_off, \
       int64_t n_exp_words, int64_t n_items,                                                                      \
       int32_t wpp, int32_t fuel, int32_t max_depth, int32_t heap_size, int32_t max_lists, int32_t stack_size,      \
       int32_t *__restrict__ scratch, int32_t *pass_count, unsigned long long *step_sum
 #define VG_TASK_ARGS(stack)                                                                                     \
-  code, code_cap, code_len, n_prog, entry_pc, task_of, task_ret, n_task, n_tests, in_words, in_off, n_in,      \
+  code, code_cap, code_len, n_prog, entry_pc, task_of, task_ret, task_fuel, n_task, n_tests, in_words, in_off,  \
+      n_in,                                                                                                      \
       n_in_words, exp_words, exp_off, n_exp_words, n_items, wpp, cfg, scratch, pass_count, step_sum, stack
 
 __global__ void VG_EXEC_BOUNDS vg_execute_tasks_local(VG_TASK_PARAMS) {
