@@ -13,6 +13,7 @@ Shapes (T tasks, M tests per task, E shown examples, W / W_OUT words per encoded
 """
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -187,13 +188,15 @@ def check_device(device):
 
 
 def bank_for(bank: "TaskBank | None", tasks, n_tests: int | None, seed: int, backend: str | None,
-             fuel: int | None = None, device=None) -> "TaskBank":
+             fuel: int | None = None, device=None, fuel_scale: float | None = None) -> "TaskBank":
     """The envs' bank: the one given, else the built-in tasks named (all by default; a str is one
     name) with n_tests tests each (None: 16). fuel: VM steps per test run (default 20,000), a
     budget every backend enforces identically; lower it to bound a batch's slowest candidate (on
-    a GPU a scoring launch lasts as long as its longest run). A given bank brings its own tests
-    and fuel (TaskBank(..., n_tests=..., config=VMConfig(fuel=...))). device: where the env
-    scores (None: the CPU), which `backend`, if given, must agree with (check_backend)."""
+    a GPU a scoring launch lasts as long as its longest run). fuel_scale: each task's own budget
+    in multiples of its reference's steps (None: DEFAULT_FUEL_SCALE, 8; math.inf: fuel alone; see
+    TaskBank). A given bank brings its own tests and fuel (TaskBank(..., n_tests=...,
+    config=VMConfig(fuel=...), fuel_scale=...)). device: where the env scores (None: the CPU),
+    which `backend`, if given, must agree with (check_backend)."""
     check_backend(backend, check_device(device).type)
     if seed is not None:   # (None: numpy's fresh entropy for the tests; a vector env also hashes tasks from it)
         check_seed(seed)
@@ -202,6 +205,9 @@ def bank_for(bank: "TaskBank | None", tasks, n_tests: int | None, seed: int, bac
             raise TypeError(f"bank must be a TaskBank, got {type(bank).__name__}")
         if fuel is not None:
             raise ValueError("fuel applies to the envs' own bank; give a TaskBank(config=VMConfig(fuel=...)) instead")
+        if fuel_scale is not None:
+            raise ValueError(f"fuel_scale applies to the envs' own bank; the bank given has its own "
+                             f"(fuel_scale={bank.fuel_scale}): give TaskBank(..., fuel_scale=...) instead")
         if n_tests is not None:
             raise ValueError(f"n_tests applies to the envs' own bank; the bank given has its own "
                              f"(n_tests={bank.n_tests}): give TaskBank(..., n_tests=...) instead")
@@ -214,7 +220,7 @@ def bank_for(bank: "TaskBank | None", tasks, n_tests: int | None, seed: int, bac
         raise ValueError("tasks is empty: an env needs at least one task (tasks=None: every built-in task)")
     config = None if fuel is None else VMConfig(fuel=fuel)
     return TaskBank.from_names(tasks, n_tests=16 if n_tests is None else n_tests, seed=seed, backend=backend,
-                               config=config)
+                               config=config, fuel_scale=DEFAULT_FUEL_SCALE if fuel_scale is None else fuel_scale)
 
 
 def _row_hash(bodies: np.ndarray, used: np.ndarray, lengths: np.ndarray, task_ids: np.ndarray) -> np.ndarray:
@@ -265,16 +271,45 @@ def distinct_candidates(bodies: np.ndarray, lengths: np.ndarray, task_ids: np.nd
     return first.astype(np.int64), inverse.astype(np.int64)
 
 
+# A task's fuel (TaskBank's fuel_scale): this many times the most steps its reference takes on
+# the bank's tests, and at least MIN_TASK_FUEL.
+DEFAULT_FUEL_SCALE = 8.0
+MIN_TASK_FUEL = 1000
+
+
+def check_fuel_scale(fuel_scale) -> float | None:
+    """fuel_scale as a finite float >= 1 (a smaller one would fail the reference itself), or
+    None for None or math.inf (no task budget below config.fuel)."""
+    if fuel_scale is None:
+        return None
+    if isinstance(fuel_scale, (bool, np.bool_)) or not isinstance(fuel_scale, (int, float, np.integer, np.floating)):
+        raise TypeError(f"fuel_scale must be a number or None, got {fuel_scale!r:.60}")
+    if not float(fuel_scale) >= 1:   # (NaN fails too)
+        raise ValueError(f"fuel_scale must be at least 1 (a task's fuel below its reference's steps would fail the "
+                         f"reference), math.inf or None, got {fuel_scale!r}")
+    return None if math.isinf(fuel_scale) else float(fuel_scale)
+
+
 class TaskBank:
     """Tasks with their tests, ready for batched scoring. Every task's signature must fit the
     vocabulary (at most 4 parameters). n_examples of each task's n_tests tests are shown to the
     agent, so n_tests >= n_examples. A task given by cases (Task.from_examples) runs every case,
     so n_tests >= its number of cases; with fewer cases they repeat, in a seeded order, as evenly
     as n_tests allows (all_pass is passing every case; pass_frac counts tests, repeats included).
-    `backend` chooses nothing: scoring runs where the candidates' tensors live (check_backend)."""
+    `backend` chooses nothing: scoring runs where the candidates' tensors live (check_backend).
+
+    Fuel: a candidate's run on a test stops (out of fuel, failing it) after config.fuel VM steps
+    (default 20,000), and, with fuel_scale (default DEFAULT_FUEL_SCALE = 8), after its task's
+    own budget: fuel_scale times the most steps the task's reference takes on the bank's tests,
+    at least MIN_TASK_FUEL (1,000) and at most config.fuel (task_fuel, (T,) int32). A candidate
+    may be that much slower than the reference and still pass; one that loops is stopped early
+    (on a GPU a scoring launch lasts as long as its longest run). A task given by cases has no
+    reference: config.fuel. fuel_scale=None (or math.inf): config.fuel for every task (task_fuel
+    is None)."""
 
     def __init__(self, tasks: Sequence[Task], n_tests: int = 16, n_examples: int = 4, seed: int = 0,
-                 example_width: int = 64, config: VMConfig | None = None, backend: str | None = None):
+                 example_width: int = 64, config: VMConfig | None = None, backend: str | None = None,
+                 fuel_scale: float | None = DEFAULT_FUEL_SCALE):
         try:
             tasks = list(tasks)  # (an iterator is truthy even when empty)
         except TypeError:
@@ -292,6 +327,7 @@ class TaskBank:
                 raise TypeError(f"tasks[{i}] must be a Task (TaskBank.from_names takes names), got {t!r:.60}")
         self.n_tests, self.n_examples = n_tests, n_examples
         self.config = config or VMConfig(fuel=20_000)
+        self.fuel_scale = check_fuel_scale(fuel_scale)
         self.backend = backend
         self.signatures = []
         for t in self.tasks:
@@ -313,16 +349,22 @@ class TaskBank:
         self.kinds = np.full((T, V.NUM_PARAMS), -1, dtype=np.int32)
         self.ret_kind = np.zeros(T, dtype=np.int32)
         enc_inputs, enc_expected, shown_in, shown_out = [], [], [], []
+        fuel = np.full(T, self.config.fuel, dtype=np.int32)
         for i, task in enumerate(self.tasks):
             kinds = task.signature.kinds
             self.kinds[i, : len(kinds)] = [KIND_BY_NAME[k] for k in kinds]
             self.ret_kind[i] = KIND_BY_NAME[task.signature.ret]
             inputs, outputs = _examples(task, seed, n_tests, self.config)
+            if self.fuel_scale is not None and task.reference is not None and inputs:
+                need = max(task.reference_steps(inputs, self.config))
+                fuel[i] = min(self.config.fuel, max(MIN_TASK_FUEL, math.ceil(self.fuel_scale * need)))
             enc_inputs.append(encode_tuples(inputs, kinds))
             enc_expected.append(encode_results(outputs, task.signature.ret))
             what = f"task {task.name!r}: an example"
             shown_in.append(_pad_rows(enc_inputs[-1], example_width, n_examples, what + " input"))
             shown_out.append(_pad_rows(enc_expected[-1], example_width, n_examples, what + " output"))
+        fuel.setflags(write=False)   # (like the tests: the device copies are made once)
+        self.task_fuel = None if self.fuel_scale is None else fuel   # (T,) int32 step budgets, or None
         self.inputs = Encoded.concat(enc_inputs)      # task t's tests are items t*M .. t*M + M - 1
         self.expected = Encoded.concat(enc_expected)
         self.examples = np.stack(shown_in)   # (T, E, W)
@@ -330,6 +372,11 @@ class TaskBank:
         self._tensors: dict = {}
         self._slot_consts: dict = {}
         self._slot_out: dict = {}   # evaluate's token-slot buffers on a GPU: (device, stream, N, L) -> (slots, count)
+
+    def __setstate__(self, d):
+        d.setdefault("fuel_scale", None)   # a bank pickled before task budgets: config.fuel for every task
+        d.setdefault("task_fuel", None)
+        vars(self).update(d)
 
     @classmethod
     def from_names(cls, names: Sequence[str] | None = None, **kw) -> "TaskBank":
@@ -357,7 +404,8 @@ class TaskBank:
                 "outputs": as_t(self.outputs),
                 # the tests as (words, offsets) device pairs, which the GPU scorer uses in place
                 "inputs": (as_t(self.inputs.words), as_t(self.inputs.offsets)),
-                "expected": (as_t(self.expected.words), as_t(self.expected.offsets))}
+                "expected": (as_t(self.expected.words), as_t(self.expected.offsets)),
+                "task_fuel": None if self.task_fuel is None else as_t(self.task_fuel)}
         return self._tensors[key]
 
     def slot_size(self, L: int) -> int:
@@ -516,7 +564,7 @@ class TaskBank:
             slots, count = self._device_token_slots(bodies, lengths, task_ids, active)
             passed, steps, ok = cuda.evaluate_tasks(slots, count, task_ids, active, t["inputs"], t["expected"],
                                                     self.n_tests, t["ret_kind"], config=self.config,
-                                                    code_cap=code_cap_for(slots.shape[1]))
+                                                    code_cap=code_cap_for(slots.shape[1]), task_fuel=t["task_fuel"])
             return ok, passed.long(), steps.long()
         # CPU: only the active rows are turned into tokens (a host sync costs nothing here), by the
         # native builder where its library is built (one pass per row; the torch ops cost more
@@ -553,7 +601,7 @@ class TaskBank:
                 int_array(slots, "slots", INT32_MIN, INT32_MAX, np.int32, ndim=3), count.astype(np.int64, copy=False),
                 task, np.ones(len(task), dtype=bool),
                 int_array(self.ret_kind, "ret_kind", oc.KIND_INT, oc.KIND_LIST, np.int32), self.inputs,
-                self.expected, self.n_tests, self.config, code_cap_for(slots.shape[1]))
+                self.expected, self.n_tests, self.config, code_cap_for(slots.shape[1]), self.task_fuel)
             if inverse is not None:
                 o, p, s = o[inverse], p[inverse], s[inverse]
             ok[rows], passed[rows], steps[rows] = o, p, s

@@ -119,12 +119,12 @@ class NeuralCompileCore:
             ref[i, : len(c)] = c
         passed, steps, valid = execute_tasks_cpu(ref, [len(c) for c in self.ref_code], np.arange(T), None,
                                                  bank.inputs, bank.expected, bank.n_tests, bank.ret_kind,
-                                                 config=bank.config)
+                                                 config=bank.config, task_fuel=bank.task_fuel)
         assert valid.all(), "the compiler's bytecode of every reference validates"
         short = [bank.tasks[i].name for i in np.flatnonzero(np.asarray(passed) < bank.n_tests)]
         if short:   # the efficiency baseline would be a run cut short by the fuel or another limit
             raise ValueError(f"the reference of {', '.join(short)} fails its tests under the bank's VM limits "
-                             f"({bank.config}): raise fuel")
+                             f"({bank.config}, fuel_scale={bank.fuel_scale}): raise fuel")
         self.ref_steps = steps / bank.n_tests
         self._tensors: dict = {}
 
@@ -195,10 +195,10 @@ class NeuralCompileCore:
             from vramgym.vm import cuda
             t = bank.tensors(done.device)
             passed, steps, valid = cuda.execute_tasks(w, length, state.task, done, t["inputs"], t["expected"], m,
-                                                      t["ret_kind"], config=bank.config)
+                                                      t["ret_kind"], config=bank.config, task_fuel=t["task_fuel"])
         else:
             passed, steps, valid = execute_tasks_cpu(w, length, state.task, done, bank.inputs, bank.expected, m,
-                                                     bank.ret_kind, config=bank.config)
+                                                     bank.ret_kind, config=bank.config, task_fuel=bank.task_fuel)
         passed, steps, valid = passed.to(done.device), steps.to(done.device), valid.to(done.device)
         ref = self.tensors(done.device)["ref_steps"][state.task]
         r = check_output(self.reward(valid, valid & (passed == m), steps.double() / m, ref), done, self.reward)
@@ -222,8 +222,8 @@ class NeuralCompileEnv(CoreEnv):
     def __init__(self, bank: TaskBank | None = None, tasks: list[str] | None = None, max_words: int = 256,
                  reward: NeuralCompileReward | None = None, n_tests: int | None = None, seed: int = 0,
                  backend: str | None = None, render_mode: str | None = None, fuel: int | None = None,
-                 source_len: int = 256):
-        bank = bank_for(bank, tasks, n_tests, seed, backend, fuel)
+                 source_len: int = 256, fuel_scale: float | None = None):
+        bank = bank_for(bank, tasks, n_tests, seed, backend, fuel, fuel_scale=fuel_scale)
         self.core = NeuralCompileCore(bank, max_words, source_len, reward=reward)
         self.observation_space = self.core.observation_space()
         self.action_space = spaces.Discrete(NUM_ACTIONS)
@@ -235,9 +235,9 @@ class NeuralCompileVectorEnv(TensorVectorEnv):
                  max_words: int = 256, reward: NeuralCompileReward | None = None, n_tests: int | None = None,
                  seed: int = 0, backend: str | None = None, device=None, render_mode: str | None = None,
                  max_episode_steps: int | None = None, copy: bool = True, fuel: int | None = None,
-                 cuda_graph: bool | str = False, source_len: int = 256):
+                 cuda_graph: bool | str = False, source_len: int = 256, fuel_scale: float | None = None):
         check_max_episode_steps(max_episode_steps, "max_words")
-        bank = bank_for(bank, tasks, n_tests, seed, backend, fuel, device)
+        bank = bank_for(bank, tasks, n_tests, seed, backend, fuel, device, fuel_scale)
         core = NeuralCompileCore(bank, max_words, source_len, reward=reward)
         super().__init__(core, num_envs, core.observation_space(), spaces.Discrete(NUM_ACTIONS), seed, device,
                          render_mode, copy, cuda_graph)

@@ -440,8 +440,10 @@ class SynthesisEnv(CoreEnv):
 
     def __init__(self, bank: TaskBank | None = None, tasks: list[str] | None = None, max_len: int = 48,
                  reward: SynthesisReward | None = None, batch: bool = False, n_tests: int | None = None,
-                 seed: int = 0, backend: str | None = None, render_mode: str | None = None, fuel: int | None = None):
-        self.core = SynthesisCore(bank_for(bank, tasks, n_tests, seed, backend, fuel), max_len, reward, batch=batch)
+                 seed: int = 0, backend: str | None = None, render_mode: str | None = None, fuel: int | None = None,
+                 fuel_scale: float | None = None):
+        self.core = SynthesisCore(bank_for(bank, tasks, n_tests, seed, backend, fuel, fuel_scale=fuel_scale), max_len,
+                                  reward, batch=batch)
         self.observation_space = self.core.observation_space()
         self.action_space = self.core.action_space()
         super().__init__(render_mode)
@@ -461,10 +463,11 @@ class SynthesisVectorEnv(TensorVectorEnv):
                  max_len: int = 48, reward: SynthesisReward | None = None, batch: bool = False,
                  n_tests: int | None = None, seed: int = 0, backend: str | None = None, device=None,
                  render_mode: str | None = None, automaton: str = "auto", cuda_graph: bool | str = False,
-                 max_episode_steps: int | None = None, copy: bool = True, fuel: int | None = None):
+                 max_episode_steps: int | None = None, copy: bool = True, fuel: int | None = None,
+                 fuel_scale: float | None = None):
         check_max_episode_steps(max_episode_steps, "max_len")
-        core = SynthesisCore(bank_for(bank, tasks, n_tests, seed, backend, fuel, device), max_len, reward, automaton,
-                             batch)
+        core = SynthesisCore(bank_for(bank, tasks, n_tests, seed, backend, fuel, device, fuel_scale), max_len, reward,
+                             automaton, batch)
         super().__init__(core, num_envs, core.observation_space(), core.action_space(), seed, device, render_mode,
                          copy, cuda_graph)
 

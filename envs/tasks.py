@@ -536,6 +536,19 @@ class Task:
                 raise ValueError(f"task {self.name!r}: the reference traps {r.kind} on {args!r}")
         return results
 
+    def reference_steps(self, inputs: Sequence[Args], config: VMConfig | None = None) -> list[int]:
+        """The VM steps the reference executes on each of `inputs` under `config`'s limits
+        (default: VMConfig()); a run that traps counts the steps it took (all the fuel, when it
+        ran out). TaskBank sets each task's fuel from these."""
+        if self.reference is None:
+            raise ValueError(f"task {self.name!r} has no reference; it has no steps to count")
+        if config is not None and not isinstance(config, VMConfig):
+            raise TypeError(f"config must be a VMConfig, got {type(config).__name__}")
+        c = config or VMConfig()
+        results = execute(_compile(self.reference), self.signature.entry, inputs, fuel=c.fuel, max_depth=c.max_depth,
+                          heap_size=c.heap_size, max_lists=c.max_lists, stack_size=c.stack_size, steps=True)
+        return [int(s) for _, s in results]
+
     def examples(self, seed, n: int, config: VMConfig | None = None) -> tuple[list[Args], list]:
         """(inputs, outputs): n inputs drawn with `seed` and the true outputs (the reference's
         under `config`, see outputs)."""

@@ -42,7 +42,7 @@ import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from vramgym.envs import vocab as V  # noqa: E402
-from vramgym.envs.bank import bank_for, distinct_candidates  # noqa: E402
+from vramgym.envs.bank import DEFAULT_FUEL_SCALE, MIN_TASK_FUEL, bank_for, distinct_candidates  # noqa: E402
 from vramgym.envs.synthesis import SynthesisVectorEnv  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # (bench_out, when loaded by path as in the tests)
 from bench_out import OUT_HELP, results_dir  # noqa: E402
@@ -375,6 +375,9 @@ def main(argv=None) -> dict:
     p.add_argument("--fuel", type=int, default=None,
                    help="VM steps per test run of the scored programs (default: the bank's, 20,000); on a GPU "
                         "a scoring launch lasts as long as its longest run")
+    p.add_argument("--fuel-scale", type=float, nargs="+", default=[DEFAULT_FUEL_SCALE],
+                   help="each task's own step budget in multiples of its reference's steps (TaskBank's fuel_scale; "
+                        f"default {DEFAULT_FUEL_SCALE:g}; inf: --fuel for every task); several: side by side")
     p.add_argument("--warmup-steps", type=int, default=None,
                    help="untimed token-env steps before the clock starts (default: the env's max_len, after "
                         "which episodes no longer start together; 0: time from reset, as before session 5)")
@@ -395,16 +398,18 @@ def main(argv=None) -> dict:
     for name, bad in (("--num-envs", min(a.num_envs) < 1), ("--seconds", not 0 < a.seconds < float("inf")),
                       ("--repeat", a.repeat < 1), ("--torch-threads", a.torch_threads < 0),
                       ("--warmup-steps", a.warmup_steps is not None and a.warmup_steps < 0),
-                      ("--fuel", a.fuel is not None and a.fuel < 1)):
+                      ("--fuel", a.fuel is not None and a.fuel < 1),
+                      ("--fuel-scale", not all(x >= 1 for x in a.fuel_scale))):
         if bad:
-            p.error(f"{name}: out of range (sizes, counts and --fuel at least 1, --seconds finite and above 0, "
-                    f"--torch-threads and --warmup-steps at least 0)")
+            p.error(f"{name}: out of range (sizes, counts, --fuel and --fuel-scale at least 1, --seconds finite and "
+                    f"above 0, --torch-threads and --warmup-steps at least 0)")
     out = results_dir(p, a.out, a.quick)
     if a.torch_threads:
         torch.set_num_threads(a.torch_threads)
     global COPY
     COPY = not a.no_copy
-    bank = bank_for(None, None, 16, 0, "cpu", a.fuel)
+    banks = {fs: bank_for(None, None, 16, 0, "cpu", a.fuel, fuel_scale=fs) for fs in a.fuel_scale}
+    bank = banks[a.fuel_scale[0]]
     rows = []
     if "single" in a.device and (a.num_envs != [1] or a.env == "automaton" or a.automaton != ["auto"]
                                  or a.cpu_shortcuts != ["on"]):
@@ -413,18 +418,24 @@ def main(argv=None) -> dict:
     for device in a.device:
         for n in a.num_envs:
             cuts = [c == "on" for c in a.cpu_shortcuts]
-            if device == "single":
-                runs = [lambda b=b: bench_single_env(bank, a.seconds, a.seed, b)
-                        for b in {"token": [False], "batch": [True], "both": [False, True]}[a.env]]
-            elif a.env == "automaton":
-                runs = [lambda m=m: bench_automaton(bank, n, a.seconds, a.seed, device, m) for m in a.automaton]
-            else:
-                runs = [lambda m=m, c=c: bench_token_env(bank, n, a.seconds, a.seed, device, m, a.warmup_steps, c)
-                        for m in a.automaton for c in cuts]
-            if device != "single":
-                runs = (runs if a.env != "batch" else []) + \
-                    ([lambda c=c: bench_batch_env(bank, n, a.seconds, a.seed, device, a.batch_repeats, c)
-                      for c in cuts] if a.env in ("batch", "both") else [])
+            runs = []
+            for fs, bank in banks.items():   # (each run takes its own bank: bound as a default argument)
+                if device == "single":
+                    part = [lambda b=b, bank=bank: bench_single_env(bank, a.seconds, a.seed, b)
+                            for b in {"token": [False], "batch": [True], "both": [False, True]}[a.env]]
+                elif a.env == "automaton":
+                    part = [lambda m=m, bank=bank: bench_automaton(bank, n, a.seconds, a.seed, device, m)
+                            for m in a.automaton]
+                else:
+                    part = [lambda m=m, c=c, bank=bank: bench_token_env(bank, n, a.seconds, a.seed, device, m,
+                                                                        a.warmup_steps, c)
+                            for m in a.automaton for c in cuts]
+                if device != "single":
+                    part = (part if a.env != "batch" else []) + \
+                        ([lambda c=c, bank=bank: bench_batch_env(bank, n, a.seconds, a.seed, device, a.batch_repeats,
+                                                                 c)
+                          for c in cuts] if a.env in ("batch", "both") else [])
+                runs += [lambda run=run, fs=fs: {**run(), "fuel_scale": fs} for run in part]
             best = [None] * len(runs)
             for _ in range(a.repeat):
                 for i, run in enumerate(runs):
@@ -433,16 +444,19 @@ def main(argv=None) -> dict:
                         best[i] = row
             for row in best:
                 rows.append(row)
-                print(f"{row['env']:<18} {device:<6} {row['automaton']:<6} {_cuts(row):<3} num_envs={n:>6}  "
+                print(f"{row['env']:<18} {device:<6} {row['automaton']:<6} {_cuts(row):<3} "
+                      f"fuel_scale={row['fuel_scale']:<4g} num_envs={n:>6}  "
                       f"steps/s={row['steps_per_s']:>14,.0f}  programs/s={row['programs_per_s']:>12,.0f}  "
                       f"aten ops/step={_ops(row)}", flush=True)
     result = {"machine": machine(), "rows": rows, "load_average": os.getloadavg(), "repeat": a.repeat,
-              "torch_threads": torch.get_num_threads(), "copy": COPY, "fuel": bank.config.fuel}
+              "torch_threads": torch.get_num_threads(), "copy": COPY, "fuel": bank.config.fuel,
+              "fuel_scale": a.fuel_scale}
     (out / f"{a.name}.json").write_text(json.dumps(result, indent=2))
     lines = [f"# Environment throughput\n\nMachine: {result['machine']}; load average at the end: "
              f"{', '.join(f'{x:.2f}' for x in result['load_average'])}; best of {a.repeat} run(s) of "
              f"{a.seconds:g} s per row; torch threads: {torch.get_num_threads()}; copy={COPY}; "
-             f"fuel {bank.config.fuel} VM steps per test run; token env timed after "
+             f"fuel {bank.config.fuel} VM steps per test run, and each task's own budget fuel_scale times its "
+             f"reference's most steps (at least {MIN_TASK_FUEL}; inf: the fuel alone); token env timed after "
              f"{'max_len' if a.warmup_steps is None else a.warmup_steps} untimed steps, over at least "
              f"2 * (max_len + 1) steps (a random policy's episodes end together at the length limit: scoring "
              f"comes in bursts).\n",
@@ -452,10 +466,10 @@ def main(argv=None) -> dict:
              "On a GPU each is a launch: the proxy for launch count that a CPU can measure.\n",
              "CPU shortcuts: on, a CPU env's step skips what host checks show it need not do and takes the native "
              "token step; off, it runs the device path's ops (SynthesisCore.cpu_shortcuts; no effect on CUDA).\n",
-             "| env | device | automaton | CPU shortcuts | num_envs | env steps/s | programs scored/s | distinct | "
-             "aten ops per step |",
-             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
-    lines += [f"| {r['env']} | {r['device']} | {r['automaton']} | {_cuts(r)} | {r['num_envs']} | "
+             "| env | device | automaton | CPU shortcuts | fuel_scale | num_envs | env steps/s | programs scored/s | "
+             "distinct | aten ops per step |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    lines += [f"| {r['env']} | {r['device']} | {r['automaton']} | {_cuts(r)} | {r['fuel_scale']:g} | {r['num_envs']} | "
               f"{r['steps_per_s']:,.0f} | "
               f"{r['programs_per_s']:,.0f} | {_distinct(r)} | "
               f"{_ops(r)} |" for r in rows]

@@ -92,7 +92,7 @@ stage_suite() {
 stage_tests() {
   step gpu_tests python -m pytest -q -rs tests/test_cuda_backend.py tests/test_corpus.py \
     -k "cuda or gpu or identically or evaluate or torch or chunking or ray"
-  step gpu_evaluate_tasks python -m pytest -q -rs tests/test_evaluate_tasks.py
+  step gpu_evaluate_tasks python -m pytest -q -rs tests/test_evaluate_tasks.py tests/test_task_fuel.py
 }
 
 stage_envs() {

@@ -73,6 +73,9 @@ step bench 240 python experiments/bench_gpu.py --sizes 1 1000 100000 1000000 --r
   --switch-fuse 100000 --out "$WORK"
 step bench_envs 90 python experiments/bench_envs.py --env token --device cuda-graph cuda --num-envs 16384 65536 \
   --seconds 3 --name bench_envs_gpu --out "$WORK"
+# the tasks' own budgets (default fuel_scale 8) against the plain 20,000 steps, side by side
+step bench_envs_fuel_scale 90 python experiments/bench_envs.py --env token --device cuda-graph --num-envs 16384 65536 \
+  --fuel-scale 8 inf --repeat 2 --seconds 3 --name bench_envs_gpu_fuel_scale --out "$WORK"
 # the scorer's variants in the env (its launch lasts as long as its slowest candidate: latency)
 VRAMGYM_PREFETCH=1 step bench_envs_prefetch 60 python experiments/bench_envs.py --env token --device cuda-graph \
   --num-envs 65536 --seconds 3 --name bench_envs_gpu_prefetch --out "$WORK"
@@ -95,6 +98,7 @@ for k in corpus_compiles corpus_runs fuzzed_bytecode fuzzed_sources fuzzed_token
   i=$((i + 1)); memcheck "vm$i" tests/test_cuda_backend.py "$k" &
 done
 memcheck tasks tests/test_evaluate_tasks.py gpu &
+memcheck task_fuel tests/test_task_fuel.py gpu &
 memcheck token_slots tests/test_token_slots.py "gpu or cuda" &
 memcheck grammar tests/test_grammar_native.py "gpu or cuda" &
 # the opt-in variants (prefetch: a load ahead of the pc; jump tables) against the CPU, and under memcheck
@@ -112,7 +116,8 @@ memcheck grammar tests/test_grammar_native.py "gpu or cuda" &
  rm -f "$WORK/exec_loop.ncu-rep") &
 VRAMGYM_GPU_MEMORY_FRACTION=0.05 step gpu_tests "$lim" python -m pytest -v -rfEs --durations=25 -n 10 \
   --dist loadfile -p no:cacheprovider tests/test_cuda_backend.py "tests/test_differential.py::test_cuda_matches_cpu" \
-  tests/test_step_graph.py tests/test_envs_device.py tests/test_evaluate_tasks.py tests/test_token_slots.py \
+  tests/test_step_graph.py tests/test_envs_device.py tests/test_evaluate_tasks.py tests/test_task_fuel.py \
+  tests/test_token_slots.py \
   tests/test_grammar_native.py tests/test_grammar_torch.py tests/test_cycle_check.py tests/test_envs_ops.py \
   tests/test_corpus.py tests/test_api.py tests/test_env_bad_input.py
 wait

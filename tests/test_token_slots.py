@@ -141,7 +141,8 @@ def test_cpu_scorer_equals_the_checked_evaluate_tasks_cpu(bank):
     got = [x.numpy() for x in bank.evaluate(*args)]
     slots, count = token_slots(bank, *args[:3])
     p, s, o = evaluate_tasks_cpu(slots, count, args[2], args[3], bank.inputs, bank.expected, bank.n_tests,
-                                 bank.ret_kind, config=bank.config, code_cap=code_cap_for(slots.shape[1]))
+                                 bank.ret_kind, config=bank.config, code_cap=code_cap_for(slots.shape[1]),
+                                 task_fuel=bank.task_fuel)
     for g, w, what in zip(got, (o.numpy(), p.numpy(), s.numpy()), ("compiled", "passed", "steps")):
         assert np.array_equal(g, w), (what, SEED, np.flatnonzero(g != w)[:5])
     assert got[0][refs].all() and (got[1][refs] == bank.n_tests).all()   # the references pass
