@@ -6,7 +6,8 @@ Used by envs/grammar_native.py NativeAutomaton(grammars, "cuda"); only this modu
 and only when it is used. Inputs and outputs are torch CUDA tensors shared with CuPy through
 DLPack (no copies); kernels run on torch's current stream of the tensors' device, so they queue
 behind the policy's work and nothing waits for the GPU (no host sync in mask/step/min_tokens).
-One launch per call: mask, step and min_tokens_to_finish are one kernel each.
+One launch per call: mask, step and min_tokens_to_finish are one kernel each, and so is the
+token env's whole step with its autoreset (env_step, SynthesisCore._step_tokens's ~25 torch ops).
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ KERNEL_FILE = CSRC / "grammar_kernels.cu"
 NVRTC_OPTIONS = ("-std=c++17",)
 VOCAB = 73           # checked against vocab.VOCAB_SIZE by the constants check (gm_consts_kernel)
 BLOCK = 128          # GM_BLOCK of grammar_kernels.cu: rows per block
-KERNELS = ("gm_mask_kernel", "gm_step_kernel", "gm_min_tokens_kernel", "gm_token_slots_kernel", "gm_consts_kernel")
+KERNELS = ("gm_mask_kernel", "gm_step_kernel", "gm_env_step_kernel", "gm_min_tokens_kernel", "gm_token_slots_kernel",
+           "gm_consts_kernel")
 
 
 def kernel_source() -> str:
@@ -37,15 +39,25 @@ def grid(n: int) -> tuple[int]:
     return (-(-n // BLOCK),)
 
 
-def launch_mask(k, S, gid, out_u8, addrs, nfid: int, ngram: int, n: int) -> None:
+def launch_mask(k, S, gid, out_u8, addrs, nfid: int, ngram: int, n: int, end_if_none: bool = False) -> None:
     if n:
-        k["gm_mask_kernel"](grid(n), (BLOCK,), (S, gid, np.int64(n), out_u8, addrs, np.int32(nfid), np.int32(ngram)))
+        k["gm_mask_kernel"](grid(n), (BLOCK,), (S, gid, np.int64(n), out_u8, addrs, np.int32(nfid), np.int32(ngram),
+                                                np.int32(end_if_none)))
 
 
 def launch_step(k, S, actions, gid, new, invalid_u8, addrs, nfid: int, ngram: int, n: int) -> None:
     if n:
         k["gm_step_kernel"](grid(n), (BLOCK,), (S, actions, gid, np.int64(n), new, invalid_u8, addrs, np.int32(nfid),
                                                 np.int32(ngram)))
+
+
+def launch_env_step(k, task, tokens, length, S, n: int, L: int, actions, restart, tasks, init, flags_u8, body_len,
+                    addrs, nfid: int, ngram: int) -> None:
+    """gm_env_step_kernel; tasks may be the null address np.uint64(0)."""
+    if n:
+        k["gm_env_step_kernel"](grid(n), (BLOCK,), (task, tokens, length, S, np.int64(n), np.int32(L), actions, restart,
+                                                    tasks, init, flags_u8, body_len, addrs, np.int32(nfid),
+                                                    np.int32(ngram)))
 
 
 def launch_min_tokens(k, S, gid, out, addrs, nfid: int, ngram: int, n: int) -> None:
@@ -121,13 +133,28 @@ class DeviceTables:
         self.init = self.arrays[-1]                                    # INIT: the last table
         self.nfid, self.ngram = nfid, len(self.init)
 
-    def mask(self, S, gid):
+    def mask(self, S, gid, end_if_none: bool = False):
+        """(n, VOCAB) uint8 viewed as bool; end_if_none: END allowed where nothing is."""
         import torch
         n = len(S)
         out = torch.empty((n, VOCAB), dtype=torch.uint8, device=self.device)
         with _torch_stream(self.device):
-            launch_mask(self.k, _cp(S), _cp(gid), _cp(out), _cp(self.addrs), self.nfid, self.ngram, n)
+            launch_mask(self.k, _cp(S), _cp(gid), _cp(out), _cp(self.addrs), self.nfid, self.ngram, n, end_if_none)
         return out.view(torch.bool)
+
+    def env_step(self, task, tokens, length, S, actions, restart, tasks, max_len: int):
+        """The token env's step and autoreset in one kernel, in place on the env's tensors (as
+        NativeAutomaton.env_step checks them): (flags (4, n) bool: bad, term, trunc, done;
+        body_len (n,) int64), torch tensors on the device."""
+        import torch
+        n = len(S)
+        flags = torch.empty((4, n), dtype=torch.uint8, device=self.device)
+        body_len = torch.empty(n, dtype=torch.int64, device=self.device)
+        with _torch_stream(self.device):
+            launch_env_step(self.k, _cp(task), _cp(tokens), _cp(length), _cp(S), n, max_len, _cp(actions),
+                            _cp(restart), np.uint64(0) if tasks is None else _cp(tasks), _cp(self.init),
+                            _cp(flags), _cp(body_len), _cp(self.addrs), self.nfid, self.ngram)
+        return flags.view(torch.bool), body_len
 
     def step(self, S, actions, gid):
         import torch

@@ -250,12 +250,15 @@ def _p(a: np.ndarray) -> int:
     return _address(a)   # (the vm's buffer-protocol helper: ndarray.ctypes.data costs ~2 us)
 
 
-def _env_tensor(t, dtype, shape: tuple):
-    """An env's own tensor handed to the native calls by address: a C-contiguous CPU tensor of
-    `dtype` and `shape`; anything else is a bug in the caller, refused."""
-    if not (t.dtype is dtype and t.is_cpu and t.shape == shape and t.is_contiguous()):   # (the cheap reads)
-        raise ValueError(f"expected a contiguous CPU tensor of {dtype} and shape {shape}, got {t.dtype} "
-                         f"{tuple(t.shape)} on {t.device}{'' if t.is_contiguous() else ' (not contiguous)'}")
+def _env_tensor(t, dtype, shape: tuple, device=None):
+    """An env's own tensor handed to the native calls by address: a C-contiguous tensor of
+    `dtype` and `shape` on the CPU (device None) or on `device`; anything else is a bug in the
+    caller, refused."""
+    if not (t.dtype is dtype and (t.is_cpu if device is None else t.device == device) and t.shape == shape
+            and t.is_contiguous()):   # (the cheap reads)
+        raise ValueError(f"expected a contiguous {'CPU' if device is None else str(device)} tensor of {dtype} and "
+                         f"shape {shape}, got {t.dtype} {tuple(t.shape)} on {t.device}"
+                         f"{'' if t.is_contiguous() else ' (not contiguous)'}")
     return t
 
 
@@ -403,11 +406,14 @@ class NativeAutomaton:
     # (checked by dtype, shape and layout only: the env made them) and run in one native call.
     def env_mask(self, state, gid):
         """(n, VOCAB_SIZE) int8 torch tensor: `mask`, with END allowed in rows that allow nothing
-        (finished episodes), as SynthesisCore._mask_i8 makes it."""
+        (finished episodes), as SynthesisCore._mask_i8 makes it. On a CUDA device one kernel."""
         import torch
         n = gid.shape[0]
-        _env_tensor(state, torch.int32, (n, G.STATE_SIZE))
-        _env_tensor(gid, torch.int64, (n,))
+        dev = self._cuda.device if self.device.type == "cuda" else None
+        _env_tensor(state, torch.int32, (n, G.STATE_SIZE), dev)
+        _env_tensor(gid, torch.int64, (n,), dev)
+        if dev is not None:
+            return self._cuda.mask(state, gid, end_if_none=True).view(torch.int8)
         out = np.empty((n, V.VOCAB_SIZE), dtype=np.int8)   # (numpy's allocation costs a third of torch's)
         self._ids_ok(lib().gm_mask(state.data_ptr(), gid.data_ptr(), n, _p(out), self._addr, self.nfid,
                                    len(self.grammars), _threads(), 1))
@@ -420,17 +426,21 @@ class NativeAutomaton:
         None (restart rows left as they are). Returns (bad, term, trunc, done) (n,) bool and
         body_len (n,) int64 (see gm_env_step in envs/csrc/grammar_cpu.cpp), as numpy arrays: flags
         (4, n) bool, rows bad, term, trunc, done, and body_len (the caller's few ops on them cost less
-        in numpy than in torch)."""
+        in numpy than in torch). On a CUDA device: one kernel (gm_env_step_kernel), torch tensors
+        out, task ids out of range clamped (no sync to raise)."""
         import torch
         n = task.shape[0]
-        _env_tensor(task, torch.int64, (n,))
-        _env_tensor(tokens, torch.int64, (n, max_len))
-        _env_tensor(length, torch.int64, (n,))
-        _env_tensor(state, torch.int32, (n, G.STATE_SIZE))
-        _env_tensor(actions, torch.int64, (n,))
-        _env_tensor(restart, torch.bool, (n,))
+        dev = self._cuda.device if self.device.type == "cuda" else None
+        _env_tensor(task, torch.int64, (n,), dev)
+        _env_tensor(tokens, torch.int64, (n, max_len), dev)
+        _env_tensor(length, torch.int64, (n,), dev)
+        _env_tensor(state, torch.int32, (n, G.STATE_SIZE), dev)
+        _env_tensor(actions, torch.int64, (n,), dev)
+        _env_tensor(restart, torch.bool, (n,), dev)
         if tasks is not None:
-            _env_tensor(tasks, torch.int64, (n,))
+            _env_tensor(tasks, torch.int64, (n,), dev)
+        if dev is not None:
+            return self._cuda.env_step(task, tokens, length, state, actions, restart, tasks, max_len)
         flags = np.empty((4, n), dtype=bool)
         body_len = np.empty(n, dtype=np.int64)
         f = _p(flags)

@@ -236,26 +236,34 @@ class SynthesisCore:
         return torch.index_select(t["init"], 0, state.task, out=state.init_rows)
 
     # On the CPU a step may take shortcuts that a GPU step cannot: host checks that skip work (no
-    # scoring where no program ends; the shell's autoreset where no env restarts) and the native
-    # calls of the token step and mask. False: the device path's torch ops on the CPU too (the
-    # tests compare the two; bench_envs counts the device path's ops, a GPU step's launches).
+    # scoring where no program ends; the shell's autoreset where no env restarts) and numpy around
+    # the native calls. False: the device path on the CPU too (the tests compare the two;
+    # bench_envs counts the device path's ops, a GPU step's launches).
     cpu_shortcuts = True
+    # With the native automaton (CPU library or CUDA kernels), the token env's step and autoreset
+    # (without the scoring) and its mask are one native call each (NativeAutomaton.env_step and
+    # env_mask; on a GPU one kernel each, where the torch ops below are ~25 launches). False: the
+    # torch ops, which the tests compare them with (the other automata always take those).
+    native_env_step = True
 
-    def _native_cpu(self, aut, state: SynthesisState) -> bool:
-        """Whether the token env's step and mask take the native CPU calls (NativeAutomaton.env_step
-        and env_mask): on the CPU with the native automaton, over a state laid out as `empty` makes
-        it (a state put together otherwise, e.g. from row slices, takes the torch ops)."""
+    def _native_env(self, aut, state: SynthesisState) -> str | None:
+        """How the token env's step and mask run: "host" (the native CPU calls with numpy around
+        them: the CPU's shortcuts), "device" (the native calls, torch around them: a GPU's step,
+        or a CPU's without shortcuts) or None (the torch ops: another automaton, or a state laid
+        out otherwise than `empty` makes it, e.g. from row slices)."""
         g, i64 = state.grammar, torch.int64   # (the cheap reads: this runs twice a step)
-        return (self.cpu_shortcuts and g.is_cpu and hasattr(aut, "env_step") and g.dtype is torch.int32
-                and g.is_contiguous() and state.task.dtype is i64 and state.task.is_contiguous()
-                and state.tokens.dtype is i64 and state.tokens.is_contiguous()
-                and state.length.dtype is i64 and state.length.is_contiguous())
+        if not (self.native_env_step and hasattr(aut, "env_step") and g.device == aut.device
+                and g.dtype is torch.int32 and g.is_contiguous() and state.task.dtype is i64
+                and state.task.is_contiguous() and state.tokens.dtype is i64 and state.tokens.is_contiguous()
+                and state.length.dtype is i64 and state.length.is_contiguous()):
+            return None
+        return "host" if self.cpu_shortcuts and g.is_cpu else "device"
 
     def _mask_i8(self, state: SynthesisState) -> torch.Tensor:
         """(N, VOCAB_SIZE) int8 masks, END allowed in finished rows. Every automaton returns a
         fresh mask, so it is viewed as int8 (bool and int8 share their size) and fixed in place."""
         aut = self.automaton(state.grammar.device)
-        if self._native_cpu(aut, state):   # one native call: the mask with END fixed in
+        if self._native_env(aut, state):   # one native call (a kernel on a GPU): the mask with END fixed in
             return aut.env_mask(state.grammar, state.task)
         m = aut.mask(state.grammar, state.task)
         # A finished episode allows END alone: its next action is ignored (autoreset), and a
@@ -343,11 +351,18 @@ class SynthesisCore:
         `invalid` there, its row unchanged), the rows not restarting take their step."""
         L, t = self.max_len, self._tables(state.task.device)
         aut = self.automaton(state.grammar.device)
-        if self._native_cpu(aut, state):   # the same step in one native call (tested equal), numpy around it
+        native = self._native_env(aut, state)
+        if native:   # the same step in one native call (tested equal; one kernel on a GPU)
             i64 = lambda x: x.to(torch.int64).contiguous()  # noqa: E731  (a caller's int32 actions or tasks)
-            (bad, term, truncated, done), body_len = aut.env_step(
+            flags, body_len = aut.env_step(
                 state.task, state.tokens, state.length, state.grammar, i64(actions),
                 restart.to(torch.bool).contiguous(), None if tasks is None else i64(tasks), L)
+        if native == "device":   # torch around it (the scoring, and nothing read on the host)
+            bad, term, truncated, done = torch.as_tensor(flags).unbind(0)
+            r = self._score(state.tokens, state.length, torch.as_tensor(body_len), state.task, done).float()
+            return r.masked_fill(~done, 0.0).masked_fill_(bad, self.compile_penalty), term, truncated, bad
+        if native:   # numpy around it (the CPU's shortcuts)
+            bad, term, truncated, done = flags
             r = np.zeros(len(done), dtype=np.float32)
             if done.any():   # (else no scoring: most token steps)
                 s = self._score(state.tokens, state.length, torch.from_numpy(body_len), state.task,

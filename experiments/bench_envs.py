@@ -90,8 +90,9 @@ def count_ops(env, steps: int = 8, seed: int = 0) -> dict:
     """Aten ops of one `reset` and of each of `steps` steps of a torch-out vector env (masked
     random actions, drawn outside the count), on the env's device path.
 
-    The mask automaton (NativeAutomaton: one kernel per mask/step on a GPU) and the scorer are
-    counted as calls, not ops. The scorer's aten ops are those of a GPU step: its token builder
+    The mask automaton (NativeAutomaton: one kernel per mask/step on a GPU, and per env_mask /
+    env_step, the token env's mask and whole step with its autoreset) and the scorer are counted
+    as calls, not ops. The scorer's aten ops are those of a GPU step: its token builder
     (one native kernel on CUDA where CuPy is, envs/token_slots.py, counted as a call; else the
     full-width torch builder, bank.compiler_token_slots) + 1; CPU scoring itself (a subset of
     rows, then the CPU backend) is not counted. Returns per-step means and maxima."""
@@ -126,7 +127,7 @@ def count_ops(env, steps: int = 8, seed: int = 0) -> dict:
 
     L = core.max_len   # the scorer's constant tables made before the count (once per device)
     bank.compiler_token_slots(*(torch.zeros(s, dtype=torch.int64, device=dev) for s in ((1, L), (1,), (1,))))
-    names = [m for m in ("initial", "mask", "step") if hasattr(auto, m)]
+    names = [m for m in ("initial", "mask", "step", "env_mask", "env_step") if hasattr(auto, m)]
     saved = {m: getattr(auto, m) for m in names}
     gen = torch.Generator().manual_seed(seed)
     per_step = []

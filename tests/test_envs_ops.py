@@ -18,11 +18,13 @@ BENCH = Path(__file__).resolve().parent.parent / "experiments" / "bench_envs.py"
 # Aten ops per step, measured with count_ops (device="cpu", the device path: torch tensors in and
 # out) when the step was restructured: token env 61 (before: 106-111), batch env 50 (92-95), the
 # scorer's token builder 51 (106), reset 43 / 37; session 29: 62 / 52, reset 44 / 38 (copy=True,
-# the default; 3 fewer with copy=False). The counts do not depend on num_envs or on the
+# the default; 3 fewer with copy=False); session 42, the token step and mask of the native
+# automaton one call each (NativeAutomaton.env_step and env_mask: a kernel each on a GPU): token
+# env 37, reset 41. The counts do not depend on num_envs or on the
 # data (no data-dependent branch on the device path). The bounds leave ~10% headroom (6 ops): a
 # change that adds per-field ops (the task hash recomputed from the seed every step: +12, a
 # where per field, a gather per observation key) fails here. Raise them only with a reason.
-BOUND = {"token": 67, "batch": 55, "scorer": 56, "reset": 48}
+BOUND = {"token": 43, "batch": 55, "scorer": 56, "reset": 47}
 
 
 def _count_ops():
@@ -42,12 +44,14 @@ def test_step_op_count_is_bounded(batch, n):
     assert step["aten"] <= BOUND[name], (name, step["aten"], c["last_step_ops"])
     assert step["scorer_aten"] <= BOUND["scorer"], (step["scorer_aten"], c["last_step_ops"])
     assert reset["aten"] <= BOUND["reset"], reset
-    # the native automaton (or another) is one call per mask and per step, the scorer one per step,
-    # and no per-step call for the initial rows (a gather of a per-task table)
+    # the native automaton is one call per mask and per step (the env's own: env_mask, and
+    # env_step with the autoreset), the scorer one per step, and no per-step call for the initial
+    # rows (a gather of a per-task table)
     assert step["calls.scorer"] == 1
     assert "calls.automaton.initial" not in step
     if not batch:
-        assert step["calls.automaton.mask"] == 1 and step["calls.automaton.step"] == 1
+        assert step["calls.automaton.env_mask"] == 1 and step["calls.automaton.env_step"] == 1
+        assert "calls.automaton.mask" not in step and "calls.automaton.step" not in step
     else:
         assert not any(k.startswith("calls.automaton") for k in step)
 

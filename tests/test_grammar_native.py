@@ -481,6 +481,8 @@ class _EmuKernels(dict):
                     held.append(ctypes.c_int32(int(a)))
                 elif isinstance(a, np.int64):
                     held.append(ctypes.c_int64(int(a)))
+                elif isinstance(a, np.uint64):   # (an address: np.uint64(0) is the null pointer)
+                    held.append(ctypes.c_uint64(int(a)))
                 else:
                     raise TypeError(f"{name}: argument of type {type(a).__name__} (CuPy needs numpy scalars)")
             ptrs = (ctypes.c_void_p * len(held))(*[ctypes.addressof(h) for h in held])
@@ -551,6 +553,64 @@ def test_device_tables_emulated(monkeypatch):
         want_new, want_bad = na.step(s, a, gid)
         assert bad.dtype == torch.bool and torch.equal(bad, want_bad) and torch.equal(new, want_new)
         s = new
+
+
+def test_env_step_and_env_mask_emulated(monkeypatch):
+    """The token env's own calls on a GPU (NativeAutomaton.env_step and env_mask there:
+    grammar_cuda.DeviceTables.env_step, gm_env_step_kernel, and the mask kernel with END fixed in)
+    on the emulated kernels, with CPU torch tensors standing in for CUDA ones: the CPU library's
+    gm_env_step and gm_mask step for step, every output and the whole state (tasks, tokens,
+    lengths, automaton rows). Rows restart where their episode ended and at random, on new tasks
+    or left as they are (tasks None); some actions are masked or out of range; 300 rows leave a
+    partial last block. Then task ids out of range: clamped as the CPU library clamps them."""
+    from vramgym.envs import grammar_cuda
+    k = _EmuKernels()
+    monkeypatch.setattr(grammar_cuda, "kernels", lambda device_id: k)
+    monkeypatch.setattr(grammar_cuda, "_cp", lambda t: t.detach().numpy())
+    monkeypatch.setattr(grammar_cuda, "_torch_stream", lambda device: contextlib.nullcontext())
+    L = 10
+    grammars = [grammar(sig, L) for sig in SIGNATURES[:4]]
+    na = NativeAutomaton(grammars)
+    dt = grammar_cuda.DeviceTables(na._arrays, na.nfid, torch.device("cpu"))
+    rng = np.random.default_rng([SEED, 14])
+    n = 300
+    first = torch.from_numpy(rng.integers(0, len(grammars), n))
+    cpu = [first.clone(), torch.full((n, L), V.END), torch.zeros(n, dtype=torch.int64), na.initial(first)]
+    emu = [x.clone() for x in cpu]
+    ended = bad = 0
+    flags = np.zeros((4, n), bool)
+    for t in range(40):
+        m = na.env_mask(cpu[3], cpu[0])
+        got = dt.mask(emu[3], emu[0], end_if_none=True).view(torch.int8)
+        assert got.dtype == m.dtype and torch.equal(got, m), (SEED, t)
+        a = torch.from_numpy(pick_actions(rng, m.numpy().astype(bool)).astype(np.int64))
+        u = rng.random(n)
+        a[u < 0.05] = torch.from_numpy(rng.integers(-2, V.VOCAB_SIZE + 3, int((u < 0.05).sum())))
+        restart = torch.from_numpy((flags[1] | flags[2]) & (rng.random(n) < 0.9) | (rng.random(n) < 0.03))
+        tasks = None if t % 5 == 2 else torch.from_numpy(rng.integers(0, len(grammars), n))
+        flags, body_len = na.env_step(*cpu, a, restart, tasks, L)
+        eflags, ebody = dt.env_step(*emu, a, restart, tasks, L)
+        assert eflags.dtype == torch.bool and torch.equal(eflags, torch.from_numpy(flags)), (SEED, t)
+        assert torch.equal(ebody, torch.from_numpy(body_len)), (SEED, t)
+        for name, x, y in zip(("task", "tokens", "length", "grammar"), cpu, emu):
+            assert torch.equal(x, y), (name, SEED, t)
+        ended += int(flags[3].sum())
+        bad += int(flags[0].sum())
+    assert ended > n // 2 and bad > 0
+    # task ids out of range (a device tensor holds whatever it was given): the CPU library counts
+    # them and reads a clamped grammar, as the kernel does
+    cpu[0][: n // 2] = torch.from_numpy(rng.integers(-9, 12, n // 2))
+    emu[0].copy_(cpu[0])
+    wild = torch.from_numpy(rng.integers(-9, 12, n))
+    restart = torch.from_numpy(rng.random(n) < 0.3)
+    a = torch.from_numpy(rng.integers(0, V.VOCAB_SIZE, n))
+    want, want_len = np.zeros((4, n), np.uint8), np.zeros(n, np.int64)
+    assert N.lib().gm_env_step(*(x.data_ptr() for x in cpu[:3]), cpu[3].data_ptr(), n, L, a.data_ptr(),
+                               restart.data_ptr(), wild.data_ptr(), N._p(na._init), *(N._p(w) for w in want),
+                               N._p(want_len), na._addr, na.nfid, len(grammars), 1) > 0
+    eflags, ebody = dt.env_step(*emu, a, restart, wild, L)
+    assert np.array_equal(eflags.numpy(), want.astype(bool)) and np.array_equal(ebody.numpy(), want_len), SEED
+    assert all(torch.equal(x, y) for x, y in zip(cpu, emu)), SEED
 
 
 def test_cuda_initial_wraps_and_clamps_ids(monkeypatch):
@@ -643,6 +703,22 @@ def test_cuda_equals_cpu_without_sync(suite_grammars):
         done = s[:, H_DONE] != 0
         s[done] = cpu.initial(gid[done])
     ts = torch.from_numpy(s).cuda()
+    # the token env's own calls: env_step (one kernel: step, autoreset, tokens) and env_mask
+    L = suite_grammars[0].max_len
+    state = [torch.from_numpy(gid), torch.full((n, L), V.END), torch.zeros(n, dtype=torch.int64),
+             torch.from_numpy(s).clone()]
+    dstate = [x.cuda() for x in state]
+    flags = np.zeros((4, n), bool)
+    for step in range(30):
+        m = cpu.env_mask(state[3], state[0])
+        assert torch.equal(gpu_.env_mask(dstate[3], dstate[0]).cpu(), m), (SEED, step)
+        a = torch.from_numpy(pick_actions(rng, m.numpy().astype(bool)).astype(np.int64))
+        restart = torch.from_numpy((flags[1] | flags[2]) | (rng.random(n) < 0.02))
+        tasks = torch.from_numpy(rng.integers(0, len(suite_grammars), n))
+        flags, body_len = cpu.env_step(*state, a, restart, tasks, L)
+        dflags, dbody = gpu_.env_step(*dstate, a.cuda(), restart.cuda(), tasks.cuda(), L)
+        assert np.array_equal(dflags.cpu().numpy(), flags) and np.array_equal(dbody.cpu().numpy(), body_len)
+        assert all(torch.equal(x, y.cpu()) for x, y in zip(state, dstate)), (SEED, step)
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
@@ -650,6 +726,8 @@ def test_cuda_equals_cpu_without_sync(suite_grammars):
             m = gpu_.mask(ts, tg)
             gpu_.min_tokens_to_finish(ts, tg)
             ts, _ = gpu_.step(ts, (torch.rand(m.shape, device="cuda") + m).argmax(dim=1), tg)
+            gpu_.env_mask(dstate[3], dstate[0])
+            gpu_.env_step(*dstate, torch.zeros(n, dtype=torch.int64, device="cuda"), dstate[2] > 3, None, L)
     finally:
         torch.cuda.set_sync_debug_mode("default")
     torch.cuda.synchronize()
@@ -669,30 +747,47 @@ def test_native_env_equals_numpy_env(device):
     assert_same(rollout(a, ENV_SEED, 80), rollout(b, ENV_SEED, 80))
 
 
+# The core's three ways through a token step: the native calls with numpy around them (the CPU's
+# shortcuts), the native calls with torch around them (the device path: a GPU's, one kernel
+# each), and the torch ops (other automata, and native_env_step off).
+PATHS = {"host": dict(cpu_shortcuts=True, native_env_step=True),
+         "device": dict(cpu_shortcuts=False, native_env_step=True),
+         "torch": dict(cpu_shortcuts=False, native_env_step=False)}
+
+
+def _take(core, path: str) -> None:
+    for k, v in PATHS[path].items():
+        setattr(core, k, v)
+
+
 @pytest.mark.parametrize("n,max_len", [(1, 12), (7, 20), (96, 9)])
 def test_native_cpu_env_step_equals_the_torch_ops(n, max_len):
     """The token env's step and mask on the CPU in native calls (NativeAutomaton.env_step and
-    env_mask, gm_env_step) against the torch ops they replace on the same automaton, step for
-    step: every output and the whole state (tasks, tokens, lengths, automaton rows). Actions come
-    from the masks, with a share masked, out of range or past int32; rows restart where their
-    episode ended (as the vector env's autoreset) and at random, on new tasks, or are left as
-    they are (the plain step); a few ended rows go on stepping (bad)."""
+    env_mask, gm_env_step), with numpy (the shortcuts) and with torch around them (the device
+    path), against the torch ops they replace on the same automaton, step for step: every output
+    and the whole state (tasks, tokens, lengths, automaton rows). Actions come from the masks,
+    with a share masked, out of range or past int32; rows restart where their episode ended (as
+    the vector env's autoreset) and at random, on new tasks, or are left as they are (the plain
+    step); a few ended rows go on stepping (bad)."""
     from test_envs_device import BANK
     from vramgym.envs.synthesis import SynthesisCore
     rng = np.random.default_rng(SEED + n)
     core = SynthesisCore(BANK, max_len=max_len)
     assert isinstance(core.automaton(torch.device("cpu")), NativeAutomaton)
-    fast, slow = core.empty(n, "cpu"), core.empty(n, "cpu")
+    states = {p: core.empty(n, "cpu") for p in PATHS}
     first = torch.as_tensor(rng.integers(0, len(BANK), n))
-    for st in (fast, slow):
+    for st in states.values():
         core.reset_rows(st, torch.ones(n, dtype=torch.bool), first)
+    fast = states["host"]
     ended = bad = 0
     try:
         for t in range(6 * max_len * (4 if n == 1 else 1)):   # (one row: enough steps for episodes to end)
-            core.cpu_shortcuts = True
-            m = core.masks(fast)
-            core.cpu_shortcuts = False
-            assert torch.equal(m, core.masks(slow)), (SEED, t)
+            masks = {}
+            for p, st in states.items():
+                _take(core, p)
+                masks[p] = core.masks(st)
+            m = masks["host"]
+            assert all(torch.equal(m, x) for x in masks.values()), (SEED, t)
             a = (torch.from_numpy(rng.random(m.shape)) + m).argmax(dim=1)
             u = torch.from_numpy(rng.random(n))
             a = torch.where(u < 0.05, torch.from_numpy(rng.integers(0, V.VOCAB_SIZE, n)), a)
@@ -702,17 +797,18 @@ def test_native_cpu_env_step_equals_the_torch_ops(n, max_len):
                 restart |= (outs[0][1] | outs[0][2]) & torch.from_numpy(rng.random(n) < 0.9)
             tasks = None if t % 4 == 1 else torch.from_numpy(rng.integers(0, len(BANK), n))
             outs = []
-            for st, native in ((fast, True), (slow, False)):
-                core.cpu_shortcuts = native
+            for p, st in states.items():
+                _take(core, p)
                 outs.append(core.step_reset(st, a.clone(), restart.clone(), None if tasks is None else tasks.clone()))
-            for name, x, y in zip(("reward", "terminated", "truncated", "invalid"), *outs):
-                assert x.dtype == y.dtype and torch.equal(x, y), (name, SEED, t)
-            for field in ("task", "tokens", "length", "grammar"):
-                assert torch.equal(getattr(fast, field), getattr(slow, field)), (field, SEED, t)
+            for other, slow in zip(outs[1:], list(states.values())[1:]):
+                for name, x, y in zip(("reward", "terminated", "truncated", "invalid"), outs[0], other):
+                    assert x.dtype == y.dtype and torch.equal(x, y), (name, SEED, t)
+                for field in ("task", "tokens", "length", "grammar"):
+                    assert torch.equal(getattr(fast, field), getattr(slow, field)), (field, SEED, t)
             ended += int((outs[0][1] | outs[0][2]).sum())
             bad += int(outs[0][3].sum())
     finally:
-        del core.cpu_shortcuts
+        del core.cpu_shortcuts, core.native_env_step
     assert ended > n and bad > 0   # episodes ended, and some actions were refused, inside the compared steps
 
 
@@ -724,8 +820,8 @@ def test_core_step_takes_other_int_actions_and_states_made_of_slices_on_both_pat
     from vramgym.envs.synthesis import SynthesisCore, SynthesisState
     core = SynthesisCore(BANK, max_len=10)
     outs = []
-    for shortcuts in (True, False):
-        core.cpu_shortcuts = shortcuts
+    for path in PATHS:
+        _take(core, path)
         big = core.empty(8, "cpu")
         core.reset_rows(big, torch.ones(8, dtype=torch.bool), torch.arange(8) % len(BANK))
         half = SynthesisState(*(getattr(big, f)[::2] for f in ("task", "tokens", "length", "grammar")))
@@ -738,8 +834,9 @@ def test_core_step_takes_other_int_actions_and_states_made_of_slices_on_both_pat
             outs.append([torch.stack([x.float() for x in ri]) for ri in r])
             assert torch.equal(outs[-1][0], outs[-1][1]) and torch.equal(whole.tokens, half.tokens)
         assert torch.equal(core.masks(whole), core.masks(half))
-    del core.cpu_shortcuts
-    assert all(torch.equal(x[0], y[0]) for x, y in zip(outs[:3], outs[3:]))
+    del core.cpu_shortcuts, core.native_env_step
+    assert all(torch.equal(x[0], y[0]) for x, y in zip(outs[:3], outs[3:])) and len(outs) == 9
+    assert all(torch.equal(x[0], y[0]) for x, y in zip(outs[:3], outs[6:]))
 
 
 def test_a_pickled_core_keeps_no_device_tables_and_makes_them_when_loaded():

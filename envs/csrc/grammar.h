@@ -18,6 +18,7 @@
 #pragma once
 
 #if defined(__CUDACC_RTC__)  // NVRTC has no system headers
+typedef unsigned char uint8_t;
 typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
@@ -571,6 +572,51 @@ GM_HD inline bool step_row(const GmTables& T, const int32_t* S, int64_t action, 
   apply(T, x, a, N);
   N[H_LEN] = wrap_add(N[H_LEN], 1);
   return false;
+}
+
+// The token env's step with its autoreset for one row, in place (SynthesisCore._step_tokens
+// without the scoring; envs/synthesis.py): task, toks (L), length and row (STATE_SIZE) are the
+// row's state. A restart row takes no step: with new_task (non-null) it starts an episode on
+// *new_task, else it is left as it is. gid(t) is the grammar of task id t (the CPU library counts
+// the ids out of range, the GPU's clamps them). Out: bad (an invalid action: out of range, masked,
+// or after the end; the row unchanged), term (END taken, or bad), trunc (the length limit reached
+// without END), done (the program is scored now), body_len.
+struct EnvStep {
+  uint8_t bad, term, trunc, done;
+  int64_t body_len;
+};
+template <class Gid>
+GM_HD inline EnvStep env_step_row(const GmTables& T, int64_t* task, int64_t* toks, int64_t* length, int32_t* row,
+                                  int32_t L, int64_t a, bool restart, const int64_t* new_task, const int32_t* init,
+                                  Gid gid) {
+  EnvStep o = {0, 0, 0, 0, *length};
+  if (restart) {
+    if (!new_task) return o;
+    const int32_t g = gid(*new_task);
+    *task = *new_task;
+    for (int32_t j = 0; j < L; j++) toks[j] = END;
+    *length = o.body_len = 0;
+    const int32_t* from = init + (int64_t)g * STATE_SIZE;
+    for (int32_t k = 0; k < STATE_SIZE; k++) row[k] = from[k];
+    return o;
+  }
+  int32_t next[STATE_SIZE];  // (step_row reads the row while it writes the next one)
+  if (step_row(T, row, a, gid(*task), next)) {
+    o.bad = o.term = 1;
+    return o;
+  }
+  for (int32_t k = 0; k < STATE_SIZE; k++) row[k] = next[k];
+  const bool finished = a == END;
+  int64_t len = *length;
+  if (len < L) {  // (as the torch ops: a length past the tokens writes nothing, one below 0 too)
+    if (len >= 0) toks[len] = a;
+    *length = ++len;
+  }
+  o.trunc = !finished && len >= L;
+  o.term = finished;
+  o.done = finished || o.trunc;
+  o.body_len = len - finished;
+  return o;
 }
 
 }  // namespace gm

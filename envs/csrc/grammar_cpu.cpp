@@ -115,9 +115,10 @@ GM_EXPORT int64_t gm_step(const int32_t* S, const int64_t* actions, const int64_
 }
 
 // The token env's step with its autoreset, in place, for the CPU: SynthesisCore._step_tokens
-// (envs/synthesis.py) for one row, one call where the torch ops are ~40 (each a few us on a
-// small batch). The env's state: task (n,), tokens (n, L), length (n,), S (n, STATE_SIZE); init
-// (ngram, STATE_SIZE): each task's empty-body row (a task is its grammar). Rows where restart is
+// (envs/synthesis.py) row by row (grammar.h env_step_row, which the GPU's gm_env_step_kernel
+// runs too), one call where the torch ops are ~40 (each a few us on a small batch). The env's
+// state: task (n,), tokens (n, L), length (n,), S (n, STATE_SIZE); init (ngram, STATE_SIZE):
+// each task's empty-body row (a task is its grammar). Rows where restart is
 // set take no step: with tasks they start an episode on tasks[i], without (tasks null) they are
 // left as they are. Out (n bytes each): bad (an invalid action in a stepped row: out of range,
 // masked, or after the end; its row unchanged), term (END taken, or bad), trunc (the length
@@ -131,37 +132,10 @@ GM_EXPORT int64_t gm_env_step(int64_t* task, int64_t* tokens, int64_t* length, i
   GmTables T = tables(addrs, nfid, ngram);
   std::atomic<int64_t> nbad(0);
   parallel_rows(n, nthreads, [&](int64_t i) {
-    int32_t* row = S + i * STATE_SIZE;
-    int64_t* toks = tokens + i * (int64_t)L;
-    bad[i] = term[i] = trunc[i] = done[i] = 0;
-    body_len[i] = length[i];
-    if (restart[i]) {
-      if (!tasks) return;
-      int32_t g = row_gid(T, tasks[i], nbad);
-      task[i] = tasks[i];
-      for (int32_t j = 0; j < L; j++) toks[j] = END;
-      length[i] = body_len[i] = 0;
-      const int32_t* from = init + (int64_t)g * STATE_SIZE;
-      for (int32_t k = 0; k < STATE_SIZE; k++) row[k] = from[k];
-      return;
-    }
-    int32_t next[STATE_SIZE];  // (step_row reads the row while it writes the next one)
-    const int64_t a = actions[i];
-    if (step_row(T, row, a, row_gid(T, task[i], nbad), next)) {
-      bad[i] = term[i] = 1;
-      return;
-    }
-    for (int32_t k = 0; k < STATE_SIZE; k++) row[k] = next[k];
-    const bool finished = a == END;
-    int64_t len = length[i];
-    if (len < L) {  // (as the torch ops: a length past the tokens writes nothing, one below 0 too)
-      if (len >= 0) toks[len] = a;
-      length[i] = ++len;
-    }
-    trunc[i] = !finished && len >= L;
-    term[i] = finished;
-    done[i] = finished || trunc[i];
-    body_len[i] = len - finished;
+    const EnvStep o = env_step_row(T, task + i, tokens + i * (int64_t)L, length + i, S + i * STATE_SIZE, L, actions[i],
+                                   restart[i], tasks ? tasks + i : nullptr, init,
+                                   [&](int64_t g) { return row_gid(T, g, nbad); });
+    bad[i] = o.bad, term[i] = o.term, trunc[i] = o.trunc, done[i] = o.done, body_len[i] = o.body_len;
   });
   return nbad.load();
 }

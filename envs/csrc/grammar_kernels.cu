@@ -13,7 +13,8 @@
 // Separate mask and step kernels, not a fused step+mask: the env masks the row it keeps, which
 // is the stepped row only where the env was live and the action valid (autoresets replace the
 // rest), so a fused kernel would mask rows the env then throws away; one launch per call already
-// removes what made the torch automaton launch-bound.
+// removes what made the torch automaton launch-bound. The token env's own step
+// (gm_env_step_kernel) does take its autoreset and the tokens' bookkeeping along: ~25 torch ops.
 //
 // Memory: a row is 171 int32 (684 bytes); a thread reads its own row (strided across the warp,
 // but each thread walks whole cache lines, which L1 keeps). Outputs are written coalesced: the
@@ -34,9 +35,10 @@ __device__ inline void gm_load_tables(gm::GmTables& T, const unsigned long long*
   __syncthreads();
 }
 
-// mask: out (n, VOCAB) bool
+// mask: out (n, VOCAB) bool. end_if_none: the envs' mask, where a row that allows nothing (a
+// finished episode) allows END (SynthesisCore._mask_i8; the CPU library's gm_mask likewise)
 extern "C" __global__ void gm_mask_kernel(const int32_t* S, const long long* gid, long long n, unsigned char* out,
-                                          const unsigned long long* addrs, int nfid, int ngram) {
+                                          const unsigned long long* addrs, int nfid, int ngram, int end_if_none) {
   __shared__ gm::GmTables T;
   __shared__ unsigned char buf[GM_BLOCK * gm::VOCAB];
   gm_load_tables(T, addrs, nfid, ngram);
@@ -45,7 +47,9 @@ extern "C" __global__ void gm_mask_kernel(const int32_t* S, const long long* gid
   if (i < n) {
     uint32_t bits[3];
     gm::mask_row(T, S + i * gm::STATE_SIZE, gm::gm_gid(T, gid[i]), bits);
-    for (int a = 0; a < gm::VOCAB; a++) buf[threadIdx.x * gm::VOCAB + a] = (bits[a >> 5] >> (a & 31)) & 1;
+    unsigned char any = 0;
+    for (int a = 0; a < gm::VOCAB; a++) any |= buf[threadIdx.x * gm::VOCAB + a] = (bits[a >> 5] >> (a & 31)) & 1;
+    if (end_if_none && !any) buf[threadIdx.x * gm::VOCAB + gm::END] = 1;
   }
   __syncthreads();
   long long rows = n - row0 < GM_BLOCK ? n - row0 : GM_BLOCK;
@@ -69,6 +73,28 @@ extern "C" __global__ void __launch_bounds__(GM_BLOCK, 4) gm_step_kernel(const i
   if (i < n)
     invalid[i] = gm::step_row(T, S + i * gm::STATE_SIZE, actions[i], gm::gm_gid(T, gid[i]), N + i * gm::STATE_SIZE,
                               true);
+}
+
+// The token env's step with its autoreset, in place (the CPU library's gm_env_step, row by row:
+// grammar.h env_step_row): task (n,), tokens (n, L), length (n,), S (n, STATE_SIZE); actions
+// (n,), restart (n,) bytes, tasks (n,) or null (restart rows left as they are), init (ngram,
+// STATE_SIZE). Out: flags (4, n) bytes (bad, term, trunc, done) and body_len (n,). One thread
+// per row; where the torch ops of SynthesisCore._step_tokens were ~25 launches, this is one.
+// Task ids out of range read a clamped grammar (gm_gid), as every kernel here.
+extern "C" __global__ void __launch_bounds__(GM_BLOCK, 4)
+    gm_env_step_kernel(long long* task, long long* tokens, long long* length, int32_t* S, long long n, int L,
+                       const long long* actions, const unsigned char* restart, const long long* tasks,
+                       const int32_t* init, unsigned char* flags, long long* body_len, const unsigned long long* addrs,
+                       int nfid, int ngram) {
+  __shared__ gm::GmTables T;
+  gm_load_tables(T, addrs, nfid, ngram);
+  long long i = (long long)blockIdx.x * GM_BLOCK + threadIdx.x;
+  if (i >= n) return;
+  const gm::EnvStep o = gm::env_step_row(
+      T, (int64_t*)task + i, (int64_t*)tokens + i * L, (int64_t*)length + i, S + i * gm::STATE_SIZE, L, actions[i],
+      restart[i] != 0, tasks ? (const int64_t*)tasks + i : nullptr, init, [&](int64_t g) { return gm::gm_gid(T, g); });
+  flags[i] = o.bad, flags[n + i] = o.term, flags[2 * n + i] = o.trunc, flags[3 * n + i] = o.done;
+  body_len[i] = o.body_len;
 }
 
 // min_tokens_to_finish: out (n,) int64

@@ -55,6 +55,7 @@ extern "C" int emu_launch(const char* name, unsigned grid, unsigned block, void*
 #define EMU_KERNEL(k) if (!strcmp(name, #k)) return emu_grid(k, grid, block, args), 0;
   EMU_KERNEL(gm_mask_kernel)
   EMU_KERNEL(gm_step_kernel)
+  EMU_KERNEL(gm_env_step_kernel)
   EMU_KERNEL(gm_min_tokens_kernel)
   EMU_KERNEL(gm_consts_kernel)
 #undef EMU_KERNEL
