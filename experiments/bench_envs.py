@@ -170,23 +170,27 @@ def count_ops(env, steps: int = 8, seed: int = 0) -> dict:
 COPY = True   # --no-copy: copy=False envs
 
 
-def _env(bank, n, device, shortcuts: bool = True, **kw):
+def _env(bank, n, device, shortcuts: bool = True, native_step: bool = True, **kw):
     """The vector env of a row; shortcuts=False: a CPU env runs the device path's ops
-    (SynthesisCore.cpu_shortcuts), to compare with the CPU's shortcuts in one run."""
+    (SynthesisCore.cpu_shortcuts), to compare with the CPU's shortcuts in one run;
+    native_step=False: the token env's step as torch ops around the automaton rather than its one
+    native call (SynthesisCore.native_env_step)."""
     kw.setdefault("copy", COPY)
     if device == "cuda-graph":
         env = SynthesisVectorEnv(num_envs=n, bank=bank, device="cuda", cuda_graph=True, **kw)
     else:
         env = SynthesisVectorEnv(num_envs=n, bank=bank, device=None if device == "numpy" else device, **kw)
     env.core.cpu_shortcuts = shortcuts
+    env.core.native_env_step = native_step
     return env
 
 
-def op_counts(bank, n: int, device: str, batch: bool, automaton: str = "auto") -> dict:
+def op_counts(bank, n: int, device: str, batch: bool, automaton: str = "auto", native_step: bool = True) -> dict:
     """count_ops of the env of a row (numpy rows: the same env with torch out on the CPU, whose
     step is the same code; the counts do not depend on num_envs, so at most 1,024 envs)."""
     dev = "cpu" if device == "numpy" else device
-    env = _env(bank, min(n, 1024), dev, batch=batch, **({} if batch else {"automaton": automaton}))
+    env = _env(bank, min(n, 1024), dev, native_step=native_step, batch=batch,
+               **({} if batch else {"automaton": automaton}))
     c = count_ops(env, steps=3)
     calls = {k.split(".", 1)[1]: v for k, v in c["step_max"].items() if k.startswith("calls.")}
     return {"aten_env": c["step_max"]["aten"], "aten_scorer": c["step_max"]["scorer_aten"], "calls": calls,
@@ -203,14 +207,14 @@ def _gen(device, seed):
 
 
 def bench_token_env(bank, num_envs: int, seconds: float, seed: int, device: str, automaton: str = "auto",
-                    warmup: int | None = None, shortcuts: bool = True) -> dict:
+                    warmup: int | None = None, shortcuts: bool = True, native_step: bool = True) -> dict:
     """Token steps per second in the steady state: `warmup` untimed steps first (default max_len:
     right after reset no program ends for several steps, and steps without scoring are cheaper),
     then at least two episode cycles of timed steps (2 * (max_len + 1): a random policy's episodes
     mostly run to the length limit, so they end together every max_len + 1 steps, the reset step
     included; the scoring comes in bursts, and a timed window shorter than the cycle, a few steps
     of 65,536 envs on a CPU, would miss them) besides `seconds`."""
-    env = _env(bank, num_envs, device, shortcuts, automaton=automaton)
+    env = _env(bank, num_envs, device, shortcuts, native_step, automaton=automaton)
     automaton = env.core.automaton_kind(env.device)
     obs, _ = env.reset(seed=seed)
     gen = _gen(device, seed)
@@ -230,9 +234,10 @@ def bench_token_env(bank, num_envs: int, seconds: float, seed: int, device: str,
             _sync(device)   # bound the queue so the clock check sees the GPU's pace
     _sync(device)
     dt = time.perf_counter() - t0
-    return {"env": "Synthesis-v0", "device": device, "automaton": automaton, "num_envs": num_envs,
-            "steps_per_s": steps / dt, "programs_per_s": int(done) / dt, "warmup_steps": warmup, "shortcuts": shortcuts,
-            **op_counts(bank, num_envs, device, False, automaton)}
+    return {"env": "Synthesis-v0", "device": device, "automaton": automaton + ("" if native_step else " (torch step)"),
+            "num_envs": num_envs, "steps_per_s": steps / dt, "programs_per_s": int(done) / dt, "warmup_steps": warmup,
+            "shortcuts": shortcuts, "native_env_step": native_step,
+            **op_counts(bank, num_envs, device, False, automaton, native_step)}
 
 
 def bench_automaton(bank, num_envs: int, seconds: float, seed: int, device: str, automaton: str = "auto") -> dict:
@@ -382,6 +387,9 @@ def main(argv=None) -> dict:
     p.add_argument("--warmup-steps", type=int, default=None,
                    help="untimed token-env steps before the clock starts (default: the env's max_len, after "
                         "which episodes no longer start together; 0: time from reset, as before session 5)")
+    p.add_argument("--native-env-step", nargs="+", choices=("on", "off"), default=["on"],
+                   help="off: the token env's step as torch ops around the native automaton, not its one native "
+                        "call (a kernel on a GPU; SynthesisCore.native_env_step); both: side by side")
     p.add_argument("--cpu-shortcuts", nargs="+", choices=("on", "off"), default=["on"],
                    help="off: CPU envs run the device path's ops (SynthesisCore.cpu_shortcuts); both: side by side")
     p.add_argument("--seed", type=int, default=0)
@@ -428,9 +436,9 @@ def main(argv=None) -> dict:
                     part = [lambda m=m, bank=bank: bench_automaton(bank, n, a.seconds, a.seed, device, m)
                             for m in a.automaton]
                 else:
-                    part = [lambda m=m, c=c, bank=bank: bench_token_env(bank, n, a.seconds, a.seed, device, m,
-                                                                        a.warmup_steps, c)
-                            for m in a.automaton for c in cuts]
+                    part = [lambda m=m, c=c, v=v, bank=bank: bench_token_env(bank, n, a.seconds, a.seed, device, m,
+                                                                             a.warmup_steps, c, v)
+                            for m in a.automaton for c in cuts for v in (x == "on" for x in a.native_env_step)]
                 if device != "single":
                     part = (part if a.env != "batch" else []) + \
                         ([lambda c=c, bank=bank: bench_batch_env(bank, n, a.seconds, a.seed, device, a.batch_repeats,
