@@ -7,7 +7,8 @@ and only when it is used. Inputs and outputs are torch CUDA tensors shared with 
 DLPack (no copies); kernels run on torch's current stream of the tensors' device, so they queue
 behind the policy's work and nothing waits for the GPU (no host sync in mask/step/min_tokens).
 One launch per call: mask, step and min_tokens_to_finish are one kernel each, and so is the
-token env's whole step with its autoreset (env_step, SynthesisCore._step_tokens's ~25 torch ops).
+token env's whole step with its autoreset and task hash (env_step: SynthesisCore._step_tokens's
+~25 torch ops and the vector env's 13).
 """
 from __future__ import annotations
 
@@ -51,13 +52,13 @@ def launch_step(k, S, actions, gid, new, invalid_u8, addrs, nfid: int, ngram: in
                                                 np.int32(ngram)))
 
 
-def launch_env_step(k, task, tokens, length, S, n: int, L: int, actions, restart, tasks, init, flags_u8, body_len,
-                    addrs, nfid: int, ngram: int) -> None:
-    """gm_env_step_kernel; tasks may be the null address np.uint64(0)."""
+def launch_env_step(k, task, tokens, length, S, n: int, L: int, actions, restart, tasks, keys, episode,
+                    n_tasks: int, init, flags_u8, body_len, addrs, nfid: int, ngram: int) -> None:
+    """gm_env_step_kernel; tasks, keys and episode may be the null address np.uint64(0)."""
     if n:
         k["gm_env_step_kernel"](grid(n), (BLOCK,), (task, tokens, length, S, np.int64(n), np.int32(L), actions, restart,
-                                                    tasks, init, flags_u8, body_len, addrs, np.int32(nfid),
-                                                    np.int32(ngram)))
+                                                    tasks, keys, episode, np.int64(n_tasks), init, flags_u8, body_len,
+                                                    addrs, np.int32(nfid), np.int32(ngram)))
 
 
 def launch_min_tokens(k, S, gid, out, addrs, nfid: int, ngram: int, n: int) -> None:
@@ -147,13 +148,18 @@ class DeviceTables:
         NativeAutomaton.env_step checks them): (flags (4, n) bool: bad, term, trunc, done;
         body_len (n,) int64), torch tensors on the device."""
         import torch
+        from .vector import HashedTasks
         n = len(S)
         flags = torch.empty((4, n), dtype=torch.uint8, device=self.device)
         body_len = torch.empty(n, dtype=torch.int64, device=self.device)
+        null = np.uint64(0)
+        hashed = isinstance(tasks, HashedTasks)
         with _torch_stream(self.device):
             launch_env_step(self.k, _cp(task), _cp(tokens), _cp(length), _cp(S), n, max_len, _cp(actions),
-                            _cp(restart), np.uint64(0) if tasks is None else _cp(tasks), _cp(self.init),
-                            _cp(flags), _cp(body_len), _cp(self.addrs), self.nfid, self.ngram)
+                            _cp(restart), null if tasks is None or hashed else _cp(tasks),
+                            _cp(tasks.keys) if hashed else null, _cp(tasks.episode) if hashed else null,
+                            tasks.n_tasks if hashed else 0, _cp(self.init), _cp(flags), _cp(body_len),
+                            _cp(self.addrs), self.nfid, self.ngram)
         return flags.view(torch.bool), body_len
 
     def step(self, S, actions, gid):

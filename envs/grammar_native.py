@@ -201,8 +201,8 @@ def lib() -> ctypes.CDLL:
     so.gm_mask.restype = so.gm_step.restype = so.gm_min_tokens.restype = ctypes.c_int64   # bad grammar ids
     so.gm_mask.argtypes = [_ptr, _ptr, ctypes.c_int64, _ptr] + common + [ctypes.c_int32]
     so.gm_env_step.restype = ctypes.c_int64
-    so.gm_env_step.argtypes = [_ptr, _ptr, _ptr, _ptr, ctypes.c_int64, ctypes.c_int32, _ptr, _ptr, _ptr, _ptr,
-                               _ptr, _ptr, _ptr, _ptr, _ptr] + common
+    so.gm_env_step.argtypes = [_ptr, _ptr, _ptr, _ptr, ctypes.c_int64, ctypes.c_int32, _ptr, _ptr, _ptr, _ptr, _ptr,
+                               ctypes.c_int64, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr] + common
     so.gm_step.argtypes = [_ptr, _ptr, _ptr, ctypes.c_int64, _ptr, _ptr] + common
     so.gm_min_tokens.argtypes = [_ptr, _ptr, ctypes.c_int64, _ptr] + common
     so.gm_token_slots.restype = None
@@ -422,8 +422,9 @@ class NativeAutomaton:
     def env_step(self, task, tokens, length, state, actions, restart, tasks, max_len: int):
         """SynthesisCore._step_tokens's step and autoreset (without the scoring), in place on the
         env's task (n,) int64, tokens (n, max_len) int64, length (n,) int64 and automaton rows
-        state (n, STATE_SIZE) int32: actions (n,) int64, restart (n,) bool, tasks (n,) int64 or
-        None (restart rows left as they are). Returns (bad, term, trunc, done) (n,) bool and
+        state (n, STATE_SIZE) int32: actions (n,) int64, restart (n,) bool, tasks (n,) int64, a
+        vector.HashedTasks (the restart rows' tasks hashed in the same call) or None (restart rows
+        left as they are). Returns (bad, term, trunc, done) (n,) bool and
         body_len (n,) int64 (see gm_env_step in envs/csrc/grammar_cpu.cpp), as numpy arrays: flags
         (4, n) bool, rows bad, term, trunc, done, and body_len (the caller's few ops on them cost less
         in numpy than in torch). On a CUDA device: one kernel (gm_env_step_kernel), torch tensors
@@ -437,16 +438,25 @@ class NativeAutomaton:
         _env_tensor(state, torch.int32, (n, G.STATE_SIZE), dev)
         _env_tensor(actions, torch.int64, (n,), dev)
         _env_tensor(restart, torch.bool, (n,), dev)
-        if tasks is not None:
+        from .vector import HashedTasks
+        hashed = isinstance(tasks, HashedTasks)
+        if hashed:
+            _env_tensor(tasks.keys, torch.int64, (n,), dev)
+            _env_tensor(tasks.episode, torch.int64, (n,), dev)
+            if not (isinstance(tasks.n_tasks, int) and tasks.n_tasks > 0):
+                raise ValueError(f"n_tasks must be a positive int, got {tasks.n_tasks!r}")
+        elif tasks is not None:
             _env_tensor(tasks, torch.int64, (n,), dev)
         if dev is not None:
             return self._cuda.env_step(task, tokens, length, state, actions, restart, tasks, max_len)
         flags = np.empty((4, n), dtype=bool)
         body_len = np.empty(n, dtype=np.int64)
         f = _p(flags)
+        given, keys, episode = (None, tasks.keys.data_ptr(), tasks.episode.data_ptr()) if hashed else \
+            (None if tasks is None else tasks.data_ptr(), None, None)
         self._ids_ok(lib().gm_env_step(task.data_ptr(), tokens.data_ptr(), length.data_ptr(), state.data_ptr(), n,
-                                       max_len, actions.data_ptr(), restart.data_ptr(),
-                                       None if tasks is None else tasks.data_ptr(), _p(self._init),
+                                       max_len, actions.data_ptr(), restart.data_ptr(), given, keys, episode,
+                                       tasks.n_tasks if hashed else 0, _p(self._init),
                                        f, f + n, f + 2 * n, f + 3 * n, _p(body_len), self._addr, self.nfid,
                                        len(self.grammars), _threads()))
         return flags, body_len

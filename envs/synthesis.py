@@ -42,7 +42,7 @@ from . import vocab as V
 from .bank import TaskBank, bank_for, code_cap_for
 from .grammar import STATE_SIZE, BatchedAutomaton, Grammar
 from .reward import SynthesisReward, check_callable, check_output, check_real
-from .vector import CoreEnv, TensorVectorEnv, check_max_episode_steps, none_on_cpu
+from .vector import CoreEnv, HashedTasks, TensorVectorEnv, check_max_episode_steps, none_on_cpu
 
 INT32 = np.iinfo(np.int32)
 
@@ -352,11 +352,12 @@ class SynthesisCore:
         L, t = self.max_len, self._tables(state.task.device)
         aut = self.automaton(state.grammar.device)
         native = self._native_env(aut, state)
-        if native:   # the same step in one native call (tested equal; one kernel on a GPU)
+        if native:   # the same step in one native call (tested equal; one kernel on a GPU), tasks hashed there
             i64 = lambda x: x.to(torch.int64).contiguous()  # noqa: E731  (a caller's int32 actions or tasks)
             flags, body_len = aut.env_step(
                 state.task, state.tokens, state.length, state.grammar, i64(actions),
-                restart.to(torch.bool).contiguous(), None if tasks is None else i64(tasks), L)
+                restart.to(torch.bool).contiguous(),
+                tasks if tasks is None or isinstance(tasks, HashedTasks) else i64(tasks), L)
         if native == "device":   # torch around it (the scoring, and nothing read on the host)
             bad, term, truncated, done = torch.as_tensor(flags).unbind(0)
             r = self._score(state.tokens, state.length, torch.as_tensor(body_len), state.task, done).float()
@@ -372,6 +373,8 @@ class SynthesisCore:
                 r = torch.where(torch.from_numpy(done), s.detach().float(), 0.0).numpy()
             r[bad] = self.compile_penalty   # (float32, as masked_fill_ rounds it)
             return torch.from_numpy(r), torch.from_numpy(term), torch.from_numpy(truncated), torch.from_numpy(bad)
+        if isinstance(tasks, HashedTasks):
+            tasks = tasks.tensor()
         new, invalid = aut.step(state.grammar, actions, state.task)
         bad = torch.gt(invalid, restart)                       # invalid & live
         allowed = torch.logical_not(invalid | restart)
@@ -398,6 +401,8 @@ class SynthesisCore:
         """Score one whole body per env ((N, L') action ids; beyond L ignored, an out-of-range
         action ends the body) in the rows not restarting."""
         L, n, t = self.max_len, len(restart), self._tables(state.task.device)
+        if isinstance(tasks, HashedTasks):
+            tasks = tasks.tensor()
         bodies = bodies.reshape(n, -1)[:, :L]
         bodies = bodies.masked_fill((bodies < 0) | (bodies >= V.VOCAB_SIZE), V.END)
         if bodies.shape[1] < L:

@@ -29,7 +29,8 @@ A core supplies: `empty(n, device) -> state`; `reset_rows(state, rows, tasks)` (
 (reward, terminated, truncated, invalid)` (rows not `live` unchanged, all-zero outputs);
 optionally `step_reset(state, actions, restart, tasks)`, which the vector env then uses instead
 of `step(state, actions, ~restart)` followed by `reset_rows(state, restart, tasks)` (the same
-result, with each field written once); `observe(state, copy=True) -> dict`; `render(state, i) ->
+result, with each field written once; tasks a tensor, None, or a HashedTasks whose .tensor()
+computes them); `observe(state, copy=True) -> dict`; `render(state, i) ->
 str`; `n_tasks`.
 
 Launches: on a GPU every torch op of a step is a kernel launch (a few us each, eager), so a step
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from typing import NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -85,6 +87,18 @@ def hash_keys(seed: int, env: torch.Tensor) -> torch.Tensor:
 def hash_tasks_keyed(keys: torch.Tensor, episode: torch.Tensor, n_tasks: int) -> torch.Tensor:
     """hash_tasks from hash_keys (13 elementwise ops: what a step pays)."""
     return _mix32(keys ^ (episode & _M32)) % n_tasks
+
+
+class HashedTasks(NamedTuple):
+    """The tasks hash_tasks_keyed gives, not yet computed: a core's step_reset may hash them where
+    it needs them (SynthesisCore's native token step: in its own call, for the restart rows only,
+    grammar.h hashed_task), else it takes .tensor()."""
+    keys: torch.Tensor
+    episode: torch.Tensor
+    n_tasks: int
+
+    def tensor(self) -> torch.Tensor:
+        return hash_tasks_keyed(self.keys, self.episode, self.n_tasks)
 
 
 def hash_tasks(seed: int, env: torch.Tensor, episode: torch.Tensor, n_tasks: int) -> torch.Tensor:
@@ -224,13 +238,16 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         self._key_seed: int | None = None        # the seed _keys was hashed from
         self._keys = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
 
-    def _tasks(self) -> torch.Tensor:
+    def _tasks(self, lazy: bool = False):
+        """Each env's task for its current episode: the pinned ones, else the hash (lazy: as a
+        HashedTasks, for a core's step_reset to compute where it needs it)."""
         if self._pinned:
             return self._pin
         if self._key_seed != self._seed:   # the per-env half of the hash, once per seed
             self._keys.copy_(hash_keys(self._seed, self._env))
             self._key_seed = self._seed
-        return hash_tasks_keyed(self._keys, self._episode, self.core.n_tasks)
+        h = HashedTasks(self._keys, self._episode, self.core.n_tasks)
+        return h if lazy else h.tensor()
 
     def _observe(self):
         return self._out(self.core.observe(self.state, copy=self.copy))
@@ -313,7 +330,7 @@ class TensorVectorEnv(gym.vector.VectorEnv):
         # (as the CPU does with the core's cpu_shortcuts off: SynthesisCore.cpu_shortcuts).
         quiet = not self.cuda_graph and none_on_cpu(self.core, restart)
         if hasattr(self.core, "step_reset"):   # the step and the autoreset in one pass over each field
-            tasks = None if quiet else self._tasks()
+            tasks = None if quiet else self._tasks(lazy=True)
             reward, term, trunc, invalid = self.core.step_reset(self.state, a, restart, tasks)
         else:
             reward, term, trunc, invalid = self.core.step(self.state, a, ~restart)

@@ -18,13 +18,13 @@ BENCH = Path(__file__).resolve().parent.parent / "experiments" / "bench_envs.py"
 # Aten ops per step, measured with count_ops (device="cpu", the device path: torch tensors in and
 # out) when the step was restructured: token env 61 (before: 106-111), batch env 50 (92-95), the
 # scorer's token builder 51 (106), reset 43 / 37; session 29: 62 / 52, reset 44 / 38 (copy=True,
-# the default; 3 fewer with copy=False); session 42, the token step and mask of the native
-# automaton one call each (NativeAutomaton.env_step and env_mask: a kernel each on a GPU): token
-# env 37, reset 41. The counts do not depend on num_envs or on the
+# the default; 3 fewer with copy=False); session 42, the token step (with the autoreset and the
+# task hash) and mask of the native automaton one call each (NativeAutomaton.env_step and
+# env_mask: a kernel each on a GPU): token env 24, reset 41. The counts do not depend on num_envs or on the
 # data (no data-dependent branch on the device path). The bounds leave ~10% headroom (6 ops): a
 # change that adds per-field ops (the task hash recomputed from the seed every step: +12, a
 # where per field, a gather per observation key) fails here. Raise them only with a reason.
-BOUND = {"token": 43, "batch": 55, "scorer": 56, "reset": 47}
+BOUND = {"token": 30, "batch": 55, "scorer": 56, "reset": 47}
 
 
 def _count_ops():

@@ -29,6 +29,7 @@ from vramgym.envs import grammar_native as N
 from vramgym.envs import vocab as V
 from vramgym.envs.grammar import H_DONE, STATE_SIZE, BatchedAutomaton, Grammar
 from vramgym.envs.grammar_native import NativeAutomaton
+from vramgym.envs.vector import HashedTasks, hash_tasks_keyed
 
 from test_grammar_torch import SIGNATURES, grammar, pick_actions
 
@@ -580,6 +581,10 @@ def test_env_step_and_env_mask_emulated(monkeypatch):
     ended = bad = 0
     flags = np.zeros((4, n), bool)
     for t in range(40):
+        if t % 5 == 3:   # the vector env's hashed tasks, hashed in the kernel: as the CPU library and as torch
+            hashed = HashedTasks(torch.from_numpy(rng.integers(0, 2**32, n)), torch.from_numpy(rng.integers(0, 2**40, n)),
+                                 len(grammars))
+            assert torch.equal(hashed.tensor(), hash_tasks_keyed(*hashed))
         m = na.env_mask(cpu[3], cpu[0])
         got = dt.mask(emu[3], emu[0], end_if_none=True).view(torch.int8)
         assert got.dtype == m.dtype and torch.equal(got, m), (SEED, t)
@@ -587,9 +592,14 @@ def test_env_step_and_env_mask_emulated(monkeypatch):
         u = rng.random(n)
         a[u < 0.05] = torch.from_numpy(rng.integers(-2, V.VOCAB_SIZE + 3, int((u < 0.05).sum())))
         restart = torch.from_numpy((flags[1] | flags[2]) & (rng.random(n) < 0.9) | (rng.random(n) < 0.03))
-        tasks = None if t % 5 == 2 else torch.from_numpy(rng.integers(0, len(grammars), n))
+        tasks = None if t % 5 == 2 else hashed if t % 5 == 3 else torch.from_numpy(rng.integers(0, len(grammars), n))
+        if t % 5 == 3:   # the CPU library hashes as torch does
+            plain = [x.clone() for x in cpu]
+            want = na.env_step(*plain, a, restart, hashed.tensor(), L)
         flags, body_len = na.env_step(*cpu, a, restart, tasks, L)
         eflags, ebody = dt.env_step(*emu, a, restart, tasks, L)
+        if t % 5 == 3:
+            assert np.array_equal(want[0], flags) and all(torch.equal(x, y) for x, y in zip(plain, cpu)), (SEED, t)
         assert eflags.dtype == torch.bool and torch.equal(eflags, torch.from_numpy(flags)), (SEED, t)
         assert torch.equal(ebody, torch.from_numpy(body_len)), (SEED, t)
         for name, x, y in zip(("task", "tokens", "length", "grammar"), cpu, emu):
@@ -606,7 +616,8 @@ def test_env_step_and_env_mask_emulated(monkeypatch):
     a = torch.from_numpy(rng.integers(0, V.VOCAB_SIZE, n))
     want, want_len = np.zeros((4, n), np.uint8), np.zeros(n, np.int64)
     assert N.lib().gm_env_step(*(x.data_ptr() for x in cpu[:3]), cpu[3].data_ptr(), n, L, a.data_ptr(),
-                               restart.data_ptr(), wild.data_ptr(), N._p(na._init), *(N._p(w) for w in want),
+                               restart.data_ptr(), wild.data_ptr(), None, None, 0, N._p(na._init),
+                               *(N._p(w) for w in want),
                                N._p(want_len), na._addr, na.nfid, len(grammars), 1) > 0
     eflags, ebody = dt.env_step(*emu, a, restart, wild, L)
     assert np.array_equal(eflags.numpy(), want.astype(bool)) and np.array_equal(ebody.numpy(), want_len), SEED
@@ -715,8 +726,13 @@ def test_cuda_equals_cpu_without_sync(suite_grammars):
         a = torch.from_numpy(pick_actions(rng, m.numpy().astype(bool)).astype(np.int64))
         restart = torch.from_numpy((flags[1] | flags[2]) | (rng.random(n) < 0.02))
         tasks = torch.from_numpy(rng.integers(0, len(suite_grammars), n))
+        dtasks = tasks.cuda()
+        if step % 3 == 2:   # the vector env's hashed tasks, hashed in the call
+            tasks = HashedTasks(torch.from_numpy(rng.integers(0, 2**32, n)), torch.from_numpy(rng.integers(0, 2**40, n)),
+                                len(suite_grammars))
+            dtasks = HashedTasks(tasks.keys.cuda(), tasks.episode.cuda(), tasks.n_tasks)
         flags, body_len = cpu.env_step(*state, a, restart, tasks, L)
-        dflags, dbody = gpu_.env_step(*dstate, a.cuda(), restart.cuda(), tasks.cuda(), L)
+        dflags, dbody = gpu_.env_step(*dstate, a.cuda(), restart.cuda(), dtasks, L)
         assert np.array_equal(dflags.cpu().numpy(), flags) and np.array_equal(dbody.cpu().numpy(), body_len)
         assert all(torch.equal(x, y.cpu()) for x, y in zip(state, dstate)), (SEED, step)
     torch.cuda.synchronize()
@@ -728,6 +744,7 @@ def test_cuda_equals_cpu_without_sync(suite_grammars):
             ts, _ = gpu_.step(ts, (torch.rand(m.shape, device="cuda") + m).argmax(dim=1), tg)
             gpu_.env_mask(dstate[3], dstate[0])
             gpu_.env_step(*dstate, torch.zeros(n, dtype=torch.int64, device="cuda"), dstate[2] > 3, None, L)
+            gpu_.env_step(*dstate, torch.zeros(n, dtype=torch.int64, device="cuda"), dstate[2] > 3, dtasks, L)
     finally:
         torch.cuda.set_sync_debug_mode("default")
     torch.cuda.synchronize()
@@ -796,10 +813,14 @@ def test_native_cpu_env_step_equals_the_torch_ops(n, max_len):
             if t:   # most ended rows restart (full-length bodies among them), some step on
                 restart |= (outs[0][1] | outs[0][2]) & torch.from_numpy(rng.random(n) < 0.9)
             tasks = None if t % 4 == 1 else torch.from_numpy(rng.integers(0, len(BANK), n))
+            if t % 4 == 3:   # the vector env's hashed tasks: computed in the native call, or .tensor()
+                tasks = HashedTasks(torch.from_numpy(rng.integers(0, 2**32, n)),
+                                    torch.from_numpy(rng.integers(0, 2**40, n)), len(BANK))
             outs = []
             for p, st in states.items():
                 _take(core, p)
-                outs.append(core.step_reset(st, a.clone(), restart.clone(), None if tasks is None else tasks.clone()))
+                outs.append(core.step_reset(st, a.clone(), restart.clone(), tasks if not isinstance(tasks, torch.Tensor)
+                                            else tasks.clone()))
             for other, slow in zip(outs[1:], list(states.values())[1:]):
                 for name, x, y in zip(("reward", "terminated", "truncated", "invalid"), outs[0], other):
                     assert x.dtype == y.dtype and torch.equal(x, y), (name, SEED, t)

@@ -574,10 +574,21 @@ GM_HD inline bool step_row(const GmTables& T, const int32_t* S, int64_t action, 
   return false;
 }
 
+// vramgym.envs.vector.hash_tasks_keyed for one env: the task of its episode from its key (32
+// bits, hash_keys) and episode number; the same int64 arithmetic (products below 2**59).
+GM_HD inline int64_t mix32(int64_t x) {
+  x = (((x >> 16) ^ x) * 0x45D9F3B) & 0xFFFFFFFFLL;
+  x = (((x >> 16) ^ x) * 0x45D9F3B) & 0xFFFFFFFFLL;
+  return (x >> 16) ^ x;
+}
+GM_HD inline int64_t hashed_task(int64_t key, int64_t episode, int64_t n_tasks) {
+  return mix32(key ^ (episode & 0xFFFFFFFFLL)) % n_tasks;
+}
+
 // The token env's step with its autoreset for one row, in place (SynthesisCore._step_tokens
 // without the scoring; envs/synthesis.py): task, toks (L), length and row (STATE_SIZE) are the
-// row's state. A restart row takes no step: with new_task (non-null) it starts an episode on
-// *new_task, else it is left as it is. gid(t) is the grammar of task id t (the CPU library counts
+// row's state. A restart row takes no step: with a new task (has_new) it starts an episode on
+// new_task, else it is left as it is. gid(t) is the grammar of task id t (the CPU library counts
 // the ids out of range, the GPU's clamps them). Out: bad (an invalid action: out of range, masked,
 // or after the end; the row unchanged), term (END taken, or bad), trunc (the length limit reached
 // without END), done (the program is scored now), body_len.
@@ -587,13 +598,13 @@ struct EnvStep {
 };
 template <class Gid>
 GM_HD inline EnvStep env_step_row(const GmTables& T, int64_t* task, int64_t* toks, int64_t* length, int32_t* row,
-                                  int32_t L, int64_t a, bool restart, const int64_t* new_task, const int32_t* init,
-                                  Gid gid) {
+                                  int32_t L, int64_t a, bool restart, bool has_new, int64_t new_task,
+                                  const int32_t* init, Gid gid) {
   EnvStep o = {0, 0, 0, 0, *length};
   if (restart) {
-    if (!new_task) return o;
-    const int32_t g = gid(*new_task);
-    *task = *new_task;
+    if (!has_new) return o;
+    const int32_t g = gid(new_task);
+    *task = new_task;
     for (int32_t j = 0; j < L; j++) toks[j] = END;
     *length = o.body_len = 0;
     const int32_t* from = init + (int64_t)g * STATE_SIZE;

@@ -119,22 +119,24 @@ GM_EXPORT int64_t gm_step(const int32_t* S, const int64_t* actions, const int64_
 // runs too), one call where the torch ops are ~40 (each a few us on a small batch). The env's
 // state: task (n,), tokens (n, L), length (n,), S (n, STATE_SIZE); init (ngram, STATE_SIZE):
 // each task's empty-body row (a task is its grammar). Rows where restart is
-// set take no step: with tasks they start an episode on tasks[i], without (tasks null) they are
-// left as they are. Out (n bytes each): bad (an invalid action in a stepped row: out of range,
+// set take no step: with tasks they start an episode on tasks[i], with keys (tasks null) on
+// hashed_task(keys[i], episode[i], n_tasks) (the vector env's task hash, computed here for the
+// restart rows only), without either they are left as they are. Out (n bytes each): bad (an invalid action in a stepped row: out of range,
 // masked, or after the end; its row unchanged), term (END taken, or bad), trunc (the length
 // limit reached without END), done (the rows whose programs are now scored); body_len (n,).
 // Returns the rows whose task or new task is out of range (0: none; they read a clamped one).
 GM_EXPORT int64_t gm_env_step(int64_t* task, int64_t* tokens, int64_t* length, int32_t* S, int64_t n, int32_t L,
                               const int64_t* actions, const uint8_t* restart, const int64_t* tasks,
+                              const int64_t* keys, const int64_t* episode, int64_t n_tasks,
                               const int32_t* init, uint8_t* bad, uint8_t* term, uint8_t* trunc, uint8_t* done,
                               int64_t* body_len, const uint64_t* addrs, int32_t nfid, int32_t ngram,
                               int32_t nthreads) {
   GmTables T = tables(addrs, nfid, ngram);
   std::atomic<int64_t> nbad(0);
   parallel_rows(n, nthreads, [&](int64_t i) {
+    const int64_t nt = !restart[i] ? 0 : tasks ? tasks[i] : keys ? hashed_task(keys[i], episode[i], n_tasks) : 0;
     const EnvStep o = env_step_row(T, task + i, tokens + i * (int64_t)L, length + i, S + i * STATE_SIZE, L, actions[i],
-                                   restart[i], tasks ? tasks + i : nullptr, init,
-                                   [&](int64_t g) { return row_gid(T, g, nbad); });
+                                   restart[i], tasks || keys, nt, init, [&](int64_t g) { return row_gid(T, g, nbad); });
     bad[i] = o.bad, term[i] = o.term, trunc[i] = o.trunc, done[i] = o.done, body_len[i] = o.body_len;
   });
   return nbad.load();

@@ -77,22 +77,27 @@ extern "C" __global__ void __launch_bounds__(GM_BLOCK, 4) gm_step_kernel(const i
 
 // The token env's step with its autoreset, in place (the CPU library's gm_env_step, row by row:
 // grammar.h env_step_row): task (n,), tokens (n, L), length (n,), S (n, STATE_SIZE); actions
-// (n,), restart (n,) bytes, tasks (n,) or null (restart rows left as they are), init (ngram,
-// STATE_SIZE). Out: flags (4, n) bytes (bad, term, trunc, done) and body_len (n,). One thread
-// per row; where the torch ops of SynthesisCore._step_tokens were ~25 launches, this is one.
-// Task ids out of range read a clamped grammar (gm_gid), as every kernel here.
+// (n,), restart (n,) bytes, the restart rows' new tasks: tasks (n,), or (tasks null) keys and
+// episode (n,) with n_tasks for the vector env's task hash (gm::hashed_task), or neither (the
+// restart rows left as they are); init (ngram, STATE_SIZE). Out: flags (4, n) bytes (bad, term,
+// trunc, done) and body_len (n,). One thread per row; where the torch ops of
+// SynthesisCore._step_tokens and the task hash were ~40 launches, this is one. Task ids out of
+// range read a clamped grammar (gm_gid), as every kernel here.
 extern "C" __global__ void __launch_bounds__(GM_BLOCK, 4)
     gm_env_step_kernel(long long* task, long long* tokens, long long* length, int32_t* S, long long n, int L,
                        const long long* actions, const unsigned char* restart, const long long* tasks,
-                       const int32_t* init, unsigned char* flags, long long* body_len, const unsigned long long* addrs,
-                       int nfid, int ngram) {
+                       const long long* keys, const long long* episode, long long n_tasks, const int32_t* init,
+                       unsigned char* flags, long long* body_len, const unsigned long long* addrs, int nfid,
+                       int ngram) {
   __shared__ gm::GmTables T;
   gm_load_tables(T, addrs, nfid, ngram);
   long long i = (long long)blockIdx.x * GM_BLOCK + threadIdx.x;
   if (i >= n) return;
+  const bool restart_i = restart[i] != 0;
+  const int64_t nt = !restart_i ? 0 : tasks ? tasks[i] : keys ? gm::hashed_task(keys[i], episode[i], n_tasks) : 0;
   const gm::EnvStep o = gm::env_step_row(
       T, (int64_t*)task + i, (int64_t*)tokens + i * L, (int64_t*)length + i, S + i * gm::STATE_SIZE, L, actions[i],
-      restart[i] != 0, tasks ? (const int64_t*)tasks + i : nullptr, init, [&](int64_t g) { return gm::gm_gid(T, g); });
+      restart_i, tasks || keys, nt, init, [&](int64_t g) { return gm::gm_gid(T, g); });
   flags[i] = o.bad, flags[n + i] = o.term, flags[2 * n + i] = o.trunc, flags[3 * n + i] = o.done;
   body_len[i] = o.body_len;
 }
