@@ -6,7 +6,8 @@
 #   run(command="bash experiments/gpu_one_call.sh bench", carry=[".whl"], timeout_s=600)
 #   run(command="DEADLINE=360 bash experiments/gpu_one_call.sh checks", carry=[".whl"], timeout_s=400)  # warm
 #
-# Phases: bench (install, the variants built, bench_gpu and bench_envs: ~450 s) and checks (the
+# Phases: bench (install, the variants built, bench_gpu and bench_envs: ~450 s in session 41, plus
+# session 42's fuel_scale rows, ~40 s) and checks (the
 # GPU tests, memcheck and ncu: ~200 s; installs first where the machine is fresh); none named:
 # both, which overruns one 600 s call with today's eight variants. DEADLINE (seconds after the
 # start, default 540) bounds the checks, so the script ends, and packs its logs into
@@ -74,7 +75,7 @@ step bench 240 python experiments/bench_gpu.py --sizes 1 1000 100000 1000000 --r
 step bench_envs 90 python experiments/bench_envs.py --env token --device cuda-graph cuda --num-envs 16384 65536 \
   --seconds 3 --name bench_envs_gpu --out "$WORK"
 # the tasks' own budgets (default fuel_scale 8) against the plain 20,000 steps, side by side
-step bench_envs_fuel_scale 90 python experiments/bench_envs.py --env token --device cuda-graph --num-envs 16384 65536 \
+step bench_envs_fuel_scale 75 python experiments/bench_envs.py --env token --device cuda-graph --num-envs 65536 \
   --fuel-scale 8 inf --repeat 2 --seconds 3 --name bench_envs_gpu_fuel_scale --out "$WORK"
 # the scorer's variants in the env (its launch lasts as long as its slowest candidate: latency)
 VRAMGYM_PREFETCH=1 step bench_envs_prefetch 60 python experiments/bench_envs.py --env token --device cuda-graph \
