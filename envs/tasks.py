@@ -518,19 +518,23 @@ class Task:
         columns = [spec.sample(rng, n) for spec in self.inputs]
         return list(zip(*columns)) if columns else [()] * n
 
+    def _run_reference(self, inputs: Sequence[Args], config: VMConfig | None, steps: bool, none: str) -> list:
+        """execute() of the reference on `inputs` under `config`'s limits (default VMConfig())."""
+        if self.reference is None:
+            raise ValueError(f"task {self.name!r} has no reference; {none}")
+        if config is not None and not isinstance(config, VMConfig):
+            raise TypeError(f"config must be a VMConfig, got {type(config).__name__}")
+        c = config or VMConfig()
+        return execute(_compile(self.reference), self.signature.entry, inputs, fuel=c.fuel, max_depth=c.max_depth,
+                       heap_size=c.heap_size, max_lists=c.max_lists, stack_size=c.stack_size, steps=steps)
+
     def outputs(self, inputs: Sequence[Args], config: VMConfig | None = None) -> list:
         """The reference's results on `inputs`, computed by the VM under `config`'s limits
         (default: VMConfig()). A run that traps means the inputs are outside what the task
         promises, or the reference needs more than those limits: ValueError. Scorers that run
         candidates under lower limits (a TaskBank's fuel) should pass them here, or the task
         may be impossible under them (the reference itself would fail its tests)."""
-        if self.reference is None:
-            raise ValueError(f"task {self.name!r} has no reference; its outputs are its cases")
-        if config is not None and not isinstance(config, VMConfig):
-            raise TypeError(f"config must be a VMConfig, got {type(config).__name__}")
-        c = config or VMConfig()
-        results = execute(_compile(self.reference), self.signature.entry, inputs, fuel=c.fuel, max_depth=c.max_depth,
-                          heap_size=c.heap_size, max_lists=c.max_lists, stack_size=c.stack_size)
+        results = self._run_reference(inputs, config, False, "its outputs are its cases")
         for args, r in zip(inputs, results):
             if isinstance(r, Trap):
                 raise ValueError(f"task {self.name!r}: the reference traps {r.kind} on {args!r}")
@@ -540,14 +544,7 @@ class Task:
         """The VM steps the reference executes on each of `inputs` under `config`'s limits
         (default: VMConfig()); a run that traps counts the steps it took (all the fuel, when it
         ran out). TaskBank sets each task's fuel from these."""
-        if self.reference is None:
-            raise ValueError(f"task {self.name!r} has no reference; it has no steps to count")
-        if config is not None and not isinstance(config, VMConfig):
-            raise TypeError(f"config must be a VMConfig, got {type(config).__name__}")
-        c = config or VMConfig()
-        results = execute(_compile(self.reference), self.signature.entry, inputs, fuel=c.fuel, max_depth=c.max_depth,
-                          heap_size=c.heap_size, max_lists=c.max_lists, stack_size=c.stack_size, steps=True)
-        return [int(s) for _, s in results]
+        return [int(s) for _, s in self._run_reference(inputs, config, True, "it has no steps to count")]
 
     def examples(self, seed, n: int, config: VMConfig | None = None) -> tuple[list[Args], list]:
         """(inputs, outputs): n inputs drawn with `seed` and the true outputs (the reference's

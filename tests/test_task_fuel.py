@@ -43,37 +43,27 @@ def by_task(score, progs, task_fuel, config, *args):
     return out
 
 
-def test_evaluate_tasks_cpu_with_task_budgets_is_each_task_on_its_own():
-    rng = np.random.default_rng([SEED, 20])
-    inputs, expected, ret_kinds = make_bank(rng, 10)
-    progs = make_programs(rng, 400)
+@pytest.mark.parametrize("kind", ["tokens", "images"])
+def test_cpu_scorers_with_task_budgets_are_each_task_on_its_own(kind):
+    """evaluate_tasks_cpu (token slots) and execute_tasks_cpu (bytecode images) with budgets:
+    each task's rows as scored on their own at that fuel; without budgets some rows run longer;
+    budgets of config.fuel or more change nothing."""
+    score, check, make, n_tests = ((evaluate_tasks_cpu, oracle, make_programs, 10) if kind == "tokens" else
+                                   (execute_tasks_cpu, image_oracle, make_images, 9))
+    rng = np.random.default_rng([SEED, 20 if kind == "tokens" else 21])
+    inputs, expected, ret_kinds = make_bank(rng, n_tests)
+    rows = make(rng, 400 if kind == "tokens" else 300)
     task_fuel = budgets(rng, len(ret_kinds))
     config = VMConfig(fuel=3000)
-    got = evaluate_tasks_cpu(*progs, inputs, expected, 10, ret_kinds, config=config, task_fuel=task_fuel)
-    want = by_task(oracle, progs, task_fuel, config, inputs, expected, 10, ret_kinds)
+    got = score(*rows, inputs, expected, n_tests, ret_kinds, config=config, task_fuel=task_fuel)
+    want = by_task(check, rows, task_fuel, config, inputs, expected, n_tests, ret_kinds)
     for name, g, w in zip(("passed", "steps", "ok"), got, want):
         assert g.dtype == w.dtype and np.array_equal(g, w), (name, np.flatnonzero(g != w)[:5], SEED)
-    # the budgets changed something: without them some rows run longer
-    plain = evaluate_tasks_cpu(*progs, inputs, expected, 10, ret_kinds, config=config)
+    plain = score(*rows, inputs, expected, n_tests, ret_kinds, config=config)
     assert (plain[1] > got[1]).any() and not (plain[1] < got[1]).any()
-    # budgets of config.fuel or more are config.fuel's results exactly
-    wide = evaluate_tasks_cpu(*progs, inputs, expected, 10, ret_kinds, config=config,
-                              task_fuel=np.full(len(ret_kinds), 3000, np.int32))
+    wide = score(*rows, inputs, expected, n_tests, ret_kinds, config=config,
+                 task_fuel=np.full(len(ret_kinds), 3000, np.int32))
     assert all(np.array_equal(a, b) for a, b in zip(wide, plain))
-
-
-def test_execute_tasks_cpu_with_task_budgets_is_each_task_on_its_own():
-    rng = np.random.default_rng([SEED, 21])
-    inputs, expected, ret_kinds = make_bank(rng, 9)
-    imgs = make_images(rng, 300)
-    task_fuel = budgets(rng, len(ret_kinds))
-    config = VMConfig(fuel=4000)
-    got = execute_tasks_cpu(*imgs, inputs, expected, 9, ret_kinds, config=config, task_fuel=task_fuel)
-    want = by_task(image_oracle, imgs, task_fuel, config, inputs, expected, 9, ret_kinds)
-    for name, g, w in zip(("passed", "steps", "valid"), got, want):
-        assert g.dtype == w.dtype and np.array_equal(g, w), (name, np.flatnonzero(g != w)[:5], SEED)
-    plain = execute_tasks_cpu(*imgs, inputs, expected, 9, ret_kinds, config=config)
-    assert (plain[1] > got[1]).any()
 
 
 @pytest.mark.parametrize("lockstep", [True, False])
