@@ -34,7 +34,8 @@ INCLUDES = [ROOT / "vm" / "csrc", ROOT / "compiler" / "csrc"]
 FLAGS = ["-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", f"-DVG_LOCAL_STACK={cuda.LOCAL_STACK}",
          "-DVG_NO_THREADED_DISPATCH"]
 SEED = int(os.environ.get("VRAMGYM_SEED", np.random.SeedSequence().entropy % 2**32))
-COMPILE_MODES = {cuda.COMPILE_SOURCES: "sources", cuda.COMPILE_TOKENS: "tokens", cuda.COMPILE_SLOTS: "slots"}
+COMPILE_MODES = {cuda.COMPILE_SOURCES: "sources", cuda.COMPILE_TOKENS: "tokens", cuda.COMPILE_SLOTS: "slots",
+                 cuda.COMPILE_ROWS: "rows"}
 
 
 # VRAMGYM_EMU_SANITIZE=1: the emulator under AddressSanitizer and UBSan (the process must preload
@@ -147,11 +148,52 @@ def test_evaluate_tasks_emulated_equals_cpu(emu, n_tests, config, monkeypatch):
         for name, g, w in zip(("passed", "steps", "ok"), got, want):
             assert g.dtype == w.dtype and np.array_equal(g, w), (name, chunk, np.flatnonzero(g != w)[:5], SEED)
         n_chunks = 1 if chunk is None else -(-250 // chunk)
-        assert emu.launches.count("vg_compile:slots") == n_chunks
+        # (the mask's active rows listed first, and the compile takes the list)
+        assert emu.launches.count("vg_active_rows") == emu.launches.count("vg_compile:rows") == n_chunks
         suffix = "local" if config.stack_size <= cuda.LOCAL_STACK else "global"
         assert emu.launches.count(f"vg_execute_tasks_{suffix}") == (n_chunks if n_tests else 0)
     if n_tests:
         assert want[0].sum() > 0 and want[2].sum() > 50
+
+
+@pytest.mark.parametrize("blocks", [1, 3])
+def test_active_rows_lists_each_active_row_once(emu, blocks):
+    """vg_active_rows: every active row exactly once in rows[:n_rows] (any order), whatever the
+    grid (1 block: 8 warps stride over 1,000 rows); the other rows get code_len -1 and a zero
+    error, the active rows' are left as they were."""
+    rng = np.random.default_rng([SEED, 12, blocks])
+    n = 1000
+    for p in (0.0, 0.02, 0.5, 1.0):
+        active = (rng.random(n) < p).astype(np.uint8)
+        code_len = np.full(n, 7, np.int32)
+        err = np.full((n, 4), 9, np.int32)
+        rows, n_rows = np.full(n, -5, np.int32), np.zeros(1, np.int32)
+        emu.k["vg_active_rows"]((blocks,), (256,), (np.int32(n), active, code_len, err, rows, n_rows))
+        on = np.flatnonzero(active)
+        assert n_rows[0] == len(on) and np.array_equal(np.sort(rows[:len(on)]), on), (p, SEED)
+        assert (rows[len(on):] == -5).all()
+        assert np.array_equal(code_len, np.where(active, 7, -1)) and np.array_equal(err, np.where(active[:, None] != 0, np.int32(9), np.zeros((n, 4), np.int32)))
+
+
+@pytest.mark.parametrize("per_sm", [256, 16])
+def test_evaluate_tasks_on_listed_rows_emulated(emu, per_sm, monkeypatch):
+    """evaluate_tasks compiles and scores the active rows that vg_active_rows lists: the CPU's
+    results for masks with no row, one row, a few percent (an env burst) and every row active,
+    also where the compile grid is smaller than the list (COMPILE_PER_SM 16 on the emulator's 2
+    SMs: 32 threads in two warps, so items wrap past lane 31 and round the grid again)."""
+    monkeypatch.setattr(cuda, "COMPILE_PER_SM", per_sm)
+    rng = np.random.default_rng([SEED, 13, per_sm])
+    n_tests = 9
+    inputs, expected, ret_kinds = make_bank(rng, n_tests)
+    tokens, counts, task_ids, _ = make_programs(rng, 150)
+    one = np.zeros(150, bool)
+    one[rng.integers(150)] = True
+    for active in (np.zeros(150, bool), one, rng.random(150) < 0.05, np.ones(150, bool)):
+        want = evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, n_tests, ret_kinds)
+        got = cuda.evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests, ret_kinds)
+        for name, g, w in zip(("passed", "steps", "ok"), got, want):
+            assert np.array_equal(g, w), (name, int(active.sum()), np.flatnonzero(g != w)[:5], SEED)
+    assert want[2].sum() > 50
 
 
 def test_evaluate_emulated_equals_cpu(emu, monkeypatch):
@@ -384,7 +426,7 @@ def test_memory_fraction_sizes_the_budget_and_the_chunks(emu, monkeypatch):
     got = cuda.evaluate_tasks(*progs, inputs, expected, 3, ret_kinds, config=small)
     want = evaluate_tasks_cpu(*progs, inputs, expected, 3, ret_kinds, config=small)
     assert all(np.array_equal(g, w) for g, w in zip(got, want))
-    assert emu.launches.count("vg_compile:slots") == -(-40 // per_chunk)
+    assert emu.launches.count("vg_compile:rows") == -(-40 // per_chunk)  # (a mask: its rows listed)
     for bad in ("1.5", "x", 0, float("nan"), None, True, np.bool_(True), 10**400, "1e400", -0.5):
         monkeypatch.setattr(cuda, "MEMORY_FRACTION", bad)
         with pytest.raises(ValueError, match="MEMORY_FRACTION"):

@@ -145,7 +145,7 @@ class _Device:
                                        options=nvrtc_options(switch_fuse, min_blocks, prefetch, jump_tables))
             self.module.compile()
             self.k = {name: self.module.get_function(name) for name in (
-                "vg_sizes", "vg_compile", "vg_validate_programs", "vg_execute_local",
+                "vg_sizes", "vg_compile", "vg_validate_programs", "vg_active_rows", "vg_execute_local",
                 "vg_execute_global", "vg_execute_local_eval", "vg_execute_global_eval",
                 "vg_execute_tasks_local", "vg_execute_tasks_global")}
             rt = cp.cuda.runtime
@@ -483,19 +483,32 @@ def _compile_launch(d: _Device, kind: str, data, off, n: int, code, code_len, er
 
 
 # vg_compile's modes (cuda_kernels.cu): one kernel, so that ptxas compiles the compiler once
-COMPILE_SOURCES, COMPILE_TOKENS, COMPILE_SLOTS = 0, 1, 2
+COMPILE_SOURCES, COMPILE_TOKENS, COMPILE_SLOTS, COMPILE_ROWS = 0, 1, 2, 3
 
 
 def _run_vg_compile(d: _Device, blocks: int, mode: int, n: int, code, code_cap: int, code_len, compilers, *,
                      src=None, src_off=None, n_src: int = 0, toks=None, tok_off=None, n_toks: int = 0, slot: int = 0,
                      count=None, active=None, err=None, entry: int = 0, meta=None, sig=None, lexers=None, tokens=None,
-                     tok_cap: int = 0):
+                     tok_cap: int = 0, rows=None, n_rows=None):
     """vg_compile over programs [0, n) in one of its modes; the arguments another mode reads are
     null pointers (device arrays or None)."""
     d.k["vg_compile"]((blocks,), (COMPILE_BLOCK,), (
         _i32(mode), _i32(n), _ptr(src), _ptr(src_off), _i64(n_src), _ptr(toks), _ptr(tok_off), _i64(n_toks),
         _i32(slot), _ptr(count), _ptr(active), code, _i32(code_cap), code_len, _ptr(err), _i32(entry), _ptr(meta),
-        _ptr(sig), _ptr(lexers), compilers, _ptr(tokens), _i32(tok_cap)))
+        _ptr(sig), _ptr(lexers), compilers, _ptr(tokens), _i32(tok_cap), _ptr(rows), _ptr(n_rows)))
+
+
+def _active_rows(d: _Device, active, n: int, code_len=None, err=None):
+    """(rows, n_rows) device arrays: the rows i < n where active[i] (uint8), listed by one launch of
+    vg_active_rows in no particular order, n_rows[0] of them; it also sets code_len -1 and a zero
+    error on the other rows (each nullable). Nothing is read back."""
+    import cupy as cp
+    rows = cp.empty(max(n, 1), dtype=cp.int32)
+    n_rows = cp.zeros(1, dtype=cp.int32)
+    if n:
+        blocks = min(-(-n // 256), d.sms * 8)
+        d.k["vg_active_rows"]((blocks,), (256,), (_i32(n), active, _ptr(code_len), _ptr(err), rows, n_rows))
+    return rows, n_rows
 
 
 def token_capacity(max_source_len: int) -> int:
@@ -841,15 +854,20 @@ def _task_fuel_dev(task_fuel, n_task: int):
 # --- evaluate_tasks: token slots, each program on its own task's tests --------------------------
 
 def _compile_slots_launch(d: _Device, toks, count, active, n: int, code, code_len, code_cap: int, err=None):
-    """One launch of vg_compile over token slots [0, n) (device arrays)."""
+    """vg_compile over token slots [0, n) (device arrays). With an active mask, vg_active_rows
+    lists the active rows first and the compile takes that list (VG_COMPILE_ROWS: one program a
+    warp before any warp takes two); returns the (rows, n_rows) for the scorer, else None."""
     import cupy as cp
     if n == 0:
-        return
+        return None
+    listed = None if active is None else _active_rows(d, active, n, code_len, err)
     slots = min(n, d.sms * COMPILE_PER_SM, max(COMPILE_BLOCK, _budget() // d.compiler_bytes))
     blocks = -(-slots // COMPILE_BLOCK)
     compilers = cp.empty(blocks * COMPILE_BLOCK * d.compiler_bytes, dtype=cp.uint8)
-    _run_vg_compile(d, blocks, COMPILE_SLOTS, n, code, code_cap, code_len, compilers, toks=toks,
-                     slot=toks.shape[1], count=count, active=active, err=err)
+    rows, n_rows = listed or (None, None)
+    _run_vg_compile(d, blocks, COMPILE_SLOTS if listed is None else COMPILE_ROWS, n, code, code_cap, code_len,
+                    compilers, toks=toks, slot=toks.shape[1], count=count, err=err, rows=rows, n_rows=n_rows)
+    return listed
 
 
 def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: int, ret_kinds, *, config=None,
@@ -902,15 +920,16 @@ def evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, n_tests: 
         for a in range(0, n, chunk):
             b = min(n, a + chunk)
             k = b - a
-            _compile_slots_launch(d, toks[a:b], count[a:b], None if act is None else act[a:b], k, code,
-                                  lengths[a:b], code_cap)
+            listed = _compile_slots_launch(d, toks[a:b], count[a:b], None if act is None else act[a:b], k, code,
+                                           lengths[a:b], code_cap)
             if not n_tests:
                 continue
             entry_pc = _validate(d, code, None, code_cap, lengths[a:b], k, None, 0, None, None)
+            rows, n_rows = listed or (None, None)
             kernel((blocks,), (EXEC_BLOCK,), (
                 code, _i32(code_cap), lengths[a:b], _i32(k), entry_pc, task_of[a:b], task_ret, fuel_of, _i32(n_task),
                 _i32(n_tests), in_words, in_off, _i32(n_in), _i64(in_words.size), exp_words, exp_off,
-                _i64(exp_words.size), _i64(k * wpp), _i32(wpp),
+                _i64(exp_words.size), _i64(k * wpp), _i32(wpp), _ptr(rows), _ptr(n_rows),
                 *_cfg_args(config), scratch, passed[a:b], steps[a:b]))
         ok = _out(lengths, as_torch) >= 0  # compared after the hand-over: no bool through DLPack
         return _out(passed, as_torch), _out(steps.view(cp.int64), as_torch), ok
@@ -975,10 +994,12 @@ def execute_tasks(code, code_len, task_ids, active, inputs, expected, n_tests: i
             entry_pc[a:b] = pc[:k]
             if not n_tests:
                 continue
+            # with a mask, the scorer's warps take the listed rows only, one program each
+            rows, n_rows = (None, None) if act is None else _active_rows(d, act[a:b], k)
             kernel((blocks,), (EXEC_BLOCK,), (
                 sub, _i32(width), lengths[a:b], _i32(k), pc, task_of[a:b], task_ret, fuel_of, _i32(n_task),
                 _i32(n_tests), in_words, in_off, _i32(n_in), _i64(in_words.size), exp_words, exp_off,
-                _i64(exp_words.size), _i64(k * wpp), _i32(wpp),
+                _i64(exp_words.size), _i64(k * wpp), _i32(wpp), _ptr(rows), _ptr(n_rows),
                 *_cfg_args(config), scratch, passed[a:b], steps[a:b]))
         valid = _out(entry_pc[:n], as_torch) >= 0  # compared after the hand-over: no bool through DLPack
         return _out(passed, as_torch), _out(steps.view(cp.int64), as_torch), valid

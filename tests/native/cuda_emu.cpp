@@ -1,6 +1,6 @@
 // Host emulation of the CUDA kernels (vm/csrc/cuda_kernels.cu), for tests without a GPU: every
 // thread of a block is a std::thread, and the warp intrinsics the kernels use (__ballot_sync,
-// __shfl_down_sync) meet at a per-warp barrier. It checks the kernels' logic (indexing, masks,
+// __shfl_sync, __shfl_down_sync) meet at a per-warp barrier. It checks the kernels' logic (indexing, masks,
 // skips, per-warp sums) and cuda.py's launches (argument lists, chunking) against the CPU
 // backend; it says nothing of the GPU's memory model, streams or performance.
 //
@@ -47,6 +47,14 @@ inline unsigned long long __shfl_down_sync(unsigned, unsigned long long x, int o
   emu_warp->bar.arrive_and_wait();
   return r;
 }
+inline int __shfl_sync(unsigned, int x, int src) {
+  unsigned lane = threadIdx.x & 31;
+  emu_warp->v[lane] = (unsigned long long)(unsigned)x;
+  emu_warp->bar.arrive_and_wait();
+  int r = (int)(unsigned)emu_warp->v[src & 31];
+  emu_warp->bar.arrive_and_wait();
+  return r;
+}
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
@@ -85,6 +93,7 @@ extern "C" int emu_launch(const char* name, unsigned grid, unsigned block, void*
   EMU_KERNEL(vg_sizes)
   EMU_KERNEL(vg_compile)
   EMU_KERNEL(vg_validate_programs)
+  EMU_KERNEL(vg_active_rows)
   EMU_KERNEL(vg_execute_local)
   EMU_KERNEL(vg_execute_global)
   EMU_KERNEL(vg_execute_local_eval)

@@ -15,7 +15,8 @@
 //       position touch one cache line) and caches in L1; _global ones are for stacks larger
 //       than VG_LOCAL_STACK. The _eval variants also sum passes and steps per program.
 //   vg_compile (token slots) + vg_execute_tasks_{local,global}   evaluate_tasks: programs as
-//       fixed-stride token slots with an active mask, each run on its own task's tests.
+//       fixed-stride token slots with an active mask, each run on its own task's tests; with a
+//       mask, vg_active_rows lists the active rows first and both launches take that list.
 // Failures are status codes in the outputs, never exceptions or aborts.
 #include "compiler.h"
 #include "vm.h"
@@ -254,14 +255,18 @@ __device__ inline void execute_tasks(const uint32_t* __restrict__ code, int32_t 
                                      const int32_t* __restrict__ in_words, const int64_t* __restrict__ in_off,
                                      int32_t n_in, int64_t n_in_words, const int32_t* __restrict__ exp_words,
                                      const int64_t* __restrict__ exp_off, int64_t n_exp_words, int64_t n_items,
-                                     int32_t wpp, VMConfig cfg, int32_t* __restrict__ scratch, int32_t* pass_count,
+                                     int32_t wpp, const int32_t* __restrict__ rows, const int32_t* __restrict__ n_rows,
+                                     VMConfig cfg, int32_t* __restrict__ scratch, int32_t* pass_count,
                                      unsigned long long* step_sum, int32_t* local_stack) {
   const int32_t lane = threadIdx.x & 31;
   const int64_t warp = global_tid() >> 5, nwarps = grid_threads() >> 5;
   Workspace ws = lane_workspace<LOCAL>(cfg, scratch, warp * 32 + lane, local_stack);
-  for (int64_t t = warp; t < n_items; t += nwarps) {  // uniform across the warp
-    int32_t p = (int32_t)(t / wpp);
-    if (p >= n_prog) continue;
+  // rows (nullable): the programs vg_active_rows listed, rows[0 .. *n_rows), in place of all
+  const int64_t items = rows ? (int64_t)*n_rows * wpp : n_items;
+  for (int64_t t = warp; t < items; t += nwarps) {  // uniform across the warp
+    const int64_t r = t / wpp;
+    int32_t p = rows ? rows[r] : (int32_t)r;
+    if (p < 0 || p >= n_prog) continue;
     int64_t task = task_of[p];
     if (entry_pc[p] < 0 || task < 0 || task >= n_task) continue;
     int32_t jj = (int32_t)(t % wpp) * 32 + lane;
@@ -341,16 +346,36 @@ __global__ void vg_sizes(int64_t* out) {
 // {code, line, col, arg}; entry_meta (nullable) ENTRY_META ints per program for function number
 // `entry`; sig (nullable) MAX_FUNCS packed signatures per program (compiler.h's
 // write_signatures, as the CPU's vg_compile_batch). Pointers a mode does not use may be null.
-enum : int32_t { VG_COMPILE_SOURCES = 0, VG_COMPILE_TOKENS = 1, VG_COMPILE_SLOTS = 2 };
+// VG_COMPILE_ROWS: the token slots of the rows rows[0 .. *n_rows) that vg_active_rows listed
+//   (which also wrote the other rows' code_len and err); entry_meta and sig must be null. Item k
+//   goes to lane k / nwarps of warp k % nwarps, so no warp takes a second program before every
+//   warp has one: a burst of finished programs is a few percent of an env batch's rows, and
+//   thread i of the grid-stride loop above got rows i, i + grid, ...: some warps had several
+//   active lanes (diverged, or one after the other), and the slowest warp is the launch.
+enum : int32_t { VG_COMPILE_SOURCES = 0, VG_COMPILE_TOKENS = 1, VG_COMPILE_SLOTS = 2, VG_COMPILE_ROWS = 3 };
 
 __global__ void vg_compile(int32_t mode, int32_t n, const char* __restrict__ src, const int64_t* __restrict__ src_off,
                            int64_t n_src, const vg::Token* __restrict__ toks, const int64_t* __restrict__ tok_off,
                            int64_t n_toks, int32_t slot, const int64_t* __restrict__ count,
                            const uint8_t* __restrict__ active, uint32_t* code, int32_t code_cap, int32_t* code_len,
                            int32_t* err, int32_t entry, int32_t* entry_meta, int64_t* sig, vg::Lexer* lexers,
-                           vg::Compiler* compilers, vg::Token* tokens, int32_t tok_cap) {
+                           vg::Compiler* compilers, vg::Token* tokens, int32_t tok_cap,
+                           const int32_t* __restrict__ rows, const int32_t* __restrict__ n_rows) {
   int64_t tid = vgk::global_tid();
   vg::Compiler& c = compilers[tid];
+  if (mode == VG_COMPILE_ROWS) {
+    const int64_t threads = vgk::grid_threads(), nwarps = threads >> 5;
+    const int64_t listed = *n_rows;
+    for (int64_t k = (tid & 31) * nwarps + (tid >> 5); k < listed; k += threads) {
+      const int64_t i = rows[k];
+      if (i < 0 || i >= n) continue;  // (vg_active_rows lists rows of [0, n) only)
+      int64_t m = count[i];
+      m = m < 0 ? 0 : m > slot ? slot : m;
+      code_len[i] = vg::compile_tokens(c, toks + i * (int64_t)slot, (int32_t)m, code + i * (int64_t)code_cap, code_cap);
+      if (err) vgk::write_err(err, i, c.err);
+    }
+    return;
+  }
   for (int64_t i = tid; i < n; i += vgk::grid_threads()) {
     int32_t m = -1;
     vg::CompileError e;  // bad offsets or a too small tok_cap: error -1; an inactive slot: 0
@@ -387,6 +412,30 @@ __global__ void vg_compile(int32_t mode, int32_t n, const char* __restrict__ src
     if (err) vgk::write_err(err, i, e);
     if (entry_meta) vgk::write_entry_meta(c, m, entry, entry_meta + i * ENTRY_META);
     if (sig) vg::write_signatures(c, m, sig + i * (int64_t)vg::MAX_FUNCS);
+  }
+}
+
+// rows[0 .. *n_rows) = the rows i < n with active[i] != 0, in no particular order (*n_rows zeroed
+// by the caller): the list vg_compile (VG_COMPILE_ROWS) and vg_execute_tasks take, so that their
+// warps get one program each. The other rows get code_len -1 and a zero error here (code_len and
+// err nullable). A warp adds its rows to the list with one atomic. Blocks of a multiple of 32.
+__global__ void vg_active_rows(int32_t n, const uint8_t* __restrict__ active, int32_t* code_len, int32_t* err,
+                               int32_t* rows, int32_t* n_rows) {
+  const int32_t lane = threadIdx.x & 31;
+  const int64_t warp = vgk::global_tid() >> 5, nwarps = vgk::grid_threads() >> 5;
+  for (int64_t base = warp * 32; base < n; base += nwarps * 32) {  // uniform across the warp
+    const int64_t i = base + lane;
+    const bool on = i < n && active[i];
+    const unsigned ballot = __ballot_sync(0xffffffffu, on);
+    int32_t first = 0;
+    if (lane == 0 && ballot) first = atomicAdd(n_rows, __popc(ballot));
+    first = __shfl_sync(0xffffffffu, first, 0);
+    if (on) {
+      rows[first + __popc(ballot & ((1u << lane) - 1u))] = (int32_t)i;
+    } else if (i < n) {
+      if (code_len) code_len[i] = -1;
+      if (err) err[4 * i] = err[4 * i + 1] = err[4 * i + 2] = err[4 * i + 3] = 0;
+    }
   }
 }
 
@@ -442,12 +491,12 @@ __global__ void VG_EXEC_BOUNDS vg_execute_global_eval(VG_EXEC_PARAMS) {
       const int32_t *__restrict__ in_words, const int64_t *__restrict__ in_off, int32_t n_in,                     \
       int64_t n_in_words, const int32_t *__restrict__ exp_words, const int64_t *__restrict__ exp_off, \
       int64_t n_exp_words, int64_t n_items,                                                                      \
-      int32_t wpp, int32_t fuel, int32_t max_depth, int32_t heap_size, int32_t max_lists, int32_t stack_size,      \
+      int32_t wpp, const int32_t *__restrict__ rows, const int32_t *__restrict__ n_rows, int32_t fuel, int32_t max_depth, int32_t heap_size, int32_t max_lists, int32_t stack_size,      \
       int32_t *__restrict__ scratch, int32_t *pass_count, unsigned long long *step_sum
 #define VG_TASK_ARGS(stack)                                                                                     \
   code, code_cap, code_len, n_prog, entry_pc, task_of, task_ret, task_fuel, n_task, n_tests, in_words, in_off,  \
       n_in,                                                                                                      \
-      n_in_words, exp_words, exp_off, n_exp_words, n_items, wpp, cfg, scratch, pass_count, step_sum, stack
+      n_in_words, exp_words, exp_off, n_exp_words, n_items, wpp, rows, n_rows, cfg, scratch, pass_count, step_sum, stack
 
 __global__ void VG_EXEC_BOUNDS vg_execute_tasks_local(VG_TASK_PARAMS) {
   int32_t stack[VG_LOCAL_STACK];
