@@ -68,7 +68,7 @@ def test_nvcc_compiles_kernels(tmp_path, switch_fuse, min_blocks, prefetch, jump
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     ptx = (tmp_path / "k.ptx").read_text()
-    for name in ("vg_compile", "vg_validate_programs", "vg_execute_local", "vg_execute_global_eval",
+    for name in ("vg_compile", "vg_validate_programs", "vg_active_rows", "vg_execute_local", "vg_execute_global_eval",
                  "vg_execute_tasks_local", "vg_execute_tasks_global"):
         assert f".entry {name}(" in ptx
     # No kernel recurses (the compiler once did: expr -> ... -> expr), so no kernel needs the

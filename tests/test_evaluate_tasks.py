@@ -209,6 +209,26 @@ def test_evaluate_tasks_gpu_equals_cpu(n_tests, config, monkeypatch):
 
 
 @gpu
+@pytest.mark.parametrize("share", [0.0, 0.02, 1.0])
+def test_evaluate_tasks_gpu_sparse_masks(share):
+    """An env burst: tens of thousands of rows, a few percent of them active (the listed rows:
+    vg_active_rows, then the compile and scorer over that list, with the device's real grid),
+    none and all: the CPU's results."""
+    rng = np.random.default_rng([SEED, 14, int(share * 100)])
+    inputs, expected, ret_kinds = make_bank(rng, 16)
+    tokens, counts, task_ids, _ = make_programs(rng, 400)
+    pick = rng.integers(0, 400, 40_000)   # 40,000 rows drawn from 400 programs
+    tokens, counts, task_ids = tokens[pick], counts[pick], task_ids[pick]
+    active = rng.random(len(pick)) < share
+    want = evaluate_tasks_cpu(tokens, counts, task_ids, active, inputs, expected, 16, ret_kinds)
+    got = cuda.evaluate_tasks(tokens, counts, task_ids, active, inputs, expected, 16, ret_kinds)
+    for name, g, w in zip(("passed", "steps", "ok"), got, want):
+        g = _host(g)
+        assert np.array_equal(g, w), (name, share, np.flatnonzero(g != w)[:5], SEED)
+    assert share == 0 or want[2].sum() > 0
+
+
+@gpu
 def test_evaluate_tasks_torch_no_sync():
     """Torch CUDA tensors in (the environments' state), torch CUDA tensors out, on torch's
     current stream; torch's sync debugger must see no synchronisation inside the call."""
