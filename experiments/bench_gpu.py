@@ -151,11 +151,14 @@ def steady_row(n, args, flat, offsets, ev, t_comp, t_eval, n_iter, check, wps):
 # (cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS, cuda.PREFETCH, cuda.JUMP_TABLES): the plain VM in 48
 # registers (10 resident blocks of 128 threads on an H100; its default) and unbounded (56); with
 # superinstructions, unbounded (their default) and in 48 registers; each word fetched a step ahead;
-# the dispatch as a jump table, plain, with superinstructions and with prefetch. The first is the
-# reference the others must equal.
+# the dispatch as a jump table, plain, with superinstructions and with prefetch; the plain VM in
+# 40 registers (12 blocks: 48 warps an SM instead of 40, the same SASS a step and no spill in one,
+# sass_steps.py in session 43), with and without jump tables. The first is the reference the
+# others must equal.
 FUSE_VARIANTS = ((False, 10, False, False), (False, 0, False, False), (True, 0, False, False),
                  (True, 10, False, False), (False, 10, True, False), (False, 10, False, True),
-                 (True, 10, False, True), (False, 10, True, True))
+                 (True, 10, False, True), (False, 10, True, True), (False, 12, False, False),
+                 (False, 12, False, True))
 VARIANT_FLAGS = ("SWITCH_FUSE", "EXEC_MIN_BLOCKS", "PREFETCH", "JUMP_TABLES")
 
 

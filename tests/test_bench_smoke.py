@@ -107,3 +107,23 @@ def test_quick_runs_leave_the_recorded_results_alone_and_bad_arguments_stop_befo
             mod.main(["--quick", "--env", "token", *bad])
         assert e.value.code == 2, bad
     assert calls == []
+
+
+def test_scoring_tail_quick(tmp_path):
+    """experiments/scoring_tail.py --quick: the same masked random trajectories under both budgets
+    (the masks do not depend on rewards), so the same programs a burst, and the tasks' budgets
+    can only cut executed steps and the slowest run; the model's SASS a step is at least the
+    cheapest opcode's (30 here: a flat 35)."""
+    import subprocess
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, str(root / "experiments" / "scoring_tail.py"), "--quick", "--out", str(tmp_path)],
+                   check=True, capture_output=True, timeout=600)
+    scaled, plain = json.loads((tmp_path / "scoring_tail.json").read_text())
+    assert (scaled["fuel_scale"], plain["fuel_scale"]) == (8, float("inf"))
+    assert scaled["bursts"] == plain["bursts"] > 5 and scaled["programs_per_burst"] == plain["programs_per_burst"] > 10
+    assert 0 < scaled["lane_steps_per_burst"] < plain["lane_steps_per_burst"]
+    assert scaled["slowest_run_mean"] <= plain["slowest_run_mean"]
+    for r in (scaled, plain):
+        assert r["slowest_run_p50"] <= r["slowest_run_p90"] and r["slowest_run_mean"] <= r["strided_slowest_warp_mean"]
+        assert r["model_cost_per_lane_max_step"] >= 35
+    assert "| fuel_scale |" in (tmp_path / "scoring_tail.md").read_text()
