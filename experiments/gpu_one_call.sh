@@ -115,6 +115,17 @@ memcheck grammar tests/test_grammar_native.py "gpu or cuda" &
  step ncu_details 60 ncu -i "$WORK/exec_loop.ncu-rep" --page details
  step ncu_sass 60 ncu -i "$WORK/exec_loop.ncu-rep" --page source --csv --print-source sass
  rm -f "$WORK/exec_loop.ncu-rep") &
+# ... and on one scorer launch of the token env at 65,536 envs in steady state (the step's critical
+# path: its slowest warp, ~590 cycles a VM step by session 43's reading): where that warp waits
+(export VRAMGYM_GPU_MEMORY_FRACTION=0.1
+ step ncu_scorer 150 ncu --set full -k regex:vg_execute_tasks_local --launch-skip 70 -c 1 -f -o "$WORK/env_scorer" \
+   python -c "import torch; from vramgym.envs.synthesis import SynthesisVectorEnv as E
+e = E(num_envs=65536, device='cuda', copy=False); o, _ = e.reset(seed=0); g = torch.Generator(device='cuda').manual_seed(0)
+for _ in range(80): o, *_ = e.step((torch.rand(o['action_mask'].shape, generator=g, device='cuda') + o['action_mask']).argmax(1))
+torch.cuda.synchronize()"
+ step ncu_scorer_details 60 ncu -i "$WORK/env_scorer.ncu-rep" --page details
+ step ncu_scorer_sass 60 ncu -i "$WORK/env_scorer.ncu-rep" --page source --csv --print-source sass
+ rm -f "$WORK/env_scorer.ncu-rep") &
 VRAMGYM_GPU_MEMORY_FRACTION=0.05 step gpu_tests "$lim" python -m pytest -v -rfEs --durations=25 -n 10 \
   --dist loadfile -p no:cacheprovider tests/test_cuda_backend.py "tests/test_differential.py::test_cuda_matches_cpu" \
   tests/test_step_graph.py tests/test_envs_device.py tests/test_evaluate_tasks.py tests/test_task_fuel.py \
