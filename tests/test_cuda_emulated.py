@@ -180,7 +180,7 @@ def test_evaluate_tasks_on_listed_rows_emulated(emu, per_sm, monkeypatch):
     """evaluate_tasks compiles and scores the active rows that vg_active_rows lists: the CPU's
     results for masks with no row, one row, a few percent (an env burst) and every row active,
     also where the compile grid is smaller than the list (COMPILE_PER_SM 16 on the emulator's 2
-    SMs: 32 threads in two warps, so items wrap past lane 31 and round the grid again)."""
+    SMs: one block of 64 threads in two warps, so items fill lanes past 0 and go round the grid again)."""
     monkeypatch.setattr(cuda, "COMPILE_PER_SM", per_sm)
     rng = np.random.default_rng([SEED, 13, per_sm])
     n_tests = 9
