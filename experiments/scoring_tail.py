@@ -137,11 +137,16 @@ def main() -> None:
         a.num_envs, a.steps = 1024, 60
     if a.num_envs < 1 or a.steps < 3 or a.warps < 1:
         p.error("--num-envs and --warps must be positive, --steps at least 3")
-    out = results_dir(p, a.out, a.quick)
+    if not all(s > 0 for s in a.fuel_scale):   # (nan fails this too)
+        p.error("--fuel-scale values must be positive (inf: every task keeps the config's fuel)")
     cost = np.full(64, 35.0)
     if a.costs is not None:
-        for v in json.loads(a.costs.read_text())["per_opcode"].values():
-            cost[v["code"]] = v["sass"]
+        try:
+            for v in json.loads(a.costs.read_text())["per_opcode"].values():
+                cost[int(v["code"])] = float(v["sass"])
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+            p.error(f"--costs {a.costs}: not a sass_steps.py json ({e!r})")
+    out = results_dir(p, a.out, a.quick)
     exe = build_helper()
     table = []
     for scale in a.fuel_scale:

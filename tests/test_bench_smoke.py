@@ -127,3 +127,15 @@ def test_scoring_tail_quick(tmp_path):
         assert r["slowest_run_p50"] <= r["slowest_run_p90"] and r["slowest_run_mean"] <= r["strided_slowest_warp_mean"]
         assert r["model_cost_per_lane_max_step"] >= 35
     assert "| fuel_scale |" in (tmp_path / "scoring_tail.md").read_text()
+
+
+@pytest.mark.parametrize("args", [["--fuel-scale", "0"], ["--fuel-scale", "nan"], ["--costs", "/nonexistent.json"],
+                                  ["--num-envs", "0"]])
+def test_scoring_tail_bad_arguments(tmp_path, args):
+    """Bad options: exit 2 with one line naming the option, before anything runs."""
+    import subprocess
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, str(root / "experiments" / "scoring_tail.py"), *args, "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and args[0] in r.stderr.strip().splitlines()[-1], r.stderr
+    assert not list(tmp_path.iterdir())
