@@ -96,6 +96,18 @@ def replay(exe: Path, bursts, bank, cost: np.ndarray, base: float, extra: float)
     return np.c_[np.array(where, dtype=np.float64).reshape(-1, 2), r[:, 0], r[:, 1], r[:, 2], r[:, 4]]
 
 
+def busiest_compile_warp(bursts, slots: int, lanes: int) -> tuple[float, float]:
+    """Programs in the busiest compile warp a burst, mean over bursts: vg_compile over every row
+    (thread t of `slots` takes rows t, t + slots, ...; a warp is 32 threads) against the listed
+    rows (`lanes` compiling lanes a warp, so slots / lanes warps, and item k to warp k % warps:
+    ceil(count / warps)). Every ended program counts (the compile runs them all)."""
+    warps = -(-slots // lanes)
+    strided = [np.bincount((np.array([r for r, _, _ in burst], dtype=np.int64) % slots) // 32).max()
+               for burst in bursts if burst]
+    listed = [-(-len(burst) // warps) for burst in bursts if burst]
+    return float(np.mean(strided)), float(np.mean(listed))
+
+
 def per_burst(rows: np.ndarray, n_bursts: int, warps: int) -> dict:
     b = rows[:, 0].astype(int)
 
@@ -125,6 +137,9 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=120, help="env steps (the first third are not counted)")
     p.add_argument("--fuel-scale", type=float, nargs="+", default=[8.0, math.inf])
     p.add_argument("--warps", type=int, default=132 * 40, help="the scorer's persistent grid (an H100/H200 at 40 warps an SM)")
+    p.add_argument("--compile-slots", type=int, default=132 * 256,
+                   help="vg_compile's scratch slots (cuda.COMPILE_PER_SM 256 on 132 SMs)")
+    p.add_argument("--compile-row-lanes", type=int, default=8, help="cuda.COMPILE_ROW_LANES")
     p.add_argument("--costs", type=Path, default=None, help="sass_steps.py --out json: SASS a step per opcode (default 35 each)")
     p.add_argument("--base", type=float, default=14.0, help="SASS of a step shared by all opcodes (fetch, decode, loop)")
     p.add_argument("--extra", type=float, default=4.0, help="SASS a min-pc step adds")
@@ -135,8 +150,9 @@ def main() -> None:
     a = p.parse_args()
     if a.quick:
         a.num_envs, a.steps = 1024, 60
-    if a.num_envs < 1 or a.steps < 3 or a.warps < 1:
-        p.error("--num-envs and --warps must be positive, --steps at least 3")
+    if a.num_envs < 1 or a.steps < 3 or a.warps < 1 or a.compile_slots < 32 or not 1 <= a.compile_row_lanes <= 32:
+        p.error("--num-envs and --warps must be positive, --compile-slots at least 32, --compile-row-lanes in "
+                "[1, 32], --steps at least 3")
     if not all(s > 0 for s in a.fuel_scale):   # (nan fails this too)
         p.error("--fuel-scale values must be positive (inf: every task keeps the config's fuel)")
     cost = np.full(64, 35.0)
@@ -153,17 +169,21 @@ def main() -> None:
         t0 = time.perf_counter()
         bursts, bank = bursts_of(a.num_envs, a.steps, scale, a.seed)
         rows = replay(exe, bursts, bank, cost, a.base, a.extra)
+        every, listed = busiest_compile_warp(bursts, a.compile_slots, a.compile_row_lanes)
         r = {"fuel_scale": scale, "num_envs": a.num_envs, "bursts": len(bursts), **per_burst(rows, len(bursts), a.warps),
+             "compile_busiest_warp_every_row": every, "compile_busiest_warp_listed": listed,
              "seconds": time.perf_counter() - t0}
         print(json.dumps(r))
         table.append(r)
     head = ("| fuel_scale | programs a burst | executed lane steps a burst | slowest run: mean | p50 | p90 | "
             f"slowest warp, grid-stride over {a.warps} warps | model: SASS per lane-max step | model: slowest warp "
-            "(SASS) | min-pc model: slowest warp |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+            "(SASS) | min-pc model: slowest warp | compile: programs in the busiest warp, every row / listed rows |\n"
+            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     lines = [f"| {r['fuel_scale']:g} | {r['programs_per_burst']:,.0f} | {r['lane_steps_per_burst']:.3g} | "
              f"{r['slowest_run_mean']:,.0f} | {r['slowest_run_p50']:,.0f} | {r['slowest_run_p90']:,.0f} | "
              f"{r['strided_slowest_warp_mean']:,.0f} | {r['model_cost_per_lane_max_step']:.1f} | "
-             f"{r['model_slowest_warp']:.3g} | {r['model_minpc_slowest_warp']:.3g} |" for r in table]
+             f"{r['model_slowest_warp']:.3g} | {r['model_minpc_slowest_warp']:.3g} | "
+             f"{r['compile_busiest_warp_every_row']:.1f} / {r['compile_busiest_warp_listed']:.1f} |" for r in table]
     md = (f"# Scoring bursts of the token env on the CPU ({a.num_envs:,} envs, {a.steps} steps, seed {a.seed})\n\n"
           f"`python experiments/scoring_tail.py {' '.join(sys.argv[1:])}`. VM steps executed (not reported) "
           f"per burst of finished programs, 16 tests each; costs {'from ' + a.costs.name if a.costs else 'a flat 35 SASS a step'}, "

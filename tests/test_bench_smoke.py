@@ -126,6 +126,7 @@ def test_scoring_tail_quick(tmp_path):
     for r in (scaled, plain):
         assert r["slowest_run_p50"] <= r["slowest_run_p90"] and r["slowest_run_mean"] <= r["strided_slowest_warp_mean"]
         assert r["model_cost_per_lane_max_step"] >= 35
+        assert 1 <= r["compile_busiest_warp_listed"] <= r["compile_busiest_warp_every_row"]
     assert "| fuel_scale |" in (tmp_path / "scoring_tail.md").read_text()
 
 

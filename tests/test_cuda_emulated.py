@@ -175,13 +175,15 @@ def test_active_rows_lists_each_active_row_once(emu, blocks):
         assert np.array_equal(code_len, np.where(active, 7, -1)) and np.array_equal(err, np.where(active[:, None] != 0, np.int32(9), np.zeros((n, 4), np.int32)))
 
 
-@pytest.mark.parametrize("per_sm", [256, 16])
-def test_evaluate_tasks_on_listed_rows_emulated(emu, per_sm, monkeypatch):
+@pytest.mark.parametrize("per_sm,lanes", [(256, 8), (16, 8), (16, 1), (16, 32), (7, 3)])
+def test_evaluate_tasks_on_listed_rows_emulated(emu, per_sm, lanes, monkeypatch):
     """evaluate_tasks compiles and scores the active rows that vg_active_rows lists: the CPU's
     results for masks with no row, one row, a few percent (an env burst) and every row active,
-    also where the compile grid is smaller than the list (COMPILE_PER_SM 16 on the emulator's 2
-    SMs: one block of 64 threads in two warps, so items fill lanes past 0 and go round the grid again)."""
+    also where the compile's scratch is smaller than the list (COMPILE_PER_SM 16 on the
+    emulator's 2 SMs: 32 slots, as 4 warps of 8 compiling lanes, 32 warps of 1 or one warp of 32;
+    7: 14 slots as 5 warps of 3), so items take lanes past 0 and go round the grid again."""
     monkeypatch.setattr(cuda, "COMPILE_PER_SM", per_sm)
+    monkeypatch.setattr(cuda, "COMPILE_ROW_LANES", lanes)
     rng = np.random.default_rng([SEED, 13, per_sm])
     n_tests = 9
     inputs, expected, ret_kinds = make_bank(rng, n_tests)

@@ -67,6 +67,9 @@ EXEC_MIN_BLOCKS: int | None = None  # > 0: __launch_bounds__(EXEC_BLOCK, this) o
 # bound. None: 10 for the plain VM (unbounded it takes 56 registers since its traps return in place,
 # with no spill at 48: experiments/sass_steps.py), 0 with SWITCH_FUSE (faster unbounded, session 6).
 COMPILE_BLOCK = 64     # threads per block of the compile kernels (one program per thread)
+COMPILE_ROW_LANES = 8  # lanes a warp that compile an env burst's listed rows (the rest idle): the
+# compile's scratch slots spread over 4x as many warps as a warp of 32 would take, so that a sparse
+# burst gives each warp one program (vg_compile's VG_COMPILE_ROWS)
 COMPILE_PER_SM = 256   # resident compile threads per SM worth their scratch
 EXEC_BLOCK = 128       # 4 warps per block of the execute kernels
 EXEC_WARPS_PER_SM: int | None = None  # resident warps per SM of the persistent execute grids;
@@ -489,13 +492,13 @@ COMPILE_SOURCES, COMPILE_TOKENS, COMPILE_SLOTS, COMPILE_ROWS = 0, 1, 2, 3
 def _run_vg_compile(d: _Device, blocks: int, mode: int, n: int, code, code_cap: int, code_len, compilers, *,
                      src=None, src_off=None, n_src: int = 0, toks=None, tok_off=None, n_toks: int = 0, slot: int = 0,
                      count=None, active=None, err=None, entry: int = 0, meta=None, sig=None, lexers=None, tokens=None,
-                     tok_cap: int = 0, rows=None, n_rows=None):
+                     tok_cap: int = 0, rows=None, n_rows=None, row_lanes: int = 32):
     """vg_compile over programs [0, n) in one of its modes; the arguments another mode reads are
     null pointers (device arrays or None)."""
     d.k["vg_compile"]((blocks,), (COMPILE_BLOCK,), (
         _i32(mode), _i32(n), _ptr(src), _ptr(src_off), _i64(n_src), _ptr(toks), _ptr(tok_off), _i64(n_toks),
         _i32(slot), _ptr(count), _ptr(active), code, _i32(code_cap), code_len, _ptr(err), _i32(entry), _ptr(meta),
-        _ptr(sig), _ptr(lexers), compilers, _ptr(tokens), _i32(tok_cap), _ptr(rows), _ptr(n_rows)))
+        _ptr(sig), _ptr(lexers), compilers, _ptr(tokens), _i32(tok_cap), _ptr(rows), _ptr(n_rows), _i32(row_lanes)))
 
 
 def _active_rows(d: _Device, active, n: int, code_len=None, err=None):
@@ -855,18 +858,27 @@ def _task_fuel_dev(task_fuel, n_task: int):
 
 def _compile_slots_launch(d: _Device, toks, count, active, n: int, code, code_len, code_cap: int, err=None):
     """vg_compile over token slots [0, n) (device arrays). With an active mask, vg_active_rows
-    lists the active rows first and the compile takes that list (VG_COMPILE_ROWS: one program a
-    warp before any warp takes two); returns the (rows, n_rows) for the scorer, else None."""
+    lists the active rows first and the compile takes that list (VG_COMPILE_ROWS: COMPILE_ROW_LANES
+    lanes a warp, one program a warp before any warp takes two); returns the (rows, n_rows) for
+    the scorer, else None."""
     import cupy as cp
     if n == 0:
         return None
     listed = None if active is None else _active_rows(d, active, n, code_len, err)
     slots = min(n, d.sms * COMPILE_PER_SM, max(COMPILE_BLOCK, _budget() // d.compiler_bytes))
-    blocks = -(-slots // COMPILE_BLOCK)
-    compilers = cp.empty(blocks * COMPILE_BLOCK * d.compiler_bytes, dtype=cp.uint8)
-    rows, n_rows = listed or (None, None)
-    _run_vg_compile(d, blocks, COMPILE_SLOTS if listed is None else COMPILE_ROWS, n, code, code_cap, code_len,
-                    compilers, toks=toks, slot=toks.shape[1], count=count, err=err, rows=rows, n_rows=n_rows)
+    if listed is None:
+        blocks = -(-slots // COMPILE_BLOCK)
+        compilers = cp.empty(blocks * COMPILE_BLOCK * d.compiler_bytes, dtype=cp.uint8)
+        _run_vg_compile(d, blocks, COMPILE_SLOTS, n, code, code_cap, code_len, compilers, toks=toks,
+                        slot=toks.shape[1], count=count, err=err)
+        return None
+    lanes = max(1, min(32, int(COMPILE_ROW_LANES)))
+    warps = -(-slots // lanes)   # about the same scratch slots, `lanes` of them a warp
+    blocks = -(-warps * 32 // COMPILE_BLOCK)
+    warps = blocks * COMPILE_BLOCK // 32   # the grid's (a slot for every compiling lane)
+    compilers = cp.empty(warps * lanes * d.compiler_bytes, dtype=cp.uint8)
+    _run_vg_compile(d, blocks, COMPILE_ROWS, n, code, code_cap, code_len, compilers, toks=toks, slot=toks.shape[1],
+                    count=count, err=err, rows=listed[0], n_rows=listed[1], row_lanes=lanes)
     return listed
 
 

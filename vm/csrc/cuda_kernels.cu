@@ -347,11 +347,13 @@ __global__ void vg_sizes(int64_t* out) {
 // `entry`; sig (nullable) MAX_FUNCS packed signatures per program (compiler.h's
 // write_signatures, as the CPU's vg_compile_batch). Pointers a mode does not use may be null.
 // VG_COMPILE_ROWS: the token slots of the rows rows[0 .. *n_rows) that vg_active_rows listed
-//   (which also wrote the other rows' code_len and err); entry_meta and sig must be null. Item k
-//   goes to lane k / nwarps of warp k % nwarps, so no warp takes a second program before every
-//   warp has one: a burst of finished programs is a few percent of an env batch's rows, and
-//   thread i of the grid-stride loop above got rows i, i + grid, ...: some warps had several
-//   active lanes (diverged, or one after the other), and the slowest warp is the launch.
+//   (which also wrote the other rows' code_len and err); entry_meta and sig must be null. Only
+//   the first row_lanes lanes of a warp compile, each with scratch slot warp * row_lanes + lane;
+//   item k goes to lane (k / nwarps) % row_lanes of warp k % nwarps, so no warp takes a second
+//   program before every warp has one. A burst of finished programs is a few percent of an env
+//   batch's rows: thread t of the grid-stride loop below got rows t, t + grid, ..., which left
+//   the busiest warp with about 4 programs in a 65,536-env burst (diverged lanes, or one after
+//   the other; experiments/scoring_tail.py), and the slowest warp is the launch.
 enum : int32_t { VG_COMPILE_SOURCES = 0, VG_COMPILE_TOKENS = 1, VG_COMPILE_SLOTS = 2, VG_COMPILE_ROWS = 3 };
 
 __global__ void vg_compile(int32_t mode, int32_t n, const char* __restrict__ src, const int64_t* __restrict__ src_off,
@@ -360,13 +362,15 @@ __global__ void vg_compile(int32_t mode, int32_t n, const char* __restrict__ src
                            const uint8_t* __restrict__ active, uint32_t* code, int32_t code_cap, int32_t* code_len,
                            int32_t* err, int32_t entry, int32_t* entry_meta, int64_t* sig, vg::Lexer* lexers,
                            vg::Compiler* compilers, vg::Token* tokens, int32_t tok_cap,
-                           const int32_t* __restrict__ rows, const int32_t* __restrict__ n_rows) {
+                           const int32_t* __restrict__ rows, const int32_t* __restrict__ n_rows, int32_t row_lanes) {
   int64_t tid = vgk::global_tid();
-  vg::Compiler& c = compilers[tid];
   if (mode == VG_COMPILE_ROWS) {
-    const int64_t threads = vgk::grid_threads(), nwarps = threads >> 5;
+    const int64_t nwarps = vgk::grid_threads() >> 5, warp = tid >> 5, lane = tid & 31;
+    const int64_t lanes = row_lanes < 1 ? 1 : row_lanes > 32 ? 32 : row_lanes;
+    if (lane >= lanes) return;
+    vg::Compiler& c = compilers[warp * lanes + lane];
     const int64_t listed = *n_rows;
-    for (int64_t k = (tid & 31) * nwarps + (tid >> 5); k < listed; k += threads) {
+    for (int64_t k = lane * nwarps + warp; k < listed; k += nwarps * lanes) {
       const int64_t i = rows[k];
       if (i < 0 || i >= n) continue;  // (vg_active_rows lists rows of [0, n) only)
       int64_t m = count[i];
@@ -376,6 +380,7 @@ __global__ void vg_compile(int32_t mode, int32_t n, const char* __restrict__ src
     }
     return;
   }
+  vg::Compiler& c = compilers[tid];
   for (int64_t i = tid; i < n; i += vgk::grid_threads()) {
     int32_t m = -1;
     vg::CompileError e;  // bad offsets or a too small tok_cap: error -1; an inactive slot: 0
