@@ -198,6 +198,22 @@ def test_evaluate_tasks_on_listed_rows_emulated(emu, per_sm, lanes, monkeypatch)
     assert want[2].sum() > 50
 
 
+def test_compile_row_lanes_checked(emu, monkeypatch):
+    """COMPILE_ROW_LANES (VRAMGYM_COMPILE_ROW_LANES): an integer in [1, 32], a string from the
+    environment parsed; anything else is a ValueError naming it at the first masked call."""
+    rng = np.random.default_rng([SEED, 15])
+    inputs, expected, ret_kinds = make_bank(rng, 3)
+    progs = make_programs(rng, 20)
+    want = evaluate_tasks_cpu(*progs, inputs, expected, 3, ret_kinds)
+    monkeypatch.setattr(cuda, "COMPILE_ROW_LANES", "4")
+    assert cuda.compile_row_lanes() == 4
+    assert all(np.array_equal(g, w) for g, w in zip(cuda.evaluate_tasks(*progs, inputs, expected, 3, ret_kinds), want))
+    for bad in ("0", "33", "x", "2.5", 0, 33, 2.0, True, None):
+        monkeypatch.setattr(cuda, "COMPILE_ROW_LANES", bad)
+        with pytest.raises(ValueError, match="COMPILE_ROW_LANES"):
+            cuda.evaluate_tasks(*progs, inputs, expected, 3, ret_kinds)
+
+
 def test_evaluate_emulated_equals_cpu(emu, monkeypatch):
     """cuda.evaluate (packed tokens, one shared list of tests) on the emulator: the same passes
     and steps as evaluate_tasks_cpu with every row on that one task."""

@@ -67,9 +67,10 @@ EXEC_MIN_BLOCKS: int | None = None  # > 0: __launch_bounds__(EXEC_BLOCK, this) o
 # bound. None: 10 for the plain VM (unbounded it takes 56 registers since its traps return in place,
 # with no spill at 48: experiments/sass_steps.py), 0 with SWITCH_FUSE (faster unbounded, session 6).
 COMPILE_BLOCK = 64     # threads per block of the compile kernels (one program per thread)
-COMPILE_ROW_LANES = 8  # lanes a warp that compile an env burst's listed rows (the rest idle): the
-# compile's scratch slots spread over 4x as many warps as a warp of 32 would take, so that a sparse
-# burst gives each warp one program (vg_compile's VG_COMPILE_ROWS)
+# Lanes a warp that compile an env burst's listed rows (the rest idle): the compile's scratch
+# slots spread over 4x as many warps as warps of 32 would take, so that a sparse burst gives each
+# warp one program (vg_compile's VG_COMPILE_ROWS). An int in [1, 32]; VRAMGYM_COMPILE_ROW_LANES.
+COMPILE_ROW_LANES = os.environ.get("VRAMGYM_COMPILE_ROW_LANES") or 8
 COMPILE_PER_SM = 256   # resident compile threads per SM worth their scratch
 EXEC_BLOCK = 128       # 4 warps per block of the execute kernels
 EXEC_WARPS_PER_SM: int | None = None  # resident warps per SM of the persistent execute grids;
@@ -232,6 +233,19 @@ def memory_fraction() -> float:
         raise ValueError(f"vramgym.vm.cuda.MEMORY_FRACTION (or VRAMGYM_GPU_MEMORY_FRACTION) must be a number in "
                          f"(0, 1], got {v!r}")
     return f
+
+
+def compile_row_lanes() -> int:
+    """COMPILE_ROW_LANES checked: an integer in [1, 32] (a string from the environment is parsed)."""
+    v = COMPILE_ROW_LANES
+    try:
+        k = int(v) if isinstance(v, (str, numbers.Integral)) and not isinstance(v, (bool, np.bool_)) else None
+    except ValueError:
+        k = None
+    if k is None or not 1 <= k <= 32:
+        raise ValueError(f"vramgym.vm.cuda.COMPILE_ROW_LANES (or VRAMGYM_COMPILE_ROW_LANES) must be an integer in "
+                         f"[1, 32], got {v!r}")
+    return k
 
 
 def _budget() -> int:
@@ -872,7 +886,7 @@ def _compile_slots_launch(d: _Device, toks, count, active, n: int, code, code_le
         _run_vg_compile(d, blocks, COMPILE_SLOTS, n, code, code_cap, code_len, compilers, toks=toks,
                         slot=toks.shape[1], count=count, err=err)
         return None
-    lanes = max(1, min(32, int(COMPILE_ROW_LANES)))
+    lanes = compile_row_lanes()
     warps = -(-slots // lanes)   # about the same scratch slots, `lanes` of them a warp
     blocks = -(-warps * 32 // COMPILE_BLOCK)
     warps = blocks * COMPILE_BLOCK // 32   # the grid's (a slot for every compiling lane)
