@@ -496,7 +496,8 @@ __global__ void VG_EXEC_BOUNDS vg_execute_global_eval(VG_EXEC_PARAMS) {
       const int32_t *__restrict__ in_words, const int64_t *__restrict__ in_off, int32_t n_in,                     \
       int64_t n_in_words, const int32_t *__restrict__ exp_words, const int64_t *__restrict__ exp_off, \
       int64_t n_exp_words, int64_t n_items,                                                                      \
-      int32_t wpp, const int32_t *__restrict__ rows, const int32_t *__restrict__ n_rows, int32_t fuel, int32_t max_depth, int32_t heap_size, int32_t max_lists, int32_t stack_size,      \
+      int32_t wpp, const int32_t *__restrict__ rows, const int32_t *__restrict__ n_rows,                          \
+      int32_t fuel, int32_t max_depth, int32_t heap_size, int32_t max_lists, int32_t stack_size,                   \
       int32_t *__restrict__ scratch, int32_t *pass_count, unsigned long long *step_sum
 #define VG_TASK_ARGS(stack)                                                                                     \
   code, code_cap, code_len, n_prog, entry_pc, task_of, task_ret, task_fuel, n_task, n_tests, in_words, in_off,  \
