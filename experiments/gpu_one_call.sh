@@ -7,8 +7,9 @@
 #   run(command="DEADLINE=360 bash experiments/gpu_one_call.sh checks", carry=[".whl"], timeout_s=400)  # warm
 #
 # Phases: bench (install, the variants built, bench_gpu and bench_envs: ~450 s in session 41, plus
-# session 42's fuel_scale rows, ~40 s) and checks (the
-# GPU tests, memcheck and ncu: ~200 s; installs first where the machine is fresh); none named:
+# session 42's fuel_scale rows, ~40 s; session 43 dropped the 16,384-env rows for profile_env at
+# 65,536 and added two variants) and checks (the GPU tests, memcheck, find_syncs and two ncu
+# passes: ~200 s; installs first where the machine is fresh); none named:
 # both, which overruns one 600 s call with today's eight variants. DEADLINE (seconds after the
 # start, default 540) bounds the checks, so the script ends, and packs its logs into
 # $OUT/gpu_check.tgz beside $OUT/summary.txt, before the call's limit.
@@ -72,8 +73,11 @@ step prebuild 180 bash -c prebuild
 # timings, with nothing else on the GPU
 step bench 240 python experiments/bench_gpu.py --sizes 1 1000 100000 1000000 --repeat 2 --warps-per-sm 0 \
   --switch-fuse 100000 --out "$WORK"
-step bench_envs 90 python experiments/bench_envs.py --env token --device cuda-graph cuda --num-envs 16384 65536 \
+step bench_envs 90 python experiments/bench_envs.py --env token --device cuda-graph cuda --num-envs 65536 \
   --seconds 3 --name bench_envs_gpu --out "$WORK"
+# where a 65,536-env step's GPU time goes, kernel by kernel (eager; session 41: scorer 1.40 ms,
+# vg_compile 0.39 ms a step); alone on the GPU, as the timings above
+step profile_env 60 python experiments/profile_env.py --num-envs 65536 --steps 20
 # the tasks' own budgets (default fuel_scale 8) against the plain 20,000 steps, side by side
 step bench_envs_fuel_scale 75 python experiments/bench_envs.py --env token --device cuda-graph --num-envs 65536 \
   --fuel-scale 8 inf --repeat 2 --seconds 3 --name bench_envs_gpu_fuel_scale --out "$WORK"
@@ -99,6 +103,7 @@ for k in corpus_compiles corpus_runs fuzzed_bytecode fuzzed_sources fuzzed_token
   i=$((i + 1)); memcheck "vm$i" tests/test_cuda_backend.py "$k" &
 done
 memcheck tasks tests/test_evaluate_tasks.py gpu &
+step syncs 90 python experiments/find_syncs.py &   # every host sync left in the envs' steps
 memcheck task_fuel tests/test_task_fuel.py gpu &
 memcheck token_slots tests/test_token_slots.py "gpu or cuda" &
 memcheck grammar tests/test_grammar_native.py "gpu or cuda" &
