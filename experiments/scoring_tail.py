@@ -45,7 +45,7 @@ def build_helper() -> Path:
 
 
 def bursts_of(n: int, steps: int, fuel_scale: float, seed: int):
-    """[(task, body)] per burst after the first third of `steps` (the episodes' start-up), and the bank."""
+    """[(row, task, body)] per burst after the first third of `steps` (the episodes' start-up), and the bank."""
     import torch
     from vramgym.envs.bank import TaskBank
     from vramgym.envs.synthesis import SynthesisVectorEnv
@@ -132,14 +132,15 @@ def per_burst(rows: np.ndarray, n_bursts: int, warps: int) -> dict:
 
 
 def main() -> None:
+    from vramgym.vm import cuda   # (its constants; cupy is not imported)
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--num-envs", type=int, default=65536)
     p.add_argument("--steps", type=int, default=120, help="env steps (the first third are not counted)")
     p.add_argument("--fuel-scale", type=float, nargs="+", default=[8.0, math.inf])
     p.add_argument("--warps", type=int, default=132 * 40, help="the scorer's persistent grid (an H100/H200 at 40 warps an SM)")
-    p.add_argument("--compile-slots", type=int, default=132 * 256,
-                   help="vg_compile's scratch slots (cuda.COMPILE_PER_SM 256 on 132 SMs)")
-    p.add_argument("--compile-row-lanes", type=int, default=8, help="cuda.COMPILE_ROW_LANES")
+    p.add_argument("--compile-slots", type=int, default=132 * cuda.COMPILE_PER_SM,
+                   help="vg_compile's scratch slots (cuda.COMPILE_PER_SM on 132 SMs)")
+    p.add_argument("--compile-row-lanes", type=int, default=cuda.compile_row_lanes(), help="cuda.COMPILE_ROW_LANES")
     p.add_argument("--costs", type=Path, default=None, help="sass_steps.py --out json: SASS a step per opcode (default 35 each)")
     p.add_argument("--base", type=float, default=14.0, help="SASS of a step shared by all opcodes (fetch, decode, loop)")
     p.add_argument("--extra", type=float, default=4.0, help="SASS a min-pc step adds")
