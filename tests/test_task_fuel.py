@@ -26,8 +26,11 @@ from vramgym.vm.evaluate import evaluate_tasks_cpu, execute_tasks_cpu
 
 
 def budgets(rng, n_tasks: int) -> np.ndarray:
-    """Step budgets that cut many runs short (1, a few dozen steps) and some that cut none."""
-    return rng.choice([1, 3, 17, 60, 250, 2**31 - 1], n_tasks).astype(np.int32)
+    """Step budgets that cut many runs short (1, a few dozen steps) and some that cut none; at
+    least one of 1 or 3 (with 4 tasks, about 2 draws in 100 cut no run at all otherwise)."""
+    b = rng.choice([1, 3, 17, 60, 250, 2**31 - 1], n_tasks).astype(np.int32)
+    b[rng.integers(n_tasks)] = rng.choice([1, 3])
+    return b
 
 
 def by_task(score, progs, task_fuel, config, *args):
