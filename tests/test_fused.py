@@ -6,8 +6,9 @@ also when the step budget runs out or a trap happens inside a fused sequence. Fu
 every cut point of small programs on purpose.
 
 The same tests cover the switch interpreter that CUDA compiles (vm.h without threaded dispatch),
-plain and with its peephole superinstructions (VG_SWITCH_FUSE): host builds of the core with those
-flags run as two more modes (scalar runs, mode 3)."""
+plain, with its peephole superinstructions (VG_SWITCH_FUSE) and with fuse.h's translated ones
+(VG_FUSED_CODE): host builds of the core with those flags run as more modes (scalar runs, mode 3;
+and modes 4 and 5, which hand the translation over, on the VG_FUSED_CODE build)."""
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -43,7 +44,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SWITCH_BUILDS = {"switch": ["-DVG_NO_THREADED_DISPATCH"],
                  "switch fused": ["-DVG_NO_THREADED_DISPATCH", "-DVG_SWITCH_FUSE=1"],
                  "switch prefetch": ["-DVG_NO_THREADED_DISPATCH", "-DVG_PREFETCH=1"],
-                 "switch fused prefetch": ["-DVG_NO_THREADED_DISPATCH", "-DVG_SWITCH_FUSE=1", "-DVG_PREFETCH=1"]}
+                 "switch fused prefetch": ["-DVG_NO_THREADED_DISPATCH", "-DVG_SWITCH_FUSE=1", "-DVG_PREFETCH=1"],
+                 "switch fused-code": ["-DVG_NO_THREADED_DISPATCH", "-DVG_FUSED_CODE=1"]}
+# The switch builds that dispatch through fuse.h's translation (VG_FUSED_CODE) also run the modes
+# that hand it over: fused scalar (4, the whole program translated) and fused lockstep (5: lanes
+# left alone go on in the scalar interpreter with the pcs translated so far).
+TRANSLATED_MODES = {"switch fused-code": (4, 5)}
 
 
 @lru_cache(maxsize=None)
@@ -78,6 +84,8 @@ def assert_modes_agree(batch, inputs, config, what, monkeypatch):
     res = {name: run_mode(batch, inputs, config, mode, monkeypatch) for name, mode in MODES.items()}
     for name in SWITCH_BUILDS:  # CUDA's interpreter, run one by one on the host
         res[name] = run_mode(batch, inputs, config, 3, monkeypatch, switch_library(name))
+        for mode in TRANSLATED_MODES.get(name, ()):
+            res[f"{name} mode {mode}"] = run_mode(batch, inputs, config, mode, monkeypatch, switch_library(name))
     ref = res["plain scalar"]
     for name in [n for n in res if n != "plain scalar"]:
         assert_same_runs(res[name], ref, f"{what} ({config}): {name} and plain scalar", SEED)

@@ -1,4 +1,5 @@
-// Superinstructions for the CPU lockstep interpreter (lanes.h): a load-time translation of
+// Superinstructions for the CPU lockstep interpreter (lanes.h) and the scalar ones (vm.h: the host's
+// threaded interpreter, and the switch interpreter of the GPU with VG_FUSED_CODE): a load-time translation of
 // validated bytecode into fused operations, one per pc where a common sequence starts
 // (LOAD_VAR LOAD_CONST COMPARE_LT JUMP_IF_FALSE, FOR_RANGE + STORE_VAR, ...). The public
 // bytecode is unchanged: a fused op is an internal shortcut that an interpreter may take at its
@@ -20,7 +21,7 @@ enum FusedKind : uint8_t {
   FX_FOR_RANGE,  // [JUMP to it;] FOR_RANGE a; JUMP e; STORE_VAR t  (go: pc = after the store)
   FX_PENDING,    // not translated yet (fuse_pending / fuse_at)
   FX_FOR_LIST,   // [JUMP to it;] FOR_LIST a; JUMP e; STORE_VAR t  (lockstep only: xop stays plain)
-  FX_SWAP2,      // SWAP; STORE_VAR a; STORE_VAR b [; JUMP t2]: a, b = x, y  (lockstep only)
+  FX_SWAP2,      // SWAP; STORE_VAR a; STORE_VAR b [; JUMP t2]: a, b = x, y
 };
 
 enum FusedSrc : uint8_t { SRC_STACK = 0, SRC_VAR = 1, SRC_CONST = 2 };
@@ -48,6 +49,28 @@ struct Fused {
                    // FX_FOR_RANGE, FX_FOR_LIST: t = loop variable slot, t2 = exit target, b = go pc
 };
 
+static_assert(sizeof(Fused) == 24, "Fused: three 8-byte words (load_fused)");
+
+// A copy of *p, from its six 32-bit words (little-endian: the flags are the bytes of words 0 and 1).
+// On a GPU as three 8-byte loads (records are 8-byte aligned: a warp's translation area is, and
+// they are 24 bytes apart), which ptxas otherwise reads field by field, a byte load for each flag;
+// the host builds (the switch interpreter's tests) copy the words and unpack them the same way.
+VG_HD inline Fused load_fused(const Fused* p) {
+  uint32_t w[6];
+#if defined(__CUDA_ARCH__)
+  const uint2* q = reinterpret_cast<const uint2*>(p);
+  const uint2 a = q[0], b = q[1], c = q[2];
+  w[0] = a.x, w[1] = a.y, w[2] = b.x, w[3] = b.y, w[4] = c.x, w[5] = c.y;
+#else
+  __builtin_memcpy(w, p, sizeof w);
+#endif
+  Fused r;
+  r.kind = (uint8_t)w[0], r.n = (uint8_t)(w[0] >> 8), r.op = (uint8_t)(w[0] >> 16), r.lk = (uint8_t)(w[0] >> 24);
+  r.rk = (uint8_t)w[1], r.tail = (uint8_t)(w[1] >> 8), r.pushes = (uint8_t)(w[1] >> 16), r.pops = (uint8_t)(w[1] >> 24);
+  r.a = (int32_t)w[2], r.b = (int32_t)w[3], r.t = (int32_t)w[4], r.t2 = (int32_t)w[5];
+  return r;
+}
+
 // Binary ops and tails of FX_BIN in the order of the scalar interpreter's handlers (vm.h):
 // xop = XOP_BIN + tail * NUM_BINOPS + op index.
 #define VG_FX_BINOPS(X, T) X(BINARY_ADD, T) X(BINARY_SUB, T) X(BINARY_MUL, T) X(BINARY_DIV, T) X(BINARY_MOD, T) \
@@ -57,9 +80,14 @@ constexpr int32_t NUM_TAILS = 7, NUM_BINOPS = 13;
 // Internal dispatch codes of the scalar interpreter (never in public bytecode): below 64 the
 // plain opcode; from XOP_BIN the fused handlers.
 constexpr int32_t XOP_BIN = 64, XOP_MOV = XOP_BIN + NUM_BINOPS * NUM_TAILS, XOP_TEST_F = XOP_MOV + 1,
-                  XOP_TEST_T = XOP_MOV + 2, XOP_FOR_RANGE = XOP_MOV + 3, NUM_XOPS = XOP_MOV + 4;
+                  XOP_TEST_T = XOP_MOV + 2, XOP_FOR_RANGE = XOP_MOV + 3, XOP_SWAP2 = XOP_MOV + 4,
+                  NUM_XOPS = XOP_MOV + 5;
+// FXI_<binop>: the binary op's index in VG_FX_BINOPS (the switch interpreter's case values).
+#define VG_FX_ENUM(NAME, T) FXI_##NAME,
+enum FusedBinIndex : int32_t { VG_FX_BINOPS(VG_FX_ENUM, _) };
+#undef VG_FX_ENUM
 
-inline int32_t binop_index(int32_t op) {
+VG_HD inline int32_t binop_index(int32_t op) {
   int32_t i = 0, found = -1;
 #define VG_FX_INDEX(NAME, T) if (op == OP_##NAME) found = i; i++;
   VG_FX_BINOPS(VG_FX_INDEX, _)
@@ -69,7 +97,7 @@ inline int32_t binop_index(int32_t op) {
 
 namespace fuse_detail {
 
-inline bool is_binop(int32_t op) {
+VG_HD inline bool is_binop(int32_t op) {
   switch (op) {
     case OP_BINARY_ADD: case OP_BINARY_SUB: case OP_BINARY_MUL: case OP_BINARY_DIV: case OP_BINARY_MOD:
     case OP_MIN: case OP_MAX: case OP_COMPARE_LT: case OP_COMPARE_LE: case OP_COMPARE_GT:
@@ -82,10 +110,10 @@ inline bool is_binop(int32_t op) {
 
 // The binary ops that the lockstep interpreter fuses: is_binop's, and INDEX (xs[i]), which the
 // scalar interpreter runs plain (its xop stays the opcode).
-inline bool is_lane_binop(int32_t op) { return is_binop(op) || op == OP_INDEX; }
+VG_HD inline bool is_lane_binop(int32_t op) { return is_binop(op) || op == OP_INDEX; }
 
 // A plain operand push: LOAD_VAR (a slot) or a one-word LOAD_CONST (not followed by CONST_EXT).
-inline bool operand(const uint32_t* code, int32_t len, int32_t pc, uint8_t* src, int32_t* v) {
+VG_HD inline bool operand(const uint32_t* code, int32_t len, int32_t pc, uint8_t* src, int32_t* v) {
   uint32_t w = code[pc];
   if ((w & 0xFF) == OP_LOAD_VAR) {
     *src = SRC_VAR;
@@ -104,27 +132,31 @@ inline bool operand(const uint32_t* code, int32_t len, int32_t pc, uint8_t* src,
 
 // Jump targets of a program validated by vg::validate: target[pc] = 1 where control may enter
 // other than from pc - 1 (jump targets, loop exits, return and entry points). [len + 1] flags.
+// The targets that the word at pc makes (target[] zeroed first; words may be marked in any order,
+// as a GPU warp's lanes do, each writing 1).
+VG_HD inline void fuse_mark_targets(const uint32_t* code, int32_t len, uint8_t* target, int32_t pc) {
+  uint32_t w = code[pc];
+  int32_t op = w & 0xFF, arg = (int32_t)(w >> 8);
+  switch (op) {
+    case OP_JUMP: case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE: case OP_JUMP_IF_FALSE_OR_POP:
+    case OP_JUMP_IF_TRUE_OR_POP:
+      target[arg] = 1;
+      break;
+    case OP_FOR_RANGE: case OP_FOR_LIST:
+      target[pc + 1] = 1;
+      if (pc + 2 <= len) target[pc + 2] = 1;
+      break;
+    case OP_CALL: case OP_FUNC:
+      target[pc + 1] = 1;  // return point, entry point
+      break;
+    default:
+      break;
+  }
+}
+
 inline void fuse_targets(const uint32_t* code, int32_t len, uint8_t* target) {
   for (int32_t pc = 0; pc <= len; pc++) target[pc] = 0;
-  for (int32_t pc = 0; pc < len; pc++) {
-    uint32_t w = code[pc];
-    int32_t op = w & 0xFF, arg = (int32_t)(w >> 8);
-    switch (op) {
-      case OP_JUMP: case OP_JUMP_IF_FALSE: case OP_JUMP_IF_TRUE: case OP_JUMP_IF_FALSE_OR_POP:
-      case OP_JUMP_IF_TRUE_OR_POP:
-        target[arg] = 1;
-        break;
-      case OP_FOR_RANGE: case OP_FOR_LIST:
-        target[pc + 1] = 1;
-        if (pc + 2 <= len) target[pc + 2] = 1;
-        break;
-      case OP_CALL: case OP_FUNC:
-        target[pc + 1] = 1;  // return point, entry point
-        break;
-      default:
-        break;
-    }
-  }
+  for (int32_t pc = 0; pc < len; pc++) fuse_mark_targets(code, len, target, pc);
 }
 
 // Mark every pc as not yet translated (FX_PENDING; xop: the plain opcode), so that an
@@ -141,7 +173,7 @@ inline void fuse_pending(const uint32_t* code, int32_t len, Fused* fx, uint8_t* 
 // Translate the sequence that starts at pc into fx[pc] and xop[pc] (nullable). Sequences never
 // continue across a jump target, so groups of lanes that wait at a join point meet the running
 // group there (lanes.h reconverges at equal pcs).
-inline void fuse_at(const uint32_t* code, int32_t len, const uint8_t* target, int32_t pc, Fused* fx, uint8_t* xop) {
+VG_HD inline void fuse_at(const uint32_t* code, int32_t len, const uint8_t* target, int32_t pc, Fused* fx, uint8_t* xop) {
   using namespace fuse_detail;
   Fused f = {};
   uint32_t w = code[pc];
@@ -216,6 +248,7 @@ inline void fuse_at(const uint32_t* code, int32_t len, const uint8_t* target, in
     else if (f.kind == FX_MOV) x = XOP_MOV;
     else if (f.kind == FX_TEST) x = f.tail == TAIL_JIF ? XOP_TEST_F : XOP_TEST_T;
     else if (f.kind == FX_FOR_RANGE) x = XOP_FOR_RANGE;
+    else if (f.kind == FX_SWAP2) x = XOP_SWAP2;
     xop[pc] = (uint8_t)x;
   }
 }

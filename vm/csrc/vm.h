@@ -7,7 +7,16 @@
 #include "opcodes.h"
 #if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__) && !defined(VG_NO_THREADED_DISPATCH)
 #define VG_HOST_THREADED 1
-#include "fuse.h"  // superinstructions: the host's threaded interpreter takes them (CPU only)
+#endif
+// -DVG_FUSED_CODE=1: the switch interpreter (CUDA's) dispatches through a program's translation
+// (fuse.h: xop codes and Fused records, made before the run) as the host's threaded one does, so
+// one dispatch runs a whole common sequence. vramgym.vm.cuda.FUSED_CODE; off by default until a
+// GPU measures it.
+#ifndef VG_FUSED_CODE
+#define VG_FUSED_CODE 0
+#endif
+#if VG_HOST_THREADED || VG_FUSED_CODE
+#include "fuse.h"  // superinstructions: the host's threaded interpreter takes them, and VG_FUSED_CODE's
 #endif
 
 namespace vg {
@@ -238,6 +247,9 @@ constexpr bool CYCLE_CHECK = true;
 #ifndef VG_SWITCH_FUSE
 #define VG_SWITCH_FUSE 0
 #endif
+#if VG_SWITCH_FUSE && VG_FUSED_CODE
+#error "VG_SWITCH_FUSE (peephole superinstructions) and VG_FUSED_CODE (translated ones) exclude each other"
+#endif
 // -DVG_PREFETCH=1: the switch interpreter loads each step's next word ahead (run_from; the GPU
 // kernels' variant vramgym.vm.cuda.PREFETCH). Off by default until a GPU measures it.
 #ifndef VG_PREFETCH
@@ -392,6 +404,10 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
   int32_t arg;
   int32_t cyc = -1;  // the pc after the last backward JUMP taken with an empty operand stack, if
                      // nothing was written since (cycle check above); else -1
+#if VG_HOST_THREADED || VG_FUSED_CODE
+  const Fused* f = nullptr;  // the superinstruction at hand and its first stack slot (handlers below)
+  int32_t fx_s0 = 0;
+#endif
 
 #if VG_HOST_THREADED
 #define VG_TRAP(t) do { status = (t); goto done; } while (0)
@@ -428,6 +444,11 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
 #ifndef VG_ON_STEP
 #define VG_ON_STEP(w)
 #endif
+// VG_ON_DISPATCH(op): a hook at every dispatch of the switch interpreter with VG_FUSED_CODE (op: the
+// plain opcode or the superinstruction's code; sass_steps.py counts them); nothing by default.
+#ifndef VG_ON_DISPATCH
+#define VG_ON_DISPATCH(op)
+#endif
 #define VG_FETCH()                                                \
   if (steps >= fuel) VG_TRAP(TRAP_OUT_OF_FUEL);                   \
   if ((uint32_t)pc >= (uint32_t)len) VG_TRAP(TRAP_BAD_BYTECODE);  \
@@ -450,7 +471,8 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
   static const void* const dispatch[NUM_XOPS] = {
       VG_OPCODE_LIST(VG_LABEL) VG_INV4 VG_INV4 VG_INV4 VG_INV4 &&L_INVALID, &&L_INVALID,  // codes 0 .. 63
       VG_FX_LABELS(PUSH) VG_FX_LABELS(STORE) VG_FX_LABELS(JIF) VG_FX_LABELS(JIT) VG_FX_LABELS(JIF_OR_POP)
-      VG_FX_LABELS(JIT_OR_POP) VG_FX_LABELS(STORE_JUMP) &&FX_MOV, &&FX_TEST_F, &&FX_TEST_T, &&FX_FOR_RANGE};
+      VG_FX_LABELS(JIT_OR_POP) VG_FX_LABELS(STORE_JUMP) &&FX_MOV, &&FX_TEST_F, &&FX_TEST_T, &&FX_FOR_RANGE,
+      &&FX_SWAP2};
   static_assert(NUM_OPCODES + 18 == XOP_BIN, "dispatch table padding");
 #undef VG_LABEL
 #undef VG_INV4
@@ -467,87 +489,12 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
     if ((w & 0xFF) >= NUM_OPCODES) VG_TRAP(TRAP_BAD_BYTECODE);    \
     goto* dispatch[w & 0xFF];                                     \
   } while (0)
+#define VG_FX_CASE_BIN(NAME, T) FX_##NAME##_##T:
+#define VG_FX_CASE(NAME) FX_##NAME:
+#define VG_FX_PLAIN() goto* dispatch[w & 0xFF]
+#define VG_FX_RECORD(p) f = (p)
   VG_NEXT();
   {
-    // Superinstructions. On entry the first word is fetched and counted (pc and steps past it).
-    const Fused* f;
-    int32_t fx_s0;
-#define VG_FX_ENTER()                                                                          \
-  f = fx + (pc - 1);                                                                           \
-  if (f->n - 1 > fuel - steps || sp + f->pushes > stack_size || sp - f->pops < obase)          \
-    goto* dispatch[w & 0xFF];                                                                  \
-  fx_s0 = sp - f->pops;
-#define VG_FX_OPERANDS()                                                                       \
-  int32_t x = f->lk == SRC_CONST ? f->a : st[f->lk == SRC_VAR ? base + f->a : fx_s0];          \
-  int32_t y = f->rk == SRC_CONST ? f->b : st[f->rk == SRC_VAR ? base + f->b : sp - 1];
-    // The binary op is the sequence's (pushes + 1)th step: a trap there counts the steps before.
-#define VG_FX_TRAP(t) do { steps += f->pushes; VG_TRAP(t); } while (0)
-#define VG_FX_TAIL_PUSH st[fx_s0] = r; sp = fx_s0 + 1; pc += f->n - 1;
-#define VG_FX_TAIL_STORE VG_STORE(base + f->t, r); sp = fx_s0; pc += f->n - 1;
-#define VG_FX_TAIL_STORE_JUMP VG_STORE(base + f->t, r); sp = fx_s0; VG_CYCLE_CHECK(f->t2, pc - 1 + f->n); pc = f->t2;
-#define VG_FX_TAIL_JIF sp = fx_s0; pc = r == 0 ? f->t : pc + f->n - 1;
-#define VG_FX_TAIL_JIT sp = fx_s0; pc = r != 0 ? f->t : pc + f->n - 1;
-#define VG_FX_TAIL_JIF_OR_POP st[fx_s0] = r; if (r == 0) sp = fx_s0 + 1, pc = f->t; else sp = fx_s0, pc += f->n - 1;
-#define VG_FX_TAIL_JIT_OR_POP st[fx_s0] = r; if (r != 0) sp = fx_s0 + 1, pc = f->t; else sp = fx_s0, pc += f->n - 1;
-#define VG_FX_HANDLER(NAME, T)       \
-  FX_##NAME##_##T: {                 \
-    VG_FX_ENTER();                   \
-    VG_FX_OPERANDS();                \
-    int32_t r;                       \
-    int32_t t_ = eval_binop(OP_##NAME, x, y, &r); \
-    if (t_ != TRAP_OK) VG_FX_TRAP(t_);            \
-    steps += f->n - 1;               \
-    VG_FX_TAIL_##T                   \
-    VG_NEXT();                       \
-  }
-#define VG_FX_HANDLERS(T) VG_FX_BINOPS(VG_FX_HANDLER, T)
-    VG_FX_HANDLERS(PUSH)
-    VG_FX_HANDLERS(STORE)
-    VG_FX_HANDLERS(JIF)
-    VG_FX_HANDLERS(JIT)
-    VG_FX_HANDLERS(JIF_OR_POP)
-    VG_FX_HANDLERS(JIT_OR_POP)
-    VG_FX_HANDLERS(STORE_JUMP)
-  FX_MOV:
-    VG_FX_ENTER();
-    VG_STORE(base + f->t, f->lk == SRC_CONST ? f->a : st[base + f->a]);
-    steps++;
-    pc++;
-    VG_NEXT();
-  FX_TEST_F:
-    VG_FX_ENTER();
-    steps++;
-    pc = st[base + f->a] == 0 ? f->t : pc + 1;
-    VG_NEXT();
-  FX_TEST_T:
-    VG_FX_ENTER();
-    steps++;
-    pc = st[base + f->a] != 0 ? f->t : pc + 1;
-    VG_NEXT();
-  FX_FOR_RANGE: {
-    VG_FX_ENTER();
-    VG_WRITES();
-    int32_t* s = st + base + f->a;  // counter, stop, step
-    steps += f->n - 2;  // FOR_RANGE is the last step but one
-    if (s[2] == 0) VG_TRAP(TRAP_VALUE_ERROR);
-    steps++;
-    if (s[2] > 0 ? s[0] < s[1] : s[0] > s[1]) {
-      int32_t c = s[0];
-      int64_t nx = (int64_t)c + s[2];
-      s[0] = (nx > VG_INT32_MAX || nx < VG_INT32_MIN) ? s[1] : (int32_t)nx;  // past int32 is past stop
-      st[base + f->t] = c;  // after the counter: the loop variable may be a range slot
-      pc = f->b;
-    } else {
-      pc = f->t2;
-    }
-    VG_NEXT();
-  }
-#undef VG_FX_ENTER
-#undef VG_FX_OPERANDS
-#undef VG_FX_TRAP
-#undef VG_FX_HANDLER
-#undef VG_FX_HANDLERS
-
 #else
 #define VG_OP(name) case OP_##name:
 #define VG_DEFAULT default:
@@ -560,6 +507,19 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
   }
 #else
 #define VG_TRY_FUSED(f)
+#endif
+#if VG_FUSED_CODE
+  // A superinstruction whose checks fail runs the plain handler of its first word instead.
+#define VG_FX_CASE_BIN(NAME, T) case XOP_BIN + TAIL_##T * NUM_BINOPS + FXI_##NAME:
+#define VG_FX_CASE(NAME) case XOP_##NAME:
+#define VG_FX_PLAIN()    \
+  do {                   \
+    op = w & 0xFF;       \
+    goto redispatch;     \
+  } while (0)
+  // The record as three 8-byte loads into registers (field by field, ptxas loaded each byte alone)
+  Fused fx_rec;
+#define VG_FX_RECORD(p) fx_rec = load_fused(p), f = &fx_rec
 #endif
 #if VG_PREFETCH
   // The word after this one is loaded while this one's handler runs (`nw`, the word at `npc`):
@@ -585,7 +545,143 @@ VG_HD inline RunResult run_from(const uint32_t* code, int32_t len, const VMConfi
     arg = (int32_t)(w >> 8);
     VG_ON_STEP(w);
     steps++;
+#if VG_FUSED_CODE
+    // the pc's translation, when the program has one: a superinstruction's code from XOP_BIN on
+    int32_t op = xop ? xop[pc - 1] : (int32_t)(w & 0xFF);
+    VG_ON_DISPATCH(op);
+  redispatch:
+    switch (op) {
+#else
     switch (w & 0xFF) {
+#endif
+#endif
+#if VG_HOST_THREADED || VG_FUSED_CODE
+    // Superinstructions. On entry the first word is fetched and counted (pc and steps past it).
+#define VG_FX_ENTER()                                                                          \
+  VG_FX_RECORD(fx + (pc - 1));                                                                 \
+  if (f->n - 1 > fuel - steps || sp + f->pushes > stack_size || sp - f->pops < obase)          \
+    VG_FX_PLAIN();                                                                             \
+  fx_s0 = sp - f->pops;
+#define VG_FX_OPERANDS()                                                                       \
+  int32_t x = f->lk == SRC_CONST ? f->a : st[f->lk == SRC_VAR ? base + f->a : fx_s0];          \
+  int32_t y = f->rk == SRC_CONST ? f->b : st[f->rk == SRC_VAR ? base + f->b : sp - 1];
+    // The binary op is the sequence's (pushes + 1)th step: a trap there counts the steps before.
+#define VG_FX_TRAP(t) do { steps += f->pushes; VG_TRAP(t); } while (0)
+#define VG_FX_TAIL_PUSH st[fx_s0] = r; sp = fx_s0 + 1; pc += f->n - 1;
+#define VG_FX_TAIL_STORE VG_STORE(base + f->t, r); sp = fx_s0; pc += f->n - 1;
+#define VG_FX_TAIL_STORE_JUMP VG_STORE(base + f->t, r); sp = fx_s0; VG_CYCLE_CHECK(f->t2, pc - 1 + f->n); pc = f->t2;
+#define VG_FX_TAIL_JIF sp = fx_s0; pc = r == 0 ? f->t : pc + f->n - 1;
+#define VG_FX_TAIL_JIT sp = fx_s0; pc = r != 0 ? f->t : pc + f->n - 1;
+#define VG_FX_TAIL_JIF_OR_POP st[fx_s0] = r; if (r == 0) sp = fx_s0 + 1, pc = f->t; else sp = fx_s0, pc += f->n - 1;
+#define VG_FX_TAIL_JIT_OR_POP st[fx_s0] = r; if (r != 0) sp = fx_s0 + 1, pc = f->t; else sp = fx_s0, pc += f->n - 1;
+#define VG_FX_HANDLER(NAME, T)       \
+  VG_FX_CASE_BIN(NAME, T) {          \
+    VG_FX_ENTER();                   \
+    VG_FX_OPERANDS();                \
+    int32_t r;                       \
+    int32_t t_ = eval_binop(OP_##NAME, x, y, &r); \
+    if (t_ != TRAP_OK) VG_FX_TRAP(t_);            \
+    steps += f->n - 1;               \
+    VG_FX_TAIL_##T                   \
+    VG_NEXT();                       \
+  }
+#if VG_HOST_THREADED
+#define VG_FX_HANDLERS(T) VG_FX_BINOPS(VG_FX_HANDLER, T)  // a handler a (binop, tail): one jump each
+#else
+// The switch interpreter (VG_FUSED_CODE): every (binop, tail) code shares one handler (VG_FX_BIN
+// below) that switches on the record's op and tail. A handler each took the kernel to 96
+// registers unbounded, 256 bytes of spill in 48; one takes 64, 64 bytes (sm_90, session 44).
+#define VG_FX_CASE_ONLY(NAME, T) VG_FX_CASE_BIN(NAME, T)
+#define VG_FX_HANDLERS(T) VG_FX_BINOPS(VG_FX_CASE_ONLY, T)
+#endif
+    VG_FX_HANDLERS(PUSH)
+    VG_FX_HANDLERS(STORE)
+    VG_FX_HANDLERS(JIF)
+    VG_FX_HANDLERS(JIT)
+    VG_FX_HANDLERS(JIF_OR_POP)
+    VG_FX_HANDLERS(JIT_OR_POP)
+    VG_FX_HANDLERS(STORE_JUMP)
+#if !VG_HOST_THREADED
+  {  // VG_FX_BIN: the cases just above
+    VG_FX_ENTER();
+    VG_FX_OPERANDS();
+    int32_t r;
+    const int32_t t_ = eval_binop(f->op, x, y, &r);
+    if (t_ != TRAP_OK) VG_FX_TRAP(t_);
+    steps += f->n - 1;
+    switch (f->tail) {
+      case TAIL_PUSH: { VG_FX_TAIL_PUSH } break;
+      case TAIL_STORE: { VG_FX_TAIL_STORE } break;
+      case TAIL_JIF: { VG_FX_TAIL_JIF } break;
+      case TAIL_JIT: { VG_FX_TAIL_JIT } break;
+      case TAIL_JIF_OR_POP: { VG_FX_TAIL_JIF_OR_POP } break;
+      case TAIL_JIT_OR_POP: { VG_FX_TAIL_JIT_OR_POP } break;
+      default: { VG_FX_TAIL_STORE_JUMP } break;
+    }
+    VG_NEXT();
+  }
+#undef VG_FX_CASE_ONLY
+#endif
+  VG_FX_CASE(MOV)
+    VG_FX_ENTER();
+    VG_STORE(base + f->t, f->lk == SRC_CONST ? f->a : st[base + f->a]);
+    steps++;
+    pc++;
+    VG_NEXT();
+  VG_FX_CASE(TEST_F)
+    VG_FX_ENTER();
+    steps++;
+    pc = st[base + f->a] == 0 ? f->t : pc + 1;
+    VG_NEXT();
+  VG_FX_CASE(TEST_T)
+    VG_FX_ENTER();
+    steps++;
+    pc = st[base + f->a] != 0 ? f->t : pc + 1;
+    VG_NEXT();
+  VG_FX_CASE(FOR_RANGE) {
+    VG_FX_ENTER();
+    VG_WRITES();
+    int32_t* s = st + base + f->a;  // counter, stop, step
+    steps += f->n - 2;  // FOR_RANGE is the last step but one
+    if (s[2] == 0) VG_TRAP(TRAP_VALUE_ERROR);
+    steps++;
+    if (s[2] > 0 ? s[0] < s[1] : s[0] > s[1]) {
+      int32_t c = s[0];
+      int64_t nx = (int64_t)c + s[2];
+      s[0] = (nx > VG_INT32_MAX || nx < VG_INT32_MIN) ? s[1] : (int32_t)nx;  // past int32 is past stop
+      st[base + f->t] = c;  // after the counter: the loop variable may be a range slot
+      pc = f->b;
+    } else {
+      pc = f->t2;
+    }
+    VG_NEXT();
+  }
+  VG_FX_CASE(SWAP2) {
+    // a, b = x, y (SWAP; STORE_VAR a; STORE_VAR b [; JUMP t2]): the value under the top into a,
+    // then the top into b, each store as STORE_VAR's (the cycle check's writes)
+    VG_FX_ENTER();
+    const int32_t x = st[sp - 2], y = st[sp - 1];
+    VG_STORE(base + f->a, x);
+    VG_STORE(base + f->b, y);
+    sp -= 2;
+    steps += f->n - 1;
+    if (f->tail == TAIL_STORE_JUMP) {
+      VG_CYCLE_CHECK(f->t2, pc - 1 + f->n);
+      pc = f->t2;
+    } else {
+      pc += f->n - 1;
+    }
+    VG_NEXT();
+  }
+#undef VG_FX_ENTER
+#undef VG_FX_OPERANDS
+#undef VG_FX_TRAP
+#undef VG_FX_HANDLER
+#undef VG_FX_HANDLERS
+#undef VG_FX_CASE_BIN
+#undef VG_FX_CASE
+#undef VG_FX_PLAIN
+#undef VG_FX_RECORD
 #endif
       VG_OP(LOAD_CONST) VG_TRY_FUSED(fused_push); VG_ROOM(1); st[sp++] = ((int32_t)w) >> 8; VG_NEXT();
       VG_OP(CONST_EXT) VG_NEED(1); st[sp - 1] = (int32_t)(((uint32_t)st[sp - 1] << 8) | (uint32_t)arg); VG_NEXT();
