@@ -56,13 +56,15 @@ gpu = pytest.mark.skipif(_gpu_reason() is not None, reason=f"GPU test: {_gpu_rea
 # --- CI-safe: the device code compiles ---------------------------------------------------------
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-@pytest.mark.parametrize("switch_fuse,min_blocks,prefetch,jump_tables", [(0, 0, 0, 0), (1, 10, 0, 0), (0, 10, 1, 1)])
-def test_nvcc_compiles_kernels(tmp_path, switch_fuse, min_blocks, prefetch, jump_tables):
+@pytest.mark.parametrize("switch_fuse,min_blocks,prefetch,jump_tables,fused_code",
+                         [(0, 0, 0, 0, 0), (1, 10, 0, 0, 0), (0, 10, 1, 1, 0), (0, 10, 0, 0, 1)])
+def test_nvcc_compiles_kernels(tmp_path, switch_fuse, min_blocks, prefetch, jump_tables, fused_code):
     # PTX without NVVM optimisation: every front-end and device-code error still fails, in
     # seconds (test_compile_kernels_have_a_static_stack runs the full object compile).
     r = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", f"-DVG_LOCAL_STACK={cuda.LOCAL_STACK}",
                         f"-DVG_SWITCH_FUSE={switch_fuse}", f"-DVG_EXEC_MIN_BLOCKS={min_blocks}",
-                        f"-DVG_PREFETCH={prefetch}", *(["--jump-table-density=50"] if jump_tables else []),
+                        f"-DVG_PREFETCH={prefetch}", f"-DVG_FUSED_CODE={fused_code}",
+                        *(["--jump-table-density=50"] if jump_tables else []),
                         f"-I{ROOT / 'vm' / 'csrc'}", f"-I{ROOT / 'compiler' / 'csrc'}", "-ptx", "-Xcicc", "-O0",
                         str(ROOT / "vm" / "csrc" / "cuda_kernels.cu"), "-o", str(tmp_path / "k.ptx")],
                        capture_output=True, text=True)
@@ -190,16 +192,17 @@ def _nvrtc():
 
 
 @pytest.mark.skipif(_nvrtc() is None, reason="NVRTC is unavailable (pip install cupy-cuda13x nvidia-cuda-nvrtc)")
-@pytest.mark.parametrize("switch_fuse,min_blocks,prefetch,jump_tables",
-                         [(False, 0, False, False), (True, 10, False, False), (False, 10, True, True)])
-def test_nvrtc_compiles_kernel_source(switch_fuse, min_blocks, prefetch, jump_tables):
+@pytest.mark.parametrize("switch_fuse,min_blocks,prefetch,jump_tables,fused_code",
+                         [(False, 0, False, False, False), (True, 10, False, False, False),
+                          (False, 10, True, True, False), (False, 10, False, True, True)])
+def test_nvrtc_compiles_kernel_source(switch_fuse, min_blocks, prefetch, jump_tables, fused_code):
     """The exact text and options cuda.py gives CuPy's RawModule, through NVRTC (no GPU needed)."""
     nvrtc = _nvrtc()
     prog = nvrtc.createProgram(cuda.kernel_source(), "cuda_kernels.cu", [], [])
     try:
         # RawModule adds the architecture and --device-as-default-execution-space itself.
-        nvrtc.compileProgram(prog, [*cuda.nvrtc_options(switch_fuse, min_blocks, prefetch, jump_tables), "-arch=compute_90",
-                                    "--device-as-default-execution-space"])
+        nvrtc.compileProgram(prog, [*cuda.nvrtc_options(switch_fuse, min_blocks, prefetch, jump_tables, fused_code),
+                                    "-arch=compute_90", "--device-as-default-execution-space"])
         ptx = nvrtc.getPTX(prog)
     except Exception as e:
         pytest.fail(f"NVRTC: {e}\n{nvrtc.getProgramLog(prog)}")
@@ -361,6 +364,46 @@ def test_switch_fuse_identically(monkeypatch):
     test_fuzzed_bytecode_identically()
     monkeypatch.setattr(sys.modules[__name__], "N_RANDOM", min(N_RANDOM, 20_000))
     test_random_programs_identically()
+
+
+@gpu
+def test_fused_code_identically(monkeypatch):
+    """The translated superinstructions on the GPU (cuda.FUSED_CODE, a module of its own: each warp
+    translates its program before the lanes run it): the corpus under every configuration, fuzzed
+    bytecode, random programs and the env scorer's kernel (evaluate_tasks) exactly as on the CPU
+    (host builds of the same code: test_fused.py's and test_cuda_emulated.py's fused-code runs)."""
+    monkeypatch.setattr(cuda, "FUSED_CODE", True)
+    assert cuda.device().fused_code and cuda.device().fx_warp_bytes > 0
+    for config in CONFIGS:
+        test_corpus_runs_identically(config)
+    test_fuzzed_bytecode_identically()
+    monkeypatch.setattr(sys.modules[__name__], "N_RANDOM", min(N_RANDOM, 20_000))
+    test_random_programs_identically()
+    from test_evaluate_tasks import _host, make_bank, make_programs
+    from vramgym.vm.evaluate import evaluate_tasks_cpu
+    rng = np.random.default_rng([SEED, 44])
+    inputs, expected, ret_kinds = make_bank(rng, 16)
+    progs = make_programs(rng, 3000)
+    want = evaluate_tasks_cpu(*progs, inputs, expected, 16, ret_kinds)
+    got = cuda.evaluate_tasks(*progs, inputs, expected, 16, ret_kinds)
+    for name, g, w in zip(("passed", "steps", "ok"), got, want):
+        g = _host(g)
+        assert g.dtype == w.dtype and np.array_equal(g, w), (name, np.flatnonzero(g != w)[:5], SEED)
+    assert want[2].sum() > 500 and want[0].sum() > 0
+
+
+def test_switch_fuse_and_fused_code_exclude_each_other():
+    with pytest.raises(ValueError, match="exclude each other"):
+        cuda.nvrtc_options(switch_fuse=True, fused_code=True)
+
+
+def test_fx_cap_checked(monkeypatch):
+    assert "-DVG_FX_CAP=512" in cuda.nvrtc_options(fused_code=True)
+    for bad in (0, -1, 65537, 2.5, "512", True, None):
+        monkeypatch.setattr(cuda, "FX_CAP", bad)
+        with pytest.raises(ValueError, match="FX_CAP"):
+            cuda.nvrtc_options(fused_code=True)
+        assert not any("VG_FX_CAP" in o for o in cuda.nvrtc_options())  # only the variant reads it
 
 
 @gpu

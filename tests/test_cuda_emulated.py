@@ -44,13 +44,15 @@ SANITIZE = ["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"] \
     if os.environ.get("VRAMGYM_EMU_SANITIZE") == "1" else []
 
 
-def _library(switch_fuse: bool = False, prefetch: bool = False) -> Path:
+def _library(switch_fuse: bool = False, prefetch: bool = False, fused_code: bool = False) -> Path:
     """Build (or reuse) the emulator; the key covers its source, every header and the flags.
     switch_fuse: the VM with its peephole superinstructions (cuda.SWITCH_FUSE); prefetch: each
-    step's next word loaded ahead (cuda.PREFETCH)."""
+    step's next word loaded ahead (cuda.PREFETCH); fused_code: each warp translates its program into
+    fuse.h's superinstructions first (cuda.FUSED_CODE)."""
     return native_build.build("vramgym-cuda-emu", "cuda_emu.so", EMU,
                               [*FLAGS, *SANITIZE, f"-DVG_SWITCH_FUSE={int(switch_fuse)}",
-                               f"-DVG_PREFETCH={int(prefetch)}"],
+                               f"-DVG_PREFETCH={int(prefetch)}", f"-DVG_FUSED_CODE={int(fused_code)}",
+                               f"-DVG_FX_CAP={cuda.FX_CAP}"],
                               INCLUDES, sorted(f for d in INCLUDES for f in list(d.glob("*.h")) + list(d.glob("*.cu"))))
 
 
@@ -65,9 +67,9 @@ class _EmuDevice:
         self.so.emu_launch.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p]
         self.k = _Kernels(self)
         self.launches: list[str] = []
-        sizes = np.zeros(5, np.int64)
+        sizes = np.zeros(6, np.int64)
         self.k["vg_sizes"]((1,), (1,), (sizes,))
-        self.lexer_bytes, self.compiler_bytes = int(sizes[0]), int(sizes[1])
+        self.lexer_bytes, self.compiler_bytes, self.fx_warp_bytes = int(sizes[0]), int(sizes[1]), int(sizes[5])
 
     def resident_warps(self, kernel: str) -> int:
         return 16
@@ -125,7 +127,8 @@ def _fake_cupy() -> types.ModuleType:
     return cp
 
 
-@pytest.fixture(params=[(False, False), (True, False), (False, True)], ids=["plain", "switch-fuse", "prefetch"])
+@pytest.fixture(params=[(False, False), (True, False), (False, True), (False, False, True)],
+                ids=["plain", "switch-fuse", "prefetch", "fused-code"])
 def emu(request, monkeypatch):
     dev = _EmuDevice(ctypes.CDLL(str(_library(*request.param))))
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())

@@ -61,6 +61,15 @@ PREFETCH = os.environ.get("VRAMGYM_PREFETCH", "0") == "1"
 # 33.2 SASS instructions a step on bench_gpu's gcd candidates (sass_steps.py). Off until a GPU
 # benchmark shows a gain; VRAMGYM_JUMP_TABLES=1 turns it on.
 JUMP_TABLES = os.environ.get("VRAMGYM_JUMP_TABLES", "0") == "1"
+# Superinstructions from a translation (vm.h's VG_FUSED_CODE, fuse.h's, as the CPU's threaded
+# interpreter takes them): each warp translates its program before the lanes run it, and a dispatch
+# runs a whole common sequence (LOAD_VAR LOAD_CONST COMPARE_LT JUMP_IF_FALSE, ...): 2.95 VM steps a
+# dispatch on bench_gpu's gcd candidates, 1.91 on its loop-heavy ones (counted on the CPU), for 64
+# registers unbounded (or 48 and 68 bytes of spill). Programs longer than FX_CAP words run plain.
+# Excludes SWITCH_FUSE. Off until a GPU benchmark shows a gain; VRAMGYM_FUSED_CODE=1 turns it on.
+FUSED_CODE = os.environ.get("VRAMGYM_FUSED_CODE", "0") == "1"
+FX_CAP = 512    # words: the longest program a warp translates (VG_FX_CAP; env bodies of 48 tokens take
+#                 under 300), 13 KB of scratch a warp
 JUMP_TABLE_DENSITY = 50   # percent of a switch's value range that its cases fill: the VM's is dense
 EXEC_MIN_BLOCKS: int | None = None  # > 0: __launch_bounds__(EXEC_BLOCK, this) on the execute kernels,
 # capping their registers so that many blocks fit an SM (10 on an H100: 48 registers, 40 warps); 0: no
@@ -140,13 +149,13 @@ class _Device:
     """The compiled module and launch geometry of one device."""
 
     def __init__(self, device_id: int, switch_fuse: bool = False, min_blocks: int = 0, prefetch: bool = False,
-                 jump_tables: bool = False):
+                 jump_tables: bool = False, fused_code: bool = False, _fx_cap: int = 0):
         import cupy as cp
         self.id, self.switch_fuse, self.min_blocks = device_id, switch_fuse, min_blocks
-        self.prefetch, self.jump_tables = prefetch, jump_tables
+        self.prefetch, self.jump_tables, self.fused_code = prefetch, jump_tables, fused_code
         with cp.cuda.Device(device_id):
-            self.module = cp.RawModule(code=kernel_source(),
-                                       options=nvrtc_options(switch_fuse, min_blocks, prefetch, jump_tables))
+            self.module = cp.RawModule(code=kernel_source(), options=nvrtc_options(
+                switch_fuse, min_blocks, prefetch, jump_tables, fused_code))
             self.module.compile()
             self.k = {name: self.module.get_function(name) for name in (
                 "vg_sizes", "vg_compile", "vg_validate_programs", "vg_active_rows", "vg_execute_local",
@@ -154,12 +163,13 @@ class _Device:
                 "vg_execute_tasks_local", "vg_execute_tasks_global")}
             rt = cp.cuda.runtime
             self.sms = rt.getDeviceProperties(device_id)["multiProcessorCount"]
-            sizes = cp.zeros(5, dtype=cp.int64)
+            sizes = cp.zeros(6, dtype=cp.int64)
             self.k["vg_sizes"]((1,), (1,), (sizes,))
-            lexer, compiler, token, meta, local = (int(v) for v in sizes.get())
-            if token != 16 or meta != ENTRY_META or local != LOCAL_STACK:
+            lexer, compiler, token, meta, local, fx_warp = (int(v) for v in sizes.get())
+            if token != 16 or meta != ENTRY_META or local != LOCAL_STACK or (fx_warp > 0) != fused_code:
                 raise RuntimeError(f"cuda_kernels.cu is out of date with vramgym: sizes {sizes.get()}")
             self.lexer_bytes, self.compiler_bytes = lexer, compiler
+            self.fx_warp_bytes = fx_warp   # a warp's translation area (VG_FUSED_CODE), after the lanes' scratch
             self._resident: dict[str, int] = {}
 
     def resident_warps(self, kernel: str) -> int:
@@ -194,25 +204,31 @@ def exec_min_blocks(switch_fuse: bool, min_blocks: int | None = None) -> int:
 
 
 def nvrtc_options(switch_fuse: bool = False, min_blocks: int | None = None, prefetch: bool = False,
-                  jump_tables: bool = False) -> tuple[str, ...]:
+                  jump_tables: bool = False, fused_code: bool = False) -> tuple[str, ...]:
     """NVRTC's options for a variant of the kernels (nvcc takes the same ones)."""
+    if switch_fuse and fused_code:
+        raise ValueError("vramgym.vm.cuda: SWITCH_FUSE and FUSED_CODE exclude each other (peephole and translated "
+                         "superinstructions); turn one off")
     return NVRTC_OPTIONS + (f"-DVG_SWITCH_FUSE={int(bool(switch_fuse))}", f"-DVG_EXEC_BLOCK={EXEC_BLOCK}",
                             f"-DVG_EXEC_MIN_BLOCKS={exec_min_blocks(switch_fuse, min_blocks)}",
-                            f"-DVG_PREFETCH={int(bool(prefetch))}") + \
+                            f"-DVG_PREFETCH={int(bool(prefetch))}", f"-DVG_FUSED_CODE={int(bool(fused_code))}") + \
+        ((f"-DVG_FX_CAP={fx_cap()}",) if fused_code else ()) + \
         ((f"--jump-table-density={JUMP_TABLE_DENSITY}",) if jump_tables else ())
 
 
-_devices: dict[tuple[int, bool, int, bool, bool], _Device] = {}
+_devices: dict[tuple[int, bool, int, bool, bool, bool, int], _Device] = {}
 _lock = threading.Lock()
 
 
 def device(device_id: int | None = None) -> _Device:
     """The compiled kernels for a device (the current one by default) in the variant that
-    SWITCH_FUSE, EXEC_MIN_BLOCKS, PREFETCH and JUMP_TABLES name at the moment, built on first use."""
+    SWITCH_FUSE, EXEC_MIN_BLOCKS, PREFETCH, JUMP_TABLES and FUSED_CODE name at the moment, built on
+    first use."""
     import cupy as cp
     if device_id is None:
         device_id = cp.cuda.Device().id
-    key = (device_id, bool(SWITCH_FUSE), exec_min_blocks(bool(SWITCH_FUSE)), bool(PREFETCH), bool(JUMP_TABLES))
+    key = (device_id, bool(SWITCH_FUSE), exec_min_blocks(bool(SWITCH_FUSE)), bool(PREFETCH), bool(JUMP_TABLES),
+           bool(FUSED_CODE), fx_cap() if FUSED_CODE else 0)
     with _lock:
         if key not in _devices:
             _devices[key] = _Device(*key)
@@ -233,6 +249,14 @@ def memory_fraction() -> float:
         raise ValueError(f"vramgym.vm.cuda.MEMORY_FRACTION (or VRAMGYM_GPU_MEMORY_FRACTION) must be a number in "
                          f"(0, 1], got {v!r}")
     return f
+
+
+def fx_cap() -> int:
+    """FX_CAP checked: an integer in [1, MAX_CODE]."""
+    v = FX_CAP
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral) or not 1 <= v <= oc.LIMITS["MAX_CODE"]:
+        raise ValueError(f"vramgym.vm.cuda.FX_CAP must be an integer in [1, {oc.LIMITS['MAX_CODE']}], got {v!r}")
+    return int(v)
 
 
 def compile_row_lanes() -> int:
@@ -628,7 +652,8 @@ def _exec_grid(d: _Device, n_tasks: int, config, family: str, reserve: int = 0):
     local = config.stack_size <= LOCAL_STACK
     kernel = d.k[family.format("local" if local else "global")]
     lane_bytes = 4 * _lane_words(config, local)
-    warp_bytes = 32 * lane_bytes
+    fx_bytes = d.fx_warp_bytes   # a warp's translation area (FUSED_CODE), after all lanes'
+    warp_bytes = 32 * lane_bytes + fx_bytes
     fit = (_budget() - reserve) // warp_bytes
     per_block = EXEC_BLOCK // 32
     if fit < per_block:
@@ -637,7 +662,7 @@ def _exec_grid(d: _Device, n_tasks: int, config, family: str, reserve: int = 0):
     per_sm = EXEC_WARPS_PER_SM or d.resident_warps(family.format("local" if local else "global"))
     warps = min(n_tasks, d.sms * per_sm, fit)
     blocks = max(1, -(-warps // per_block))
-    scratch = cp.empty(blocks * EXEC_BLOCK * lane_bytes // 4, dtype=cp.int32)
+    scratch = cp.empty((blocks * EXEC_BLOCK * lane_bytes + blocks * per_block * fx_bytes) // 4, dtype=cp.int32)
     return kernel, blocks, scratch
 
 

@@ -1,6 +1,6 @@
 // Host emulation of the CUDA kernels (vm/csrc/cuda_kernels.cu), for tests without a GPU: every
 // thread of a block is a std::thread, and the warp intrinsics the kernels use (__ballot_sync,
-// __shfl_sync, __shfl_down_sync) meet at a per-warp barrier. It checks the kernels' logic (indexing, masks,
+// __all_sync, __shfl_sync, __shfl_down_sync, __syncwarp) meet at a per-warp barrier. It checks the kernels' logic (indexing, masks,
 // skips, per-warp sums) and cuda.py's launches (argument lists, chunking) against the CPU
 // backend; it says nothing of the GPU's memory model, streams or performance.
 //
@@ -55,6 +55,8 @@ inline int __shfl_sync(unsigned, int x, int src) {
   emu_warp->bar.arrive_and_wait();
   return r;
 }
+inline int __all_sync(unsigned m, int p) { return __ballot_sync(m, p != 0) == 0xffffffffu; }
+inline void __syncwarp(unsigned = 0xffffffffu) { emu_warp->bar.arrive_and_wait(); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {

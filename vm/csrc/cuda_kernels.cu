@@ -33,6 +33,12 @@
 #ifndef VG_EXEC_MIN_BLOCKS
 #define VG_EXEC_MIN_BLOCKS 0
 #endif
+// VG_FUSED_CODE (vm.h): each warp translates its program into superinstructions (fuse.h) before
+// the lanes run it, in an area of its own after the lanes' scratch slots; programs longer than
+// VG_FX_CAP words run untranslated. cuda.FX_CAP.
+#ifndef VG_FX_CAP
+#define VG_FX_CAP 512
+#endif
 #if VG_EXEC_MIN_BLOCKS > 0
 #define VG_EXEC_BOUNDS __launch_bounds__(VG_EXEC_BLOCK, VG_EXEC_MIN_BLOCKS)
 #else
@@ -49,6 +55,13 @@ constexpr int ENTRY_META = 3 + MAX_PARAMS;
 
 __device__ inline int64_t global_tid() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ inline int64_t grid_threads() { return (int64_t)gridDim.x * blockDim.x; }
+
+#if VG_FUSED_CODE
+// Bytes of a warp's translation area: VG_FX_CAP Fused records, xop codes and jump-target flags (+1).
+constexpr int64_t FX_WARP_BYTES = ((int64_t)VG_FX_CAP * (int64_t)(sizeof(Fused) + 2) + 1 + 15) / 16 * 16;
+#else
+constexpr int64_t FX_WARP_BYTES = 0;
+#endif
 
 __device__ inline void write_entry_meta(const Compiler& c, int32_t n, int32_t entry, int32_t* m) {
   bool ok = n >= 0 && entry >= 0 && entry < c.nfuncs;
@@ -124,8 +137,8 @@ __device__ inline bool item_in_bounds(const int64_t* off, int64_t j, int64_t n_w
   return 0 <= a && a <= b && b <= n_words && b - a <= 0x7fffffff;
 }
 
-// One run: program p (entry_pc[p]: -2 invalid bytecode, -3 signature mismatch) on input j, then
-// vg::finish_run, as on the CPU: a list result is checked and copied out, the result compared
+// One run: program p (entry_pc[p]: -2 invalid bytecode, -3 signature mismatch) on input j, with
+// its translation fx, xop (VG_FUSED_CODE; null: plain dispatch), then vg::finish_run, as on the CPU: a list result is checked and copied out, the result compared
 // with expected value j. Returns whether it passed; *nsteps receives the executed steps. An
 // input outside its words traps bad_input; an expected value outside its words is never met.
 __device__ inline bool run_one(const ProgRef& pr, int32_t p, int32_t n_prog, const int32_t* entry_pc,
@@ -133,7 +146,8 @@ __device__ inline bool run_one(const ProgRef& pr, int32_t p, int32_t n_prog, con
                                int32_t n_in, int64_t n_in_words, const int32_t* exp_words,
                                const int64_t* exp_off, int64_t n_exp_words, const VMConfig& cfg, Workspace& ws,
                                int64_t r, int32_t* status, int32_t* value, int32_t* steps, uint8_t* passed,
-                               int32_t* out_list, int32_t out_cap, int32_t* nsteps) {
+                               int32_t* out_list, int32_t out_cap, int32_t* nsteps, const Fused* fx,
+                               const uint8_t* xop) {
   RunResult res;
   res.value = res.steps = 0;
   ws.nlists = 0;
@@ -143,7 +157,7 @@ __device__ inline bool run_one(const ProgRef& pr, int32_t p, int32_t n_prog, con
   else if (pc == -2) res.status = TRAP_BAD_BYTECODE;
   else if (pc == -3) res.status = TRAP_BAD_INPUT;
   else
-    res = run(pr.code, pr.len, pc, in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws);
+    res = run(pr.code, pr.len, pc, in_words + in_off[j], (int32_t)(in_off[j + 1] - in_off[j]), cfg, ws, fx, xop);
   bool have_exp = exp_words && (uint32_t)j < (uint32_t)n_in && item_in_bounds(exp_off, j, n_exp_words);
   bool ok;
   res = finish_run(res, rk, ws, have_exp ? exp_words + exp_off[j] : nullptr,
@@ -186,6 +200,39 @@ __device__ inline void warp_add(bool ok, int32_t ns, int32_t lane, int32_t* pass
   }
 }
 
+// The warp's translation of program pr (VG_FUSED_CODE) into its area: the lanes zero the
+// jump-target flags, mark the targets of every 32nd word, then translate every 32nd pc, with a
+// __syncwarp between the passes (the lanes read each other's writes). Every lane of the warp
+// calls it with the same arguments. *fx and *xop stay null (plain dispatch) for a program that
+// is not valid bytecode (fuse.h takes validated code only) or is longer than VG_FX_CAP.
+__device__ inline void translate(const ProgRef& pr, bool valid, int32_t lane, uint8_t* area, const Fused** fx,
+                                 const uint8_t** xop) {
+  *fx = nullptr;
+  *xop = nullptr;
+#if VG_FUSED_CODE
+  __syncwarp();  // every lane is done with the area's last program
+  if (!valid || pr.len <= 0 || pr.len > VG_FX_CAP) return;
+  Fused* F = reinterpret_cast<Fused*>(area);
+  uint8_t* X = area + (int64_t)VG_FX_CAP * sizeof(Fused);
+  uint8_t* T = X + VG_FX_CAP;
+  for (int32_t pc = lane; pc <= pr.len; pc += 32) T[pc] = 0;
+  __syncwarp();
+  for (int32_t pc = lane; pc < pr.len; pc += 32) fuse_mark_targets(pr.code, pr.len, T, pc);
+  __syncwarp();
+  for (int32_t pc = lane; pc < pr.len; pc += 32) fuse_at(pr.code, pr.len, T, pc, F, X);
+  __syncwarp();
+  *fx = F;
+  *xop = X;
+#else
+  (void)pr, (void)valid, (void)lane, (void)area;
+#endif
+}
+
+// Warp `warp`'s translation area: after the grid's lane slots of `lane_words` int32 words each.
+__device__ inline uint8_t* fx_area(int32_t* scratch, int64_t lane_words, int64_t warp) {
+  return reinterpret_cast<uint8_t*>(scratch + grid_threads() * lane_words) + warp * FX_WARP_BYTES;
+}
+
 // The execute kernels' body. A task is up to 32 runs of one program, one per lane:
 //   run_batch (EVAL false): task t = runs task_start[t] .. task_start[t + 1], listed explicitly;
 //   evaluate (EVAL true):   task t = program t / wpp on inputs (t % wpp) * 32 + lane, and the
@@ -208,6 +255,7 @@ __device__ inline void execute(const uint32_t* __restrict__ code, const int64_t*
   const int32_t lane = threadIdx.x & 31;
   const int64_t warp = global_tid() >> 5, nwarps = grid_threads() >> 5;
   Workspace ws = lane_workspace<LOCAL>(cfg, scratch, warp * 32 + lane, local_stack);
+  uint8_t* area = fx_area(scratch, lane_layout(cfg, !LOCAL).total, warp);
   for (int64_t t = warp; t < n_tasks; t += nwarps) {  // uniform across the warp
     int64_t r;
     int32_t p, j;
@@ -225,14 +273,22 @@ __device__ inline void execute(const uint32_t* __restrict__ code, const int64_t*
     }
     bool ok = false;
     int32_t ns = 0;
+    ProgRef pr;
+    pr.code = code;
+    pr.len = 0;
+    if ((uint32_t)p < (uint32_t)n_prog) pr = prog_ref(code, code_off, code_stride, code_len, p);
+    const Fused* fx = nullptr;
+    const uint8_t* xop = nullptr;
+    if (VG_FUSED_CODE) {  // one translation, when every active lane runs lane 0's program (cuda.py groups runs so)
+      const int32_t p0 = __shfl_sync(0xffffffffu, active ? p : -1, 0);
+      const bool same = __all_sync(0xffffffffu, !active || p == p0);  // p0 and same: uniform
+      const bool valid = same && (uint32_t)p0 < (uint32_t)n_prog && entry_pc[p0] >= 0;
+      translate(valid ? prog_ref(code, code_off, code_stride, code_len, p0) : pr, valid, lane, area, &fx, &xop);
+    }
     if (active) {
-      ProgRef pr;
-      pr.code = code;
-      pr.len = 0;
-      if ((uint32_t)p < (uint32_t)n_prog) pr = prog_ref(code, code_off, code_stride, code_len, p);
       int32_t rk = (uint32_t)p < (uint32_t)n_prog ? (ret_kind ? ret_kind[p] : ret_kind_all) : KIND_INT;
       ok = run_one(pr, p, n_prog, entry_pc, rk, in_words, in_off, j, n_in, n_in_words, exp_words, exp_off,
-                   n_exp_words, cfg, ws, r, status, value, steps, passed, out_list, out_cap, &ns);
+                   n_exp_words, cfg, ws, r, status, value, steps, passed, out_list, out_cap, &ns, fx, xop);
     }
     if (EVAL) {
       warp_add(ok, ns, lane, pass_count + p, step_sum + p);
@@ -261,6 +317,7 @@ __device__ inline void execute_tasks(const uint32_t* __restrict__ code, int32_t 
   const int32_t lane = threadIdx.x & 31;
   const int64_t warp = global_tid() >> 5, nwarps = grid_threads() >> 5;
   Workspace ws = lane_workspace<LOCAL>(cfg, scratch, warp * 32 + lane, local_stack);
+  uint8_t* area = fx_area(scratch, lane_layout(cfg, !LOCAL).total, warp);
   // rows (nullable): the programs vg_active_rows listed, rows[0 .. *n_rows), in place of all
   const int64_t items = rows ? (int64_t)*n_rows * wpp : n_items;
   for (int64_t t = warp; t < items; t += nwarps) {  // uniform across the warp
@@ -272,9 +329,12 @@ __device__ inline void execute_tasks(const uint32_t* __restrict__ code, int32_t 
     int32_t jj = (int32_t)(t % wpp) * 32 + lane;
     bool ok = false;
     int32_t ns = 0;
+    ProgRef pr = prog_ref(code, nullptr, code_cap, code_len, p);
+    const Fused* fx = nullptr;
+    const uint8_t* xop = nullptr;
+    translate(pr, true, lane, area, &fx, &xop);  // (p is the warp's, and valid: entry_pc[p] >= 0)
     if (jj < n_tests) {
       int64_t j = task * n_tests + jj;
-      ProgRef pr = prog_ref(code, nullptr, code_cap, code_len, p);
       VMConfig tc = cfg;  // the task's budget caps the fuel (at least 1, as the CPU core takes it)
       if (task_fuel) {
         const int32_t f = task_fuel[task];
@@ -282,7 +342,7 @@ __device__ inline void execute_tasks(const uint32_t* __restrict__ code, int32_t 
       }
       ok = run_one(pr, p, n_prog, entry_pc, task_ret[task], in_words, in_off, j < n_in ? (int32_t)j : n_in, n_in,
                    n_in_words, exp_words, exp_off, n_exp_words, tc, ws, 0, nullptr, nullptr, nullptr, nullptr,
-                   nullptr, 0, &ns);
+                   nullptr, 0, &ns, fx, xop);
     }
     warp_add(ok, ns, lane, pass_count + p, step_sum + p);
   }
@@ -324,6 +384,7 @@ __global__ void vg_sizes(int64_t* out) {
   out[2] = sizeof(vg::Token);
   out[3] = ENTRY_META;
   out[4] = VG_LOCAL_STACK;
+  out[5] = vgk::FX_WARP_BYTES;  // per warp after the lanes' scratch (0 without VG_FUSED_CODE)
 }
 
 // The compile kernel: one entry point for the three ways programs arrive, so that ptxas compiles
