@@ -8,9 +8,11 @@
 #
 # Phases: bench (install, the variants built, bench_gpu and bench_envs: ~450 s in session 41, plus
 # session 42's fuel_scale rows, ~40 s; session 43 dropped the 16,384-env rows for profile_env at
-# 65,536 and added two variants) and checks (the GPU tests, memcheck, find_syncs and two ncu
-# passes: ~200 s; installs first where the machine is fresh); none named:
-# both, which overruns one 600 s call with today's eight variants. DEADLINE (seconds after the
+# 65,536 and added two variants; session 44 swapped bench_gpu's two unbounded variants, measured in
+# session 41, for three with translated superinstructions, and added their env row) and checks (the
+# GPU tests, memcheck, find_syncs and two ncu passes: ~200 s; installs first where the machine is
+# fresh); none named:
+# both, which overruns one 600 s call with today's eleven variants. DEADLINE (seconds after the
 # start, default 540) bounds the checks, so the script ends, and packs its logs into
 # $OUT/gpu_check.tgz beside $OUT/summary.txt, before the call's limit.
 # Session 41 on an H200 (a machine started in ~30 s): install 50 s, the VM variants 97 s in
@@ -56,8 +58,9 @@ prebuild() {  # bench_gpu.py's FUSE_VARIANTS (the default build is the first)
   local pids=() v
   for v in $(python -c "import sys; sys.path.insert(0, 'experiments'); import bench_gpu as b; \
 print(' '.join(','.join(map(str, v)) for v in b.FUSE_VARIANTS))"); do
-    python -c "from vramgym.vm import cuda; cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS, cuda.PREFETCH, cuda.JUMP_TABLES = $v; \
-d = cuda.device(); print('switch_fuse, min_blocks, prefetch, jump_tables', ($v), 'execute regs', d.k['vg_execute_local_eval'].num_regs, \
+    python -c "from vramgym.vm import cuda; cuda.SWITCH_FUSE, cuda.EXEC_MIN_BLOCKS, cuda.PREFETCH, cuda.JUMP_TABLES, \
+cuda.FUSED_CODE = $v; d = cuda.device(); print('switch_fuse, min_blocks, prefetch, jump_tables, fused_code', ($v), \
+'execute regs', d.k['vg_execute_local_eval'].num_regs, \
 'local bytes', d.k['vg_execute_local_eval'].local_size_bytes, 'tasks regs', d.k['vg_execute_tasks_local'].num_regs, \
 'local warps/SM', d.resident_warps('vg_execute_local_eval'), 'tasks warps/SM', d.resident_warps('vg_execute_tasks_local'))" \
       & pids+=($!)
@@ -86,6 +89,8 @@ VRAMGYM_PREFETCH=1 step bench_envs_prefetch 60 python experiments/bench_envs.py 
   --num-envs 65536 --seconds 3 --name bench_envs_gpu_prefetch --out "$WORK"
 VRAMGYM_JUMP_TABLES=1 step bench_envs_jump_tables 60 python experiments/bench_envs.py --env token --device cuda-graph \
   --num-envs 65536 --seconds 3 --name bench_envs_gpu_jump_tables --out "$WORK"
+VRAMGYM_FUSED_CODE=1 step bench_envs_fused_code 60 python experiments/bench_envs.py --env token --device cuda-graph \
+  --num-envs 65536 --seconds 3 --name bench_envs_gpu_fused_code --out "$WORK"
 fi
 [[ $phases == *" checks "* ]] || exit $fails
 
@@ -111,6 +116,11 @@ memcheck grammar tests/test_grammar_native.py "gpu or cuda" &
 (export VRAMGYM_PREFETCH=1 VRAMGYM_JUMP_TABLES=1
  memcheck variants tests/test_cuda_backend.py "corpus_runs or fuzzed_bytecode or random_programs"
  VRAMGYM_GPU_MEMORY_FRACTION=0.05 step gpu_tests_variants "$lim" python -m pytest -q -rfEs -p no:cacheprovider \
+   tests/test_cuda_backend.py tests/test_evaluate_tasks.py -k "corpus_runs or random_programs or fuzzed or gpu") &
+# the translated superinstructions (session 44: each warp translates its program first) likewise
+(export VRAMGYM_FUSED_CODE=1
+ memcheck fused_code tests/test_cuda_backend.py "corpus_runs or fuzzed_bytecode or random_programs"
+ VRAMGYM_GPU_MEMORY_FRACTION=0.05 step gpu_tests_fused_code "$lim" python -m pytest -q -rfEs -p no:cacheprovider \
    tests/test_cuda_backend.py tests/test_evaluate_tasks.py -k "corpus_runs or random_programs or fuzzed or gpu") &
 # Nsight Compute's full set on one steady-state execute launch, then the stall samples per SASS
 # instruction (which loads a step waits on) from the report

@@ -226,10 +226,12 @@ def step_cost(insns, labels, d: int, reg: str, op_value: int, limit: int = 400,
     return limit, True
 
 
-def op_mix(workload: str, n: int = 64) -> dict[int, int]:
+def op_mix(workload: str, n: int = 64, fused: bool = False) -> dict[int, int]:
     """Opcode -> executed count on the CPU for one of bench_gpu.py's workloads ("gcd": its
     candidates on its 32 tests; "loop": the loop-heavy ones at 2,000 iterations), through vm.h's
-    switch interpreter (experiments/op_mix.cpp with its VG_ON_STEP hook)."""
+    switch interpreter (experiments/op_mix.cpp with its VG_ON_STEP hook). fused: dispatch code ->
+    count instead, each program run through its fuse.h translation as VG_FUSED_CODE's kernels run
+    it (codes from 64: superinstructions), with key -1 -> the VM steps executed."""
     import struct
     import numpy as np
     sys.path.insert(0, str(ROOT / "experiments"))
@@ -240,9 +242,10 @@ def op_mix(workload: str, n: int = 64) -> dict[int, int]:
         sources, (_, enc, _) = bench_gpu.candidates(n), bench_gpu.tests()
     else:
         sources, (_, enc) = bench_gpu.loop_candidates(n), bench_gpu.loop_tests(2000)
-    exe = Path(tempfile.gettempdir()) / "vramgym_op_mix"
-    subprocess.run(["g++", "-O2", "-std=c++17", "-DVG_NO_THREADED_DISPATCH", f"-I{ROOT / 'vm' / 'csrc'}",
-                    str(ROOT / "experiments" / "op_mix.cpp"), "-o", str(exe)], check=True)
+    exe = Path(tempfile.gettempdir()) / f"vramgym_op_mix{'_fused' if fused else ''}"
+    subprocess.run(["g++", "-O2", "-std=c++17", "-DVG_NO_THREADED_DISPATCH", f"-DVG_FUSED_CODE={int(fused)}",
+                    f"-I{ROOT / 'vm' / 'csrc'}", str(ROOT / "experiments" / "op_mix.cpp"), "-o", str(exe)],
+                   check=True)
     blob = [struct.pack("<7i", len(sources), len(enc.offsets) - 1, oc.DEFAULT_FUEL, oc.DEFAULT_MAX_DEPTH,
                         oc.DEFAULT_HEAP, oc.DEFAULT_MAX_LISTS, 4096)]
     for src in sources:
@@ -254,9 +257,13 @@ def op_mix(workload: str, n: int = 64) -> dict[int, int]:
     out = subprocess.run([str(exe)], input=b"".join(blob), capture_output=True, check=True).stdout.decode()
     mix = {}
     for line in out.splitlines():
-        k, v = line.split()[:2]
-        if k.isdigit():
-            mix[int(k)] = int(v)
+        f = line.split()
+        if fused and f[0] == "d":
+            mix[int(f[1])] = int(f[2])
+        elif fused and f[0] == "runs":
+            mix[-1] = int(f[3])
+        elif not fused and f[0].isdigit():
+            mix[int(f[0])] = int(f[1])
     return mix
 
 
@@ -286,6 +293,20 @@ def main() -> None:
         log = build_cubin(a.defines, cubin, a.nvcc)
         insns, labels = disassemble(cubin, a.kernel)
     regs = re.search(rf"entry function '{a.kernel}'.*?(\d+) bytes spill stores.*?Used (\d+) registers", log, re.S)
+    if "VG_FUSED_CODE=1" in a.defines:
+        # ptxas splits this build's switch (plain opcodes and superinstruction codes up to 158) into
+        # compare trees and several small jump tables, which find_dispatch does not follow: what
+        # can be counted is the kernel's registers and spill, and the dispatches a VM step takes
+        print(f"{a.kernel}: {len(insns)} instructions, {regs.group(2) if regs else '?'} registers, "
+              f"{regs.group(1) if regs else '?'} bytes of spill stores (VG_FUSED_CODE: no static walk)")
+        for w in ("gcd", "loop"):
+            mix = op_mix(w, fused=True)
+            steps = mix.pop(-1)
+            total = sum(mix.values())
+            fx = sum(v for k, v in mix.items() if k >= 64)
+            print(f"{w}: {steps / total:.2f} VM steps a dispatch ({total} dispatches for {steps} steps), "
+                  f"{fx / total:.0%} of the dispatches superinstructions")
+        return
     d, reg = find_dispatch(insns, labels)
     rows = {}
     for o in opcodes.OPS:
