@@ -14,7 +14,9 @@
 # fresh); none named:
 # both, which overruns one 600 s call with today's eleven variants. DEADLINE (seconds after the
 # start, default 540) bounds the checks, so the script ends, and packs its logs into
-# $OUT/gpu_check.tgz beside $OUT/summary.txt, before the call's limit.
+# $OUT/gpu_check.tgz beside $OUT/summary.txt, before the call's limit. Every step's limit is cut to
+# what is left before DEADLINE (the bench phase's rows are in order of need, so a slow machine
+# loses the last ones, not the logs).
 # Session 41 on an H200 (a machine started in ~30 s): install 50 s, the VM variants 97 s in
 # parallel, bench ~150 s, bench_envs 33 s, the GPU tests 184 s on 10 workers (869 tests), each
 # memcheck group under 75 s.
@@ -28,8 +30,11 @@ mkdir -p "$OUT" "$WORK"
 export PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-/tmp/cupy_cache}
 fails=0
 log() { echo "$*" | tee -a "$WORK/summary.txt"; }
-step() {  # step NAME LIMIT COMMAND...
+step() {  # step NAME LIMIT COMMAND... (the limit cut to what is left before DEADLINE; skipped under 10 s)
   local name=$1 lim=$2; shift 2
+  local rest=$((DEADLINE - SECONDS))
+  if [ "$rest" -lt 10 ]; then log "== $name SKIPPED: ${rest} s left before DEADLINE"; fails=$((fails + 1)); return; fi
+  [ "$lim" -gt "$rest" ] && lim=$rest
   log "== $name (limit ${lim} s, at ${SECONDS} s): $*"
   local t0=$SECONDS
   if timeout "$lim" "$@" >"$WORK/$name.log" 2>&1; then log "   ok ($((SECONDS - t0)) s)"
