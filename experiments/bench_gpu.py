@@ -166,9 +166,9 @@ VARIANT_FLAGS = ("SWITCH_FUSE", "EXEC_MIN_BLOCKS", "PREFETCH", "JUMP_TABLES", "F
 
 def switch_fuse_rows(workloads, repeat: int):
     """The VM's build variants (FUSE_VARIANTS: superinstructions, register bound, prefetch, jump
-    tables, translated superinstructions) side by side on the same candidates: evaluate's time, VM instructions per second, the
-    execute kernel's registers and resident warps per SM. Pass counts and steps must be equal in
-    all. A variant that does not build (an NVRTC without --jump-table-density) is reported and
+    tables, translated superinstructions) side by side on the same candidates: evaluate's time,
+    VM instructions per second, the execute kernel's registers and resident warps per SM. Pass
+    counts and steps must be equal in all. A variant that does not build (an NVRTC without --jump-table-density) is reported and
     skipped."""
     import torch
     sync = torch.cuda.synchronize

@@ -149,10 +149,11 @@ class _Device:
     """The compiled module and launch geometry of one device."""
 
     def __init__(self, device_id: int, switch_fuse: bool = False, min_blocks: int = 0, prefetch: bool = False,
-                 jump_tables: bool = False, fused_code: bool = False, _fx_cap: int = 0):
+                 jump_tables: bool = False, fused_code: bool = False, fx_words: int = 0):
         import cupy as cp
         self.id, self.switch_fuse, self.min_blocks = device_id, switch_fuse, min_blocks
         self.prefetch, self.jump_tables, self.fused_code = prefetch, jump_tables, fused_code
+        self.fx_words = fx_words   # FX_CAP as built (device()'s key), 0 without FUSED_CODE
         with cp.cuda.Device(device_id):
             self.module = cp.RawModule(code=kernel_source(), options=nvrtc_options(
                 switch_fuse, min_blocks, prefetch, jump_tables, fused_code))

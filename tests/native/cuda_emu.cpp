@@ -1,8 +1,9 @@
 // Host emulation of the CUDA kernels (vm/csrc/cuda_kernels.cu), for tests without a GPU: every
 // thread of a block is a std::thread, and the warp intrinsics the kernels use (__ballot_sync,
-// __all_sync, __shfl_sync, __shfl_down_sync, __syncwarp) meet at a per-warp barrier. It checks the kernels' logic (indexing, masks,
-// skips, per-warp sums) and cuda.py's launches (argument lists, chunking) against the CPU
-// backend; it says nothing of the GPU's memory model, streams or performance.
+// __all_sync, __shfl_sync, __shfl_down_sync, __syncwarp) meet at a per-warp barrier. It checks
+// the kernels' logic (indexing, masks, skips, per-warp sums) and cuda.py's launches (argument
+// lists, chunking) against the CPU backend; it says nothing of the GPU's memory model, streams or
+// performance.
 //
 //   emu_launch(name, grid, block, args): args as for cuLaunchKernel (one pointer per parameter).
 #include <atomic>

@@ -138,9 +138,10 @@ __device__ inline bool item_in_bounds(const int64_t* off, int64_t j, int64_t n_w
 }
 
 // One run: program p (entry_pc[p]: -2 invalid bytecode, -3 signature mismatch) on input j, with
-// its translation fx, xop (VG_FUSED_CODE; null: plain dispatch), then vg::finish_run, as on the CPU: a list result is checked and copied out, the result compared
-// with expected value j. Returns whether it passed; *nsteps receives the executed steps. An
-// input outside its words traps bad_input; an expected value outside its words is never met.
+// its translation fx, xop (VG_FUSED_CODE; null: plain dispatch), then vg::finish_run, as on the
+// CPU: a list result is checked and copied out, the result compared with expected value j.
+// Returns whether it passed; *nsteps receives the executed steps. An input outside its words
+// traps bad_input; an expected value outside its words is never met.
 __device__ inline bool run_one(const ProgRef& pr, int32_t p, int32_t n_prog, const int32_t* entry_pc,
                                int32_t rk, const int32_t* in_words, const int64_t* in_off, int32_t j,
                                int32_t n_in, int64_t n_in_words, const int32_t* exp_words,
